@@ -1,0 +1,36 @@
+// A node attribute's value. Lives in core so that kernels (layer 1) can read
+// attributes without knowing the IR; a subgraph is held opaquely (the IR's
+// Graph derives from Subgraph).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tessera {
+
+struct Subgraph {
+  virtual ~Subgraph() = default;
+};
+
+struct Attribute {
+  enum class Kind : uint8_t { undefined, f, i, s, t, g, floats, ints, strings, tensors, graphs, type_proto };
+  Kind kind = Kind::undefined;
+  float f = 0;
+  int64_t i = 0;
+  std::string s;
+  Tensor t;
+  std::shared_ptr<Subgraph> g;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+  std::vector<Tensor> tensors;
+  std::vector<std::shared_ptr<Subgraph>> graphs;
+  DType type_elem = DType::undefined;  // for TypeProto attributes: the tensor element type
+
+  static const char* kind_name(Kind k);
+};
+
+}  // namespace tessera

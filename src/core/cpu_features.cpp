@@ -1,0 +1,75 @@
+#include "core/cpu_features.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+namespace tessera {
+
+namespace {
+CpuFeatures detect() {
+  CpuFeatures f;
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = (c >> 27) & 1;
+  const bool has_fma = (c >> 12) & 1, has_f16c = (c >> 29) & 1;
+  unsigned long long xcr0 = 0;
+  if (osxsave) {
+    unsigned lo, hi;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    xcr0 = (static_cast<unsigned long long>(hi) << 32) | lo;
+  }
+  const bool ymm_ok = (xcr0 & 0x6) == 0x6;
+  const bool zmm_ok = (xcr0 & 0xE6) == 0xE6;
+  __cpuid_count(7, 0, a, b, c, d);
+  f.avx2 = ymm_ok && ((b >> 5) & 1);
+  f.fma = ymm_ok && has_fma;
+  f.f16c = ymm_ok && has_f16c;
+  f.avx512f = zmm_ok && ((b >> 16) & 1);
+  f.avx512dq = zmm_ok && ((b >> 17) & 1);
+  f.avx512bw = zmm_ok && ((b >> 30) & 1);
+  f.avx512vl = zmm_ok && ((b >> 31) & 1);
+  f.avx512vnni = zmm_ok && ((c >> 11) & 1);
+  unsigned a1, b1, c1, d1;
+  __cpuid_count(7, 1, a1, b1, c1, d1);
+  f.avx512bf16 = zmm_ok && ((a1 >> 5) & 1);
+#endif
+  if (const char* isa = std::getenv("TESSERA_ISA")) {
+    if (std::strcmp(isa, "portable") == 0) f = CpuFeatures{};
+    else if (std::strcmp(isa, "avx2") == 0) {
+      f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512vnni = f.avx512bf16 = false;
+    }
+  }
+  return f;
+}
+}  // namespace
+
+std::string CpuFeatures::describe() const {
+  std::string s;
+  auto add = [&](bool on, const char* n) {
+    if (!on) return;
+    if (!s.empty()) s += ' ';
+    s += n;
+  };
+  add(avx2, "avx2");
+  add(fma, "fma");
+  add(f16c, "f16c");
+  add(avx512f, "avx512f");
+  add(avx512bw, "avx512bw");
+  add(avx512vl, "avx512vl");
+  add(avx512dq, "avx512dq");
+  add(avx512vnni, "avx512vnni");
+  add(avx512bf16, "avx512bf16");
+  return s.empty() ? "portable" : s;
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = detect();
+  return f;
+}
+
+}  // namespace tessera

@@ -1,0 +1,166 @@
+#include "core/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace tessera {
+
+int64_t shape_numel(std::span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    check_arg(d >= 0, "negative dimension in shape ", shape_str(shape));
+    if (d == 0) return 0;
+  }
+  for (int64_t d : shape) {
+    check_arg(n <= kMaxElements / d, "shape ", shape_str(shape), " has more than 2^40 elements");
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_str(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::vector<int64_t> contiguous_strides(std::span<const int64_t> shape) {
+  std::vector<int64_t> st(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    st[i] = s;
+    s *= std::max<int64_t>(shape[i], 1);
+  }
+  return st;
+}
+
+// Tensors above this size are refused before allocation: no model or input
+// Tessera runs needs more, and a corrupt dim must not reach the allocator.
+static constexpr size_t kMaxTensorBytes = size_t(64) << 30;
+
+std::shared_ptr<void> allocate_storage(size_t bytes) {
+  check_arg(bytes <= kMaxTensorBytes, "refusing to allocate ", bytes, " bytes (limit ", kMaxTensorBytes, ")");
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw Error(ErrorCode::runtime, cat("out of memory allocating ", bytes, " bytes"));
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  check_arg(dtype != DType::undefined, "tensor of undefined element type");
+  numel_ = shape_numel(shape_);
+  strides_ = contiguous_strides(shape_);
+  const size_t n = size_t(numel_);
+  const size_t esize = dtype_size(dtype);
+  check_arg(n <= kMaxTensorBytes / esize, "refusing to allocate tensor ", dtype_name(dtype), shape_str(shape_));
+  if (dtype == DType::string) {
+    auto* p = new std::string[std::max<size_t>(n, 1)];
+    storage_ = std::shared_ptr<void>(p, [](void* q) { delete[] static_cast<std::string*>(q); });
+  } else {
+    storage_ = allocate_storage(n * esize);
+    std::memset(storage_.get(), 0, n * esize);
+  }
+}
+
+Tensor Tensor::borrow(DType dtype, Shape shape, void* data) {
+  return view(dtype, std::move(shape), std::shared_ptr<void>(data, [](void*) {}), 0);
+}
+
+Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<void> storage, size_t byte_offset,
+                    std::vector<int64_t> strides) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.numel_ = shape_numel(shape);
+  t.strides_ = strides.empty() ? contiguous_strides(shape) : std::move(strides);
+  t.shape_ = std::move(shape);
+  t.storage_ = std::move(storage);
+  t.offset_ = byte_offset;
+  return t;
+}
+
+bool Tensor::is_contiguous() const {
+  if (numel_ <= 1) return true;
+  int64_t s = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] != 1 && strides_[i] != s) return false;
+    s *= shape_[i];
+  }
+  return true;
+}
+
+Tensor Tensor::reshape(Shape shape) const {
+  check(is_contiguous(), ErrorCode::internal, "reshape of a non-contiguous tensor");
+  check_arg(shape_numel(shape) == numel_, "cannot reshape ", describe(), " to ", shape_str(shape));
+  return view(dtype_, std::move(shape), storage_, offset_);
+}
+
+Tensor Tensor::clone() const {
+  Tensor out(dtype_, shape_);
+  if (numel_ == 0) return out;
+  const size_t es = dtype_size(dtype_);
+  // Walk the (possibly strided) source in row-major order.
+  std::vector<int64_t> idx(shape_.size(), 0);
+  dispatch_dtype(dtype_, [&]<typename T>() {
+    const T* src = static_cast<const T*>(raw_data());
+    T* dst = out.data<T>();
+    if (is_contiguous()) {
+      if constexpr (std::is_trivially_copyable_v<T>) std::memcpy(dst, src, size_t(numel_) * es);
+      else std::copy(src, src + numel_, dst);
+      return;
+    }
+    for (int64_t i = 0; i < numel_; ++i) {
+      int64_t off = 0;
+      for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides_[d];
+      dst[i] = src[off];
+      for (size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < shape_[d]) break;
+        idx[d] = 0;
+      }
+    }
+  });
+  return out;
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+double Tensor::at_double(int64_t i) const {
+  return dispatch_dtype(dtype_, [&]<typename T>() -> double {
+    return to_double(static_cast<const T*>(raw_data())[i]);
+  });
+}
+
+int64_t Tensor::at_int(int64_t i) const {
+  return dispatch_dtype(dtype_, [&]<typename T>() -> int64_t {
+    const T& v = static_cast<const T*>(raw_data())[i];
+    if constexpr (std::is_integral_v<T>) return int64_t(v);
+    else if constexpr (kIsSubByteInt<T>) return int64_t(v.value);
+    else return int64_t(to_double(v));
+  });
+}
+
+std::vector<int64_t> Tensor::to_int_vector() const {
+  Tensor c = contiguous();
+  std::vector<int64_t> v(static_cast<size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) v[size_t(i)] = c.at_int(i);
+  return v;
+}
+
+std::vector<double> Tensor::to_double_vector() const {
+  Tensor c = contiguous();
+  std::vector<double> v(static_cast<size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) v[size_t(i)] = c.at_double(i);
+  return v;
+}
+
+std::string Tensor::describe() const { return cat(dtype_name(dtype_), shape_str(shape_)); }
+
+void Tensor::throw_type_mismatch(DType wanted) const {
+  throw Error(ErrorCode::internal,
+              cat("tensor is ", dtype_name(dtype_), " but was accessed as ", dtype_name(wanted)));
+}
+
+}  // namespace tessera
