@@ -81,7 +81,7 @@ void check_f8_roundtrip(int nan_count) {
     }
     if (f == 0 && b != 0 && T::from_float(f, false).bits != b) continue;  // -0 in fnuz does not exist
     EXPECT_EQ(T::from_float(f, false).bits, b) << b;
-    EXPECT_EQ(T::from_float(f, true).bits, b) << b;
+    if (!std::isinf(f)) EXPECT_EQ(T::from_float(f, true).bits, b) << b;  // saturate maps inf to max
   }
   EXPECT_EQ(nans, nan_count);
 }
