@@ -1,0 +1,68 @@
+// Tessera's public C++ API: load an ONNX model into a Session and run it.
+//
+//   tessera::Session s("model.onnx", {.threads = 2});
+//   auto outs = s.run({{"input", tensor}});          // all outputs, in graph order
+//
+// Tensors are tessera::Tensor (src/core/tensor.h); errors are tessera::Error.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace tessera {
+
+struct SessionOptions {
+  int threads = 0;              // 0: one per core
+  int optimization_level = 99;  // 0: run the graph as imported; >0: run the graph passes
+  bool enable_profiling = false;
+  std::string profile_path;     // Chrome trace written when the session ends (if profiling)
+  std::string backend = "cpu";
+};
+
+// Static description of a graph input or output.
+struct ValueInfo {
+  std::string name;
+  std::string type;                 // ONNX-style: "tensor(float)", "seq(tensor(float))"
+  DType dtype = DType::undefined;
+  std::vector<int64_t> shape;       // -1 for unknown dims
+  std::vector<std::string> dim_names;  // symbol per dim ("" when fixed or anonymous)
+  bool has_shape = false;           // false: rank unknown
+};
+
+class SessionImpl;
+
+class Session {
+ public:
+  Session(const std::string& model_path, const SessionOptions& opts = {});
+  Session(std::span<const uint8_t> model_bytes, const SessionOptions& opts = {});
+  ~Session();
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+
+  const std::vector<ValueInfo>& inputs() const;
+  const std::vector<ValueInfo>& outputs() const;
+
+  // Runs the model. `output_names` empty: all outputs. Safe to call from many
+  // threads at once.
+  std::vector<DataValue> run(const std::map<std::string, DataValue>& feeds,
+                             const std::vector<std::string>& output_names = {}) const;
+
+  // Bytes of intermediate buffers at the peak of the last planned run.
+  size_t peak_memory_bytes() const;
+  // The graph as text after import (and after the optimization passes).
+  std::string graph_text() const;
+
+ private:
+  std::unique_ptr<SessionImpl> impl_;
+};
+
+std::string version();
+
+}  // namespace tessera
