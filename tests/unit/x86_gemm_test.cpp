@@ -40,6 +40,7 @@ void reference(const Case& c, const std::vector<float>& a, int64_t lda, const st
       }
       double v = ep.alpha * s + (ep.beta != 0 ? ep.beta * out[i * ldc + j] : 0.0);
       if (ep.bias) v += ep.bias[j];
+      if (ep.row_bias) v += ep.row_bias[i];
       if (ep.residual) v += ep.residual[i * ep.ldr + j];
       if (ep.act == Activation::relu) v = std::max(v, 0.0);
       if (ep.act == Activation::clip) v = std::min(std::max(v, double(ep.clip_min)), double(ep.clip_max));
@@ -55,12 +56,14 @@ void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool
   auto b = random_vec(size_t((c.tb ? c.n : c.k) * ldb), rng);
   auto c0 = random_vec(size_t(c.m * ldc), rng);
   auto bias = random_vec(size_t(c.n), rng);
+  auto row_bias = random_vec(size_t(c.m), rng);
   auto res = random_vec(size_t(c.m * c.n), rng);
   GemmEpilogue ep;
   if (epilogue) {
     ep.alpha = 0.75f;
     ep.beta = 0.5f;
     ep.bias = bias.data();
+    ep.row_bias = row_bias.data();
     ep.residual = res.data();
     ep.ldr = c.n;
     ep.act = (c.k % 2) ? Activation::relu : Activation::clip;

@@ -163,8 +163,9 @@ void gemm_range(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_beg
             const int64_t row = ic + ir, col = jc + jr;
             float* cptr = pr.c + row * pr.ldc + col;
             UkrEpilogue uep{}, *uepp = nullptr;
-            if (last && (ep.bias || ep.residual || ep.act != Activation::none)) {
+            if (last && (ep.bias || ep.row_bias || ep.residual || ep.act != Activation::none)) {
               uep.bias = ep.bias ? ep.bias + col : nullptr;
+              uep.row_bias = ep.row_bias ? ep.row_bias + row : nullptr;
               uep.residual = ep.residual ? ep.residual + row * ep.ldr + col : nullptr;
               uep.ldr = ep.ldr;
               uep.act = ep.act;
@@ -208,7 +209,7 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u) {
     for (int64_t i = 0; i < pr.m; ++i)
       for (int64_t j = 0; j < pr.n; j += 64) {
         const int64_t w = std::min<int64_t>(64, pr.n - j);
-        UkrEpilogue uep{pr.ep->bias ? pr.ep->bias + j : nullptr,
+        UkrEpilogue uep{pr.ep->bias ? pr.ep->bias + j : nullptr, pr.ep->row_bias ? pr.ep->row_bias + i : nullptr,
                         pr.ep->residual ? pr.ep->residual + i * pr.ep->ldr + j : nullptr, pr.ep->ldr,
                         pr.ep->act, pr.ep->clip_min, pr.ep->clip_max};
         ukr_store_tile(zeros, 0, pr.c + i * pr.ldc + j, pr.ldc, 1, w, pr.ep->beta, &uep);
@@ -256,6 +257,7 @@ void ukr_store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int
       if (beta != 0.0f) v += beta * c[i * ldc + j];
       if (ep) {
         if (ep->bias) v += ep->bias[j];
+        if (ep->row_bias) v += ep->row_bias[i];
         if (ep->residual) v += ep->residual[i * ep->ldr + j];
         if (ep->act == Activation::relu) v = v > 0.0f ? v : 0.0f;
         else if (ep->act == Activation::clip) v = std::min(std::max(v, ep->clip_min), ep->clip_max);

@@ -22,6 +22,7 @@ struct GemmEpilogue {
   float alpha = 1.0f;
   float beta = 0.0f;                // multiplies C's prior contents (0: C is write-only)
   const float* bias = nullptr;      // length N, added to every row
+  const float* row_bias = nullptr;  // length M, added to every column (conv: per output channel)
   const float* residual = nullptr;  // M x N, row stride ldr, added before the activation
   int64_t ldr = 0;
   Activation act = Activation::none;
@@ -76,6 +77,7 @@ std::string sgemm_kernel_name();
 // last K block (apply bias / residual / activation) — nullptr otherwise.
 struct UkrEpilogue {
   const float* bias;      // already offset to this tile's first column, or nullptr
+  const float* row_bias;  // already offset to this tile's first row, or nullptr
   const float* residual;  // already offset to this tile, or nullptr
   int64_t ldr;
   Activation act;

@@ -11,6 +11,7 @@ inline __m256 finish(__m256 v, const float* cprev, float beta, const UkrEpilogue
   if (beta != 0.0f) v = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(cprev), v);
   if (ep) {
     if (ep->bias) v = _mm256_add_ps(v, _mm256_loadu_ps(ep->bias + j));
+    if (ep->row_bias) v = _mm256_add_ps(v, _mm256_set1_ps(ep->row_bias[i]));
     if (ep->residual) v = _mm256_add_ps(v, _mm256_loadu_ps(ep->residual + i * ep->ldr + j));
     if (ep->act == Activation::relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
     else if (ep->act == Activation::clip)

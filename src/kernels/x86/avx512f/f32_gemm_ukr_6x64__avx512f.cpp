@@ -13,6 +13,7 @@ inline __m512 finish(__m512 v, const float* cprev, float beta, const UkrEpilogue
   if (beta != 0.0f) v = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(cprev), v);
   if (ep) {
     if (ep->bias) v = _mm512_add_ps(v, _mm512_loadu_ps(ep->bias + j));
+    if (ep->row_bias) v = _mm512_add_ps(v, _mm512_set1_ps(ep->row_bias[i]));
     if (ep->residual) v = _mm512_add_ps(v, _mm512_loadu_ps(ep->residual + i * ep->ldr + j));
     if (ep->act == Activation::relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
     else if (ep->act == Activation::clip)
