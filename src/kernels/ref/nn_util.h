@@ -102,4 +102,63 @@ inline std::vector<int64_t> nn_broadcast_index(const Shape& in, const Shape& out
   return idx;
 }
 
+// Row-major coordinates of flat index f in a tensor of shape dims.
+inline void nn_unravel(int64_t f, const std::vector<int64_t>& dims, std::vector<int64_t>& coord) {
+  coord.resize(dims.size());
+  for (size_t d = dims.size(); d-- > 0;) {
+    coord[d] = dims[d] ? f % dims[d] : 0;
+    f = dims[d] ? f / dims[d] : 0;
+  }
+}
+
+// Sliding-window geometry of conv / pool ops over the spatial dims.
+struct NnWindow {
+  std::vector<int64_t> in, kernel, strides, dilations, pad_begin, pad_end, out;
+  size_t nsp() const { return in.size(); }
+};
+
+// Reads strides / dilations / pads / auto_pad from ctx and computes the output
+// spatial dims. ceil_mode: pools only (the last window must start inside the
+// input or the begin padding).
+inline NnWindow nn_window(const KernelContext& ctx, const Shape& in_spatial, const std::vector<int64_t>& kernel,
+                          bool ceil_mode) {
+  NnWindow w;
+  const size_t n = in_spatial.size();
+  w.in = in_spatial;
+  w.kernel = kernel;
+  w.strides = ctx.attr_ints("strides", std::vector<int64_t>(n, 1));
+  w.dilations = ctx.attr_ints("dilations", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  ctx.check(kernel.size() == n, "kernel has ", kernel.size(), " dims for ", n, " spatial dims");
+  ctx.check(w.strides.size() == n, "strides has ", w.strides.size(), " values for ", n, " spatial dims");
+  ctx.check(w.dilations.size() == n, "dilations has ", w.dilations.size(), " values for ", n, " spatial dims");
+  ctx.check(pads.size() == 2 * n, "pads has ", pads.size(), " values for ", n, " spatial dims");
+  ctx.check(auto_pad == "NOTSET" || auto_pad == "VALID" || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER",
+            "unknown auto_pad '", auto_pad, "'");
+  for (size_t i = 0; i < n; ++i) {
+    ctx.check(w.strides[i] > 0 && w.dilations[i] > 0 && kernel[i] > 0,
+              "strides, dilations and kernel dims must be positive");
+    ctx.check(pads[i] >= 0 && pads[n + i] >= 0, "pads must be non-negative");
+    const int64_t eff = (kernel[i] - 1) * w.dilations[i] + 1;
+    int64_t pb = pads[i], pe = pads[n + i], o;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      o = (in_spatial[i] + w.strides[i] - 1) / w.strides[i];
+      const int64_t total = std::max<int64_t>(0, (o - 1) * w.strides[i] + eff - in_spatial[i]);
+      pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe = total - pb;
+    } else {
+      if (auto_pad == "VALID") pb = pe = 0;
+      const int64_t span = in_spatial[i] + pb + pe - eff;
+      ctx.check(span >= 0, "kernel extent ", eff, " exceeds the padded input ", in_spatial[i] + pb + pe);
+      o = ceil_mode ? (span + w.strides[i] - 1) / w.strides[i] + 1 : span / w.strides[i] + 1;
+      if (ceil_mode && (o - 1) * w.strides[i] >= in_spatial[i] + pb) --o;
+    }
+    w.pad_begin.push_back(pb);
+    w.pad_end.push_back(pe);
+    w.out.push_back(o);
+  }
+  return w;
+}
+
 }  // namespace tessera::kernels::ref
