@@ -394,6 +394,41 @@ TEST(OnnxLoader, InlinesModelLocalFunctions) {
   EXPECT_NE(error_of([&] { b.load(); }, &code).find("calls itself"), std::string::npos);
 }
 
+TEST(OnnxLoader, ExponentialInliningIsCapped) {
+  Builder b;
+  auto* o = b.m.add_opset_import();
+  o->set_domain("local");
+  o->set_version(1);
+  const int levels = 30;  // F0 calls F1 twice, ..., F29 is one Relu: 2^29 nodes if unchecked
+  for (int i = 0; i < levels; ++i) {
+    auto* f = b.m.add_functions();
+    f->set_name("F" + std::to_string(i));
+    f->set_domain("local");
+    f->add_input("X");
+    f->add_output("Y");
+    if (i + 1 == levels) {
+      auto* n = f->add_node();
+      n->set_op_type("Relu");
+      n->add_input("X");
+      n->add_output("Y");
+      continue;
+    }
+    for (int k = 0; k < 2; ++k) {
+      auto* n = f->add_node();
+      n->set_op_type("F" + std::to_string(i + 1));
+      n->set_domain("local");
+      n->add_input(k == 0 ? "X" : "T");
+      n->add_output(k == 0 ? "T" : "Y");
+    }
+  }
+  b.input("x");
+  b.node("F0", {"x"}, {"y"})->set_domain("local");
+  b.output("y");
+  ErrorCode code{};
+  EXPECT_NE(error_of([&] { b.load(); }, &code).find("more than"), std::string::npos);
+  EXPECT_EQ(code, ErrorCode::invalid_model);
+}
+
 TEST(OnnxLoader, BadModels) {
   Builder b;
   b.input("x");
