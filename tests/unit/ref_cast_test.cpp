@@ -82,6 +82,7 @@ TEST(RefCast, Float8SaturateAttribute) {
   EXPECT_EQ(f4.data<Float4E2M1>()[0].to_float(), 6.f);
   EXPECT_EQ(f4.data<Float4E2M1>()[2].to_float(), 2.f);
   EXPECT_EQ(f4.data<Float4E2M1>()[3].to_float(), 6.f);
+  EXPECT_EQ(cast(Tensor::from_vector<float>({NAN}), kE2M1).data<Float4E2M1>()[0].bits, 0x8);  // -0, as onnx
 }
 
 TEST(RefCast, SubByteIntegersWrap) {

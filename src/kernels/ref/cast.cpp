@@ -89,7 +89,11 @@ D from_num(const Num& n, const CastOptions& o) {
   } else if constexpr (std::is_same_v<D, float> || kIsNarrowFloat<D>) {
     const float f = n.kind == K::f ? float(n.f) : n.kind == K::i ? float(n.i) : float(n.u);
     if constexpr (std::is_same_v<D, float>) return f;
-    else return D::from_float(f, o.saturate);
+    else if constexpr (std::is_same_v<D, Float4E2M1>) {
+      // E2M1 has no NaN: onnx (ml_dtypes) maps NaN to -0 (bits 1000).
+      if (std::isnan(f)) return D::from_bits(0x8);
+      return D::from_float(f, o.saturate);
+    } else return D::from_float(f, o.saturate);
   } else if constexpr (kIsSubByteInt<D>) {
     const int64_t v = n.kind == K::f ? double_to_int64(n.f) : n.kind == K::i ? n.i : int64_t(n.u);
     return D(v);  // wraps
