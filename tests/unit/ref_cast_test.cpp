@@ -153,5 +153,17 @@ TEST(RefCast, BoolAndCastLike) {
   EXPECT_EQ(cast(Tensor::scalar(2.5), kINT32).data<int32_t>()[0], 2);
 }
 
+TEST(RefCast, BitCastKeepsBits) {
+  const Tensor x = Tensor::from_vector<float>({1.f, -2.5f});
+  const Tensor y = run_ref("BitCast", {x}, {{"to", attr_i(kINT32)}})[0].tensor;
+  ASSERT_EQ(y.dtype(), DType::i32);
+  EXPECT_EQ(y.data<int32_t>()[0], 0x3F800000);
+  EXPECT_EQ(uint32_t(y.data<int32_t>()[1]), 0xC0200000u);
+  const Tensor b = run_ref("BitCast", {Tensor::from_vector<uint8_t>({0, 7})}, {{"to", attr_i(kBOOL)}})[0].tensor;
+  EXPECT_EQ(vals<bool>(b), (std::vector<bool>{false, true}));
+  EXPECT_THROW(run_ref("BitCast", {x}, {{"to", attr_i(kINT64)}}), Error);
+  EXPECT_THROW(run_ref("BitCast", {Tensor::from_vector<std::string>({"a"})}, {{"to", attr_i(kINT8)}}), Error);
+}
+
 }  // namespace
 }  // namespace tessera::kernels::ref
