@@ -36,6 +36,24 @@ void infer_attention(InferenceContext& ctx) {
   if (ctx.num_outputs() > 3) ctx.set_output(3, t, std::vector<Dim>{b, hq, sq, total});
 }
 
+// LinearAttention: output [B, T, q_heads * d_v]; present_state [B, kv_heads, d_k, d_v].
+void infer_linear_attention(InferenceContext& ctx) {
+  const DType t = ctx.input_dtype(0);
+  auto q = nn::shape_of(ctx, 0), v = nn::shape_of(ctx, 2);
+  const int64_t hq = ctx.attr_int("q_num_heads", 0), hk = ctx.attr_int("kv_num_heads", 0);
+  if (hq <= 0 || hk <= 0 || hq % hk != 0)
+    ctx.fail("q_num_heads (", hq, ") must be a positive multiple of kv_num_heads (", hk, ")");
+  ctx.set_output(0, t, std::nullopt);
+  if (ctx.num_outputs() > 1) ctx.set_output(1, ctx.has_input(3) ? ctx.input_dtype(3) : t, std::nullopt);
+  if (!q || !v) return;
+  if (q->size() != 3 || v->size() != 3) ctx.fail("query and value must be [B, T, H*D]");
+  const Dim dk = (*q)[2].known() ? Dim((*q)[2].value / hq) : Dim();
+  const Dim dv = (*v)[2].known() ? Dim((*v)[2].value / hk) : Dim();
+  ctx.set_output(0, t, std::vector<Dim>{(*q)[0], (*q)[1], dv.known() ? Dim(dv.value * hq) : Dim()});
+  if (ctx.num_outputs() > 1)
+    ctx.set_output(1, ctx.has_input(3) ? ctx.input_dtype(3) : t, std::vector<Dim>{(*q)[0], Dim(hk), dk, dv});
+}
+
 void add(OpRegistry& r, OpSchema s) {
   s.family = "attention";
   r.add(std::move(s));
@@ -53,6 +71,12 @@ void register_attention_schemas(OpRegistry& r) {
                       {"softmax_precision", A::i}}));
   add(r, make_schema("RotaryEmbedding", 3, 4, 1, 1, infer_same_as_input0,
                      {{"interleaved", A::i}, {"num_heads", A::i}, {"rotary_embedding_dim", A::i}}));
+  add(r, make_schema("LinearAttention", 3, 6, 1, 2, infer_linear_attention,
+                     {{"chunk_size", A::i},
+                      {"kv_num_heads", A::i},
+                      {"q_num_heads", A::i},
+                      {"scale", A::f},
+                      {"update_rule", A::s}}));
 }
 
 }  // namespace tessera::ir

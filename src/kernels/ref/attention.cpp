@@ -217,11 +217,100 @@ void rotary_embedding_kernel(KernelContext& ctx) {
   nn_emit(ctx, 0, x.dtype(), x.shape(), out);
 }
 
+// LinearAttention (opset 27): a recurrent state S [B, Hkv, dk, dv] updated per
+// token by the chosen rule, read by each query head. Inputs are [B, T, H*D].
+void linear_attention_kernel(KernelContext& ctx) {
+  const Tensor& q = ctx.required_input(0);
+  const Tensor& k = ctx.required_input(1);
+  const Tensor& v = ctx.required_input(2);
+  const Tensor* past = ctx.has_input(3) ? ctx.input(3) : nullptr;
+  const Tensor* decay = ctx.has_input(4) ? ctx.input(4) : nullptr;
+  const Tensor* beta = ctx.has_input(5) ? ctx.input(5) : nullptr;
+  nn_require_float(ctx, q, "query");
+  const std::string rule = ctx.attr_string("update_rule", "gated_delta");
+  ctx.check(rule == "linear" || rule == "gated" || rule == "delta" || rule == "gated_delta", "unknown update_rule '",
+            rule, "'");
+  const bool gating = rule == "gated" || rule == "gated_delta";
+  const bool delta = rule == "delta" || rule == "gated_delta";
+  ctx.check(gating == (decay != nullptr), "update_rule '", rule, gating ? "' requires" : "' forbids", " the decay input");
+  ctx.check(delta == (beta != nullptr), "update_rule '", rule, delta ? "' requires" : "' forbids", " the beta input");
+  const int64_t hq = ctx.attr_int("q_num_heads", 0), hk = ctx.attr_int("kv_num_heads", 0);
+  ctx.check(hq > 0 && hk > 0 && hq % hk == 0, "q_num_heads (", hq, ") must be a positive multiple of kv_num_heads (",
+            hk, ")");
+  ctx.check(q.rank() == 3 && k.rank() == 3 && v.rank() == 3, "query, key, value must be [B, T, H*D]");
+  const int64_t B = q.dim(0), T = q.dim(1);
+  ctx.check(k.dim(0) == B && v.dim(0) == B && k.dim(1) == T && v.dim(1) == T, "query, key, value disagree on B or T");
+  ctx.check(q.dim(2) % hq == 0 && v.dim(2) % hk == 0, "hidden sizes are not divisible by the head counts");
+  const int64_t dk = q.dim(2) / hq, dv = v.dim(2) / hk, group = hq / hk;
+  ctx.check(k.dim(2) == hk * dk, "key hidden size ", k.dim(2), " must be kv_num_heads * d_k = ", hk * dk);
+  bool decay_per_dim = false;
+  if (decay) {
+    ctx.check(decay->rank() == 3 && decay->dim(0) == B && decay->dim(1) == T &&
+                  (decay->dim(2) == hk || decay->dim(2) == hk * dk),
+              "decay must be [", B, ", ", T, ", ", hk, " or ", hk * dk, "], got ", decay->describe());
+    decay_per_dim = decay->dim(2) == hk * dk;
+  }
+  if (beta)
+    ctx.check(beta->rank() == 3 && beta->dim(0) == B && beta->dim(1) == T && (beta->dim(2) == hk || beta->dim(2) == 1),
+              "beta must be [", B, ", ", T, ", ", hk, " or 1], got ", beta->describe());
+  std::vector<double> state(size_t(B * hk * dk * dv), 0.0);
+  if (past) {
+    ctx.check(past->shape() == Shape{B, hk, dk, dv}, "past_state must be [", B, ", ", hk, ", ", dk, ", ", dv, "], got ",
+              past->describe());
+    state = nn_load(*past);
+  }
+  const double scale_attr = ctx.attr_float("scale", 0.0f);
+  const double scale = scale_attr == 0.0 ? 1.0 / std::sqrt(double(dk)) : scale_attr;
+  const std::vector<double> vq = nn_load(q), vk = nn_load(k), vv = nn_load(v);
+  const std::vector<double> vd = decay ? nn_load(*decay) : std::vector<double>();
+  const std::vector<double> vb = beta ? nn_load(*beta) : std::vector<double>();
+  std::vector<double> out(size_t(B * T * hq * dv), 0.0), vt(static_cast<size_t>(dv));
+  auto S = [&](int64_t b, int64_t h, int64_t i, int64_t j) -> double& {
+    return state[size_t(((b * hk + h) * dk + i) * dv + j)];
+  };
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t h = 0; h < hk; ++h) {
+        const double* kt = vk.data() + (b * T + t) * hk * dk + h * dk;
+        const double* vt_in = vv.data() + (b * T + t) * hk * dv + h * dv;
+        if (gating)
+          for (int64_t i = 0; i < dk; ++i) {
+            const double g = decay_per_dim ? vd[size_t((b * T + t) * hk * dk + h * dk + i)] : vd[size_t((b * T + t) * hk + h)];
+            for (int64_t j = 0; j < dv; ++j) S(b, h, i, j) *= std::exp(g);
+          }
+        for (int64_t j = 0; j < dv; ++j) vt[size_t(j)] = vt_in[j];
+        if (delta) {
+          const int64_t bl = beta->dim(2);
+          const double bt = vb[size_t((b * T + t) * bl + (bl == 1 ? 0 : h))];
+          for (int64_t j = 0; j < dv; ++j) {
+            double r = 0;
+            for (int64_t i = 0; i < dk; ++i) r += S(b, h, i, j) * kt[i];
+            vt[size_t(j)] = bt * (vt[size_t(j)] - r);
+          }
+        }
+        for (int64_t i = 0; i < dk; ++i)
+          for (int64_t j = 0; j < dv; ++j) S(b, h, i, j) += kt[i] * vt[size_t(j)];
+      }
+      for (int64_t h = 0; h < hq; ++h) {
+        const double* qt = vq.data() + (b * T + t) * hq * dk + h * dk;
+        for (int64_t j = 0; j < dv; ++j) {
+          double acc = 0;
+          for (int64_t i = 0; i < dk; ++i) acc += qt[i] * S(b, h / group, i, j);
+          out[size_t(((b * T + t) * hq + h) * dv + j)] = scale * acc;
+        }
+      }
+    }
+  nn_emit(ctx, 0, q.dtype(), {B, T, hq * dv}, out);
+  if (ctx.num_outputs() > 1 && ctx.output_requested(1))
+    nn_emit(ctx, 1, past ? past->dtype() : q.dtype(), {B, hk, dk, dv}, state);
+}
+
 }  // namespace
 
 void register_attention_kernels(KernelTable& t) {
   t.add("Attention", attention_kernel);
   t.add("RotaryEmbedding", rotary_embedding_kernel);
+  t.add("LinearAttention", linear_attention_kernel);
 }
 
 }  // namespace tessera::kernels::ref
