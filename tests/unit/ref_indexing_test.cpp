@@ -102,5 +102,17 @@ TEST(RefIndexing, ScatterND) {
   EXPECT_THROW(run_ref("ScatterND", {x, i64({1}, {1, 1}), Tensor::from_vector<float>({1, 1}, {1, 2})}), Error);
 }
 
+TEST(RefIndexing, TensorScatterLinearAndCircular) {
+  Tensor cache(DType::f32, {2, 4, 1});  // batch 2, max_len 4
+  Tensor upd = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2, 1});
+  auto y = run_ref("TensorScatter", {cache, upd, i64({1, 2}, {2})}, {{"axis", attr_i(1)}})[0].tensor;
+  EXPECT_EQ(y.to_double_vector(), (std::vector<double>{0, 1, 2, 0, 0, 0, 3, 4}));
+  y = run_ref("TensorScatter", {cache, upd, i64({3, 0}, {2})}, {{"axis", attr_i(1)}, {"mode", attr_s("circular")}})[0].tensor;
+  EXPECT_EQ(y.to_double_vector(), (std::vector<double>{2, 0, 0, 1, 3, 4, 0, 0}));
+  EXPECT_THROW(run_ref("TensorScatter", {cache, upd, i64({3, 0}, {2})}, {{"axis", attr_i(1)}}), Error);
+  y = run_ref("TensorScatter", {cache, upd}, {{"axis", attr_i(1)}})[0].tensor;
+  EXPECT_EQ(y.data<float>()[1], 2.f);
+}
+
 }  // namespace
 }  // namespace tessera
