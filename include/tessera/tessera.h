@@ -45,6 +45,8 @@ class Session {
   ~Session();
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
+  // Wraps an implementation built by the runtime (runtime::make_session).
+  explicit Session(std::unique_ptr<SessionImpl> impl);
 
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
@@ -58,6 +60,9 @@ class Session {
   size_t peak_memory_bytes() const;
   // The graph as text after import (and after the optimization passes).
   std::string graph_text() const;
+
+  // The runtime's side (src/runtime/session_impl.h), for tests and tools.
+  const SessionImpl& impl() const { return *impl_; }
 
  private:
   std::unique_ptr<SessionImpl> impl_;

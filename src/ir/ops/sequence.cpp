@@ -1,8 +1,58 @@
-// Schemas and shape inference: sequence family.
+// Schemas and shape inference: sequence family. Sequence-typed values carry
+// their element type; their tensors' shapes are known only at run time.
 #include "ir/op_registry.h"
+#include "ir/ops/shape_infer_util.h"
 
 namespace tessera::ir {
 
-void register_sequence_schemas(OpRegistry& r) { (void)r; }
+using namespace shape_infer;
+using K = Attribute::Kind;
+
+namespace {
+
+DType dtype_from_onnx_code(int64_t c) {
+  static const DType kCodes[] = {DType::undefined, DType::f32, DType::u8, DType::i8, DType::u16, DType::i16,
+                                 DType::i32, DType::i64, DType::string, DType::boolean, DType::f16, DType::f64,
+                                 DType::u32, DType::u64, DType::c64, DType::c128, DType::bf16, DType::f8e4m3fn,
+                                 DType::f8e4m3fnuz, DType::f8e5m2, DType::f8e5m2fnuz, DType::u4, DType::i4,
+                                 DType::f4e2m1, DType::f8e8m0, DType::u2, DType::i2};
+  return (c >= 0 && c < int64_t(std::size(kCodes))) ? kCodes[c] : DType::undefined;
+}
+
+// Element type of a sequence input (or of a tensor input).
+DType elem_of(const InferenceContext& ctx, size_t i) { return ctx.input_type(i).elem; }
+
+void add(OpRegistry& r, OpSchema s) {
+  s.family = "sequence";
+  r.add(std::move(s));
+}
+
+}  // namespace
+
+void register_sequence_schemas(OpRegistry& r) {
+  add(r, make_schema("SequenceConstruct", 1, -1, 1, 1,
+                     [](InferenceContext& c) { set_sequence_output(c, 0, elem_of(c, 0)); }));
+  add(r, make_schema("SequenceEmpty", 0, 0, 1, 1,
+                     [](InferenceContext& c) { set_sequence_output(c, 0, dtype_from_onnx_code(c.attr_int("dtype", 1))); },
+                     {{"dtype", K::i}}));
+  add(r, make_schema("SequenceAt", 2, 2, 1, 1,
+                     [](InferenceContext& c) { c.set_output(0, elem_of(c, 0), std::nullopt); }));
+  add(r, make_schema("SequenceInsert", 2, 3, 1, 1, [](InferenceContext& c) {
+        DType e = elem_of(c, 0);
+        if (e == DType::undefined) e = elem_of(c, 1);
+        set_sequence_output(c, 0, e);
+      }));
+  add(r, make_schema("SequenceErase", 1, 2, 1, 1,
+                     [](InferenceContext& c) { set_sequence_output(c, 0, elem_of(c, 0)); }));
+  add(r, make_schema("SequenceLength", 1, 1, 1, 1,
+                     [](InferenceContext& c) { c.set_output(0, DType::i64, Dims{}); }));
+  add(r, make_schema("SplitToSequence", 1, 2, 1, 1,
+                     [](InferenceContext& c) { set_sequence_output(c, 0, elem_of(c, 0)); },
+                     {{"axis", K::i}, {"keepdims", K::i}}));
+  add(r, make_schema("ConcatFromSequence", 1, 1, 1, 1, [](InferenceContext& c) { c.set_output(0, elem_of(c, 0), std::nullopt); },
+                     {{"axis", K::i}, {"new_axis", K::i}}));
+  // SequenceMap's output element types come from its body; left to run time.
+  add(r, make_schema("SequenceMap", 1, -1, 1, -1, nullptr, {{"body", K::g}}));
+}
 
 }  // namespace tessera::ir

@@ -1,8 +1,350 @@
-// Reference kernels: quantization family.
+// Reference kernels: quantization family (QuantizeLinear, DequantizeLinear,
+// DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv).
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/ref/misc_conv.h"
+#include "kernels/ref/misc_util.h"
 #include "kernels/ref/registry.h"
 
 namespace tessera::kernels::ref {
+namespace {
 
-void register_quantization_kernels(KernelTable& t) { (void)t; }
+using namespace misc;
+
+// Maps each element of x to the index of its scale / zero point: per tensor,
+// per axis (1-D scale along `axis`) or blocked (scale has x's rank, with
+// ceil(dim/block_size) along `axis`).
+struct QuantParamIndex {
+  enum class Mode { tensor, axis, blocked } mode = Mode::tensor;
+  int64_t axis = 0, block = 0;
+  Shape x_shape, s_shape;
+
+  QuantParamIndex(const KernelContext& ctx, const Shape& xs, const Tensor& scale) : x_shape(xs), s_shape(scale.shape()) {
+    const int64_t r = int64_t(xs.size());
+    block = ctx.attr_int("block_size", 0);
+    ctx.check(block >= 0, "block_size must be >= 0, got ", block);
+    if (scale.numel() == 1 && (scale.rank() <= 1) && block == 0) return;
+    axis = norm_axis(ctx, ctx.attr_int("axis", 1), r);
+    if (block == 0) {
+      ctx.check(scale.rank() == 1, "per-axis scale must be 1-D, got ", shape_str(scale.shape()));
+      ctx.check(scale.dim(0) == xs[size_t(axis)], "scale has ", scale.dim(0), " values but input dim ", axis,
+                " is ", xs[size_t(axis)]);
+      mode = Mode::axis;
+    } else {
+      ctx.check(scale.rank() == r, "blocked scale must have the input's rank ", r, ", got ", shape_str(scale.shape()));
+      for (int64_t d = 0; d < r; ++d) {
+        const int64_t want = d == axis ? (xs[size_t(d)] + block - 1) / block : xs[size_t(d)];
+        ctx.check(scale.dim(d) == want, "blocked scale shape ", shape_str(scale.shape()), " does not match input ",
+                  shape_str(xs), " with block_size ", block, " on axis ", axis);
+      }
+      mode = Mode::blocked;
+    }
+  }
+  // Index into the scale for flat element i of x.
+  int64_t operator()(int64_t i, std::vector<int64_t>& tmp) const {
+    if (mode == Mode::tensor) return 0;
+    unravel(i, x_shape, tmp);
+    if (mode == Mode::axis) return tmp[size_t(axis)];
+    tmp[size_t(axis)] /= block;
+    return ravel(tmp, s_shape);
+  }
+};
+
+bool is_f8(DType t) {
+  return t == DType::f8e4m3fn || t == DType::f8e4m3fnuz || t == DType::f8e5m2 || t == DType::f8e5m2fnuz;
+}
+
+// Rounds a float to the precision of a float dtype (as numpy would store it).
+float round_to(DType t, float v) {
+  if (t == DType::f16) return Float16(v).to_float();
+  if (t == DType::bf16) return BFloat16(v).to_float();
+  return v;
+}
+
+void quantize_linear(KernelContext& ctx) {
+  const Tensor& x = ctx.required_input(0);
+  const Tensor& scale = ctx.required_input(1);
+  const Tensor* zp = ctx.input(2);
+  ctx.check(is_std_float(x.dtype()) || x.dtype() == DType::i32, "input must be float or int32, got ", x.describe());
+  DType out = DType::u8;
+  const int64_t od = ctx.attr_int("output_dtype", 0);
+  if (od != 0) {
+    out = dtype_from_onnx_code(od);
+    ctx.check(out != DType::undefined, "unknown output_dtype ", od);
+  }
+  if (zp) {
+    ctx.check(od == 0 || zp->dtype() == out, "output_dtype disagrees with the zero point's type ", dtype_name(zp->dtype()));
+    out = zp->dtype();
+  }
+  double lo = 0, hi = 0;
+  const bool integer_out = int_range(out, lo, hi) && out != DType::i32 && out != DType::u32;
+  ctx.check(integer_out || is_f8(out) || out == DType::f4e2m1, "unsupported quantized type ", dtype_name(out));
+  QuantParamIndex idx(ctx, x.shape(), scale);
+  if (zp) ctx.check(zp->shape() == scale.shape() || (zp->numel() == 1 && scale.numel() == 1),
+                    "zero point shape ", shape_str(zp->shape()), " differs from scale shape ", shape_str(scale.shape()));
+  const bool saturate = ctx.attr_int("saturate", 1) != 0;
+  // Precision of the division: the input's type, or `precision` when given.
+  DType prec = x.dtype() == DType::i32 ? scale.dtype() : x.dtype();
+  if (const int64_t p = ctx.attr_int("precision", 0); p != 0) prec = dtype_from_onnx_code(p);
+  const std::vector<float> xv = to_floats(x), sv = to_floats(scale);
+  const std::vector<float> zv = zp ? to_floats(*zp) : std::vector<float>(sv.size(), 0.f);
+  Tensor& y = ctx.output(0, out, x.shape());
+  std::vector<double> r(xv.size());
+  std::vector<int64_t> tmp;
+  for (size_t i = 0; i < xv.size(); ++i) {
+    const int64_t k = idx(int64_t(i), tmp);
+    const float q = round_to(prec, round_to(prec, xv[i]) / round_to(prec, sv[size_t(k)]));
+    if (integer_out) {
+      double v = std::nearbyint(double(q));  // ties to even (default rounding mode)
+      if (std::isnan(v)) v = 0;
+      v += zv[size_t(k)];
+      r[i] = std::clamp(v, lo, hi);
+    } else if (out == DType::f4e2m1) {
+      r[i] = double(q + zv[size_t(k)]);
+    } else {
+      r[i] = double(q);
+    }
+  }
+  const bool sat = integer_out ? false : (out == DType::f4e2m1 ? true : saturate);
+  from_doubles(y, r, sat);
+}
+
+void dequantize_linear(KernelContext& ctx) {
+  const Tensor& x = ctx.required_input(0);
+  const Tensor& scale = ctx.required_input(1);
+  const Tensor* zp = ctx.input(2);
+  ctx.check(is_std_float(scale.dtype()), "scale must be a float tensor, got ", scale.describe());
+  double lo, hi;
+  ctx.check(int_range(x.dtype(), lo, hi) || is_f8(x.dtype()) || x.dtype() == DType::f4e2m1,
+            "unsupported quantized input type ", dtype_name(x.dtype()));
+  if (zp) {
+    ctx.check(zp->dtype() == x.dtype(), "zero point type ", dtype_name(zp->dtype()), " differs from input type ",
+              dtype_name(x.dtype()));
+    ctx.check(zp->shape() == scale.shape() || (zp->numel() == 1 && scale.numel() == 1),
+              "zero point shape ", shape_str(zp->shape()), " differs from scale shape ", shape_str(scale.shape()));
+  }
+  DType out = scale.dtype();
+  if (const int64_t od = ctx.attr_int("output_dtype", 0); od != 0) {
+    out = dtype_from_onnx_code(od);
+    ctx.check(is_std_float(out), "unsupported output_dtype ", od);
+  }
+  QuantParamIndex idx(ctx, x.shape(), scale);
+  const std::vector<float> xv = to_floats(x), sv = to_floats(scale);
+  // f8 zero points must be zero (they are ignored, as in ONNX).
+  const bool use_zp = zp && !is_f8(x.dtype());
+  const std::vector<float> zv = use_zp ? to_floats(*zp) : std::vector<float>(sv.size(), 0.f);
+  Tensor& y = ctx.output(0, out, x.shape());
+  std::vector<double> r(xv.size());
+  std::vector<int64_t> tmp;
+  for (size_t i = 0; i < xv.size(); ++i) {
+    const int64_t k = idx(int64_t(i), tmp);
+    r[i] = double((xv[i] - zv[size_t(k)]) * sv[size_t(k)]);
+  }
+  from_doubles(y, r);
+}
+
+void dynamic_quantize_linear(KernelContext& ctx) {
+  const Tensor& x = ctx.required_input(0);
+  ctx.check(is_std_float(x.dtype()), "input must be float, got ", x.describe());
+  const std::vector<float> xv = to_floats(x);
+  float mx = 0, mn = 0;
+  for (float v : xv) {
+    mx = std::max(mx, v);
+    mn = std::min(mn, v);
+  }
+  const float scale = (mx == mn ? 1.0f : (mx - mn)) / 255.0f;
+  const float zpf = std::clamp(0.0f - mn / scale, 0.0f, 255.0f);
+  const float zpi = std::nearbyint(zpf);
+  Tensor& y = ctx.output(0, DType::u8, x.shape());
+  uint8_t* yp = y.data<uint8_t>();
+  for (size_t i = 0; i < xv.size(); ++i) yp[i] = uint8_t(std::clamp(std::nearbyint(xv[i] / scale) + zpi, 0.0f, 255.0f));
+  Tensor& ys = ctx.output(1, x.dtype(), {});
+  from_doubles(ys, {double(scale)});
+  Tensor& yz = ctx.output(2, DType::u8, {});
+  *yz.data<uint8_t>() = uint8_t(zpi);
+}
+
+bool is_int8ish(DType t) { return t == DType::i8 || t == DType::u8; }
+
+// Integer batched matmul with numpy broadcasting: returns (shape, values).
+// a_zp is per tensor or per row of A (length M); b_zp per tensor or per column (N).
+void int_matmul(const KernelContext& ctx, const Tensor& a, const Tensor& b, const std::vector<double>& azp,
+                const std::vector<double>& bzp, Shape& out_shape, std::vector<int64_t>& out) {
+  Shape as = a.shape(), bs = b.shape();
+  ctx.check(as.size() >= 1 && bs.size() >= 1, "matmul inputs must have rank >= 1");
+  const bool a1 = as.size() == 1, b1 = bs.size() == 1;
+  if (a1) as.insert(as.begin(), 1);
+  if (b1) bs.push_back(1);
+  const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  ctx.check(bs[bs.size() - 2] == K, "matmul inner dims differ: ", shape_str(a.shape()), " x ", shape_str(b.shape()));
+  ctx.check(azp.size() == 1 || int64_t(azp.size()) == M, "a_zero_point must be a scalar or have M=", M, " values");
+  ctx.check(bzp.size() == 1 || int64_t(bzp.size()) == N, "b_zero_point must be a scalar or have N=", N, " values");
+  Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  const size_t br = std::max(ab.size(), bb.size());
+  Shape batch(br);
+  for (size_t i = 0; i < br; ++i) {
+    const int64_t da = i < br - ab.size() ? 1 : ab[i - (br - ab.size())];
+    const int64_t db = i < br - bb.size() ? 1 : bb[i - (br - bb.size())];
+    ctx.check(da == db || da == 1 || db == 1, "batch dims do not broadcast: ", shape_str(a.shape()), " x ",
+              shape_str(b.shape()));
+    batch[i] = da == 1 ? db : da;
+  }
+  const std::vector<double> av = a.to_double_vector(), bv = b.to_double_vector();
+  const int64_t nb = shape_numel(batch);
+  out.assign(size_t(nb * M * N), 0);
+  std::vector<int64_t> bi;
+  for (int64_t t = 0; t < nb; ++t) {
+    unravel(t, batch, bi);
+    int64_t ao = 0, bo = 0;
+    for (size_t i = 0; i < br; ++i) {
+      if (i >= br - ab.size()) {
+        const size_t j = i - (br - ab.size());
+        ao = ao * ab[j] + (ab[j] == 1 ? 0 : bi[i]);
+      }
+      if (i >= br - bb.size()) {
+        const size_t j = i - (br - bb.size());
+        bo = bo * bb[j] + (bb[j] == 1 ? 0 : bi[i]);
+      }
+    }
+    const double* ap = av.data() + ao * M * K;
+    const double* bp = bv.data() + bo * K * N;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        int64_t acc = 0;
+        const int64_t za = int64_t(azp.size() == 1 ? azp[0] : azp[size_t(m)]);
+        const int64_t zb = int64_t(bzp.size() == 1 ? bzp[0] : bzp[size_t(n)]);
+        for (int64_t k = 0; k < K; ++k) acc += (int64_t(ap[m * K + k]) - za) * (int64_t(bp[k * N + n]) - zb);
+        out[size_t((t * M + m) * N + n)] = acc;
+      }
+  }
+  out_shape = batch;
+  if (!a1) out_shape.push_back(M);
+  if (!b1) out_shape.push_back(N);
+}
+
+std::vector<double> zp_values(const KernelContext& ctx, size_t i, DType want) {
+  const Tensor* z = ctx.input(i);
+  if (!z) return {0.0};
+  ctx.check(z->dtype() == want, "zero point (input ", i, ") type ", dtype_name(z->dtype()), " differs from its tensor's ",
+            dtype_name(want));
+  ctx.check(z->rank() <= 1, "zero point (input ", i, ") must be a scalar or 1-D");
+  return z->to_double_vector();
+}
+
+void matmul_integer(KernelContext& ctx) {
+  const Tensor& a = ctx.required_input(0);
+  const Tensor& b = ctx.required_input(1);
+  ctx.check(is_int8ish(a.dtype()) && is_int8ish(b.dtype()), "inputs must be int8/uint8");
+  Shape s;
+  std::vector<int64_t> v;
+  int_matmul(ctx, a, b, zp_values(ctx, 2, a.dtype()), zp_values(ctx, 3, b.dtype()), s, v);
+  Tensor& y = ctx.output(0, DType::i32, s);
+  int32_t* yp = y.data<int32_t>();
+  for (size_t i = 0; i < v.size(); ++i) yp[i] = int32_t(v[i]);
+}
+
+double requantize(double v, DType t) {
+  double lo, hi;
+  int_range(t, lo, hi);
+  return std::clamp(std::nearbyint(v), lo, hi);
+}
+
+// Scalar of a scale tensor after checking it is one value.
+float scalar_of(const KernelContext& ctx, size_t i, const char* what) {
+  const Tensor& t = ctx.required_input(i);
+  ctx.check(t.numel() == 1 && is_std_float(t.dtype()), what, " must be a single float, got ", t.describe());
+  return float(t.at_double(0));
+}
+
+void qlinear_matmul(KernelContext& ctx) {
+  const Tensor& a = ctx.required_input(0);
+  const Tensor& b = ctx.required_input(3);
+  ctx.check(is_int8ish(a.dtype()) && is_int8ish(b.dtype()), "inputs must be int8/uint8");
+  const DType st = ctx.required_input(1).dtype();
+  const float as = scalar_of(ctx, 1, "a_scale"), bs = scalar_of(ctx, 4, "b_scale"), ys = scalar_of(ctx, 6, "y_scale");
+  const Tensor* yzp = ctx.input(7);
+  const DType out = yzp ? yzp->dtype() : a.dtype();
+  ctx.check(is_int8ish(out), "y_zero_point must be int8/uint8");
+  const double yz = yzp ? yzp->at_double(0) : 0.0;
+  Shape s;
+  std::vector<int64_t> v;
+  int_matmul(ctx, a, b, zp_values(ctx, 2, a.dtype()), zp_values(ctx, 5, b.dtype()), s, v);
+  // The scale factor is formed in the scales' own precision.
+  const double f = double(round_to(st, round_to(st, as * bs) / ys));
+  Tensor& y = ctx.output(0, out, s);
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = requantize(double(v[i]) * f + yz, out);
+  from_doubles(y, r);
+}
+
+void conv_integer(KernelContext& ctx) {
+  const Tensor& x = ctx.required_input(0);
+  const Tensor& w = ctx.required_input(1);
+  ctx.check(is_int8ish(x.dtype()) && is_int8ish(w.dtype()), "inputs must be int8/uint8");
+  ConvGeometry g = conv_geometry(ctx, x.shape(), w.shape());
+  const std::vector<double> xz = zp_values(ctx, 2, x.dtype()), wz = zp_values(ctx, 3, w.dtype());
+  ctx.check(xz.size() == 1, "x_zero_point must be a scalar");
+  ctx.check(wz.size() == 1 || int64_t(wz.size()) == g.m, "w_zero_point must be a scalar or have M values");
+  std::vector<int64_t> xi(size_t(x.numel())), wi(size_t(w.numel()));
+  const std::vector<double> xv = x.to_double_vector(), wv = w.to_double_vector();
+  const int64_t per_m = w.numel() / std::max<int64_t>(g.m, 1);
+  for (size_t i = 0; i < xi.size(); ++i) xi[i] = int64_t(xv[i]) - int64_t(xz[0]);
+  for (size_t i = 0; i < wi.size(); ++i) wi[i] = int64_t(wv[i]) - int64_t(wz.size() == 1 ? wz[0] : wz[i / size_t(per_m)]);
+  const std::vector<int64_t> r = conv_int(g, xi, wi);
+  Tensor& y = ctx.output(0, DType::i32, g.out_shape());
+  int32_t* yp = y.data<int32_t>();
+  for (size_t i = 0; i < r.size(); ++i) yp[i] = int32_t(r[i]);
+}
+
+void qlinear_conv(KernelContext& ctx) {
+  const Tensor& x = ctx.required_input(0);
+  const Tensor& w = ctx.required_input(3);
+  ctx.check(is_int8ish(x.dtype()) && is_int8ish(w.dtype()), "inputs must be int8/uint8");
+  ConvGeometry g = conv_geometry(ctx, x.shape(), w.shape());
+  const float xs = scalar_of(ctx, 1, "x_scale"), ys = scalar_of(ctx, 6, "y_scale");
+  const Tensor& wst = ctx.required_input(4);
+  const std::vector<double> ws = wst.to_double_vector();
+  ctx.check(ws.size() == 1 || int64_t(ws.size()) == g.m, "w_scale must be a scalar or have M values");
+  const std::vector<double> xz = zp_values(ctx, 2, x.dtype()), wz = zp_values(ctx, 5, w.dtype());
+  ctx.check(xz.size() == 1, "x_zero_point must be a scalar");
+  ctx.check(wz.size() == 1 || int64_t(wz.size()) == g.m, "w_zero_point must be a scalar or have M values");
+  const Tensor* yzp = ctx.input(7);
+  const DType out = yzp ? yzp->dtype() : x.dtype();
+  ctx.check(is_int8ish(out), "y_zero_point must be int8/uint8");
+  const double yz = yzp ? yzp->at_double(0) : 0.0;
+  std::vector<int64_t> xi(size_t(x.numel())), wi(size_t(w.numel()));
+  const std::vector<double> xv = x.to_double_vector(), wv = w.to_double_vector();
+  const int64_t per_m = w.numel() / std::max<int64_t>(g.m, 1);
+  for (size_t i = 0; i < xi.size(); ++i) xi[i] = int64_t(xv[i]) - int64_t(xz[0]);
+  for (size_t i = 0; i < wi.size(); ++i) wi[i] = int64_t(wv[i]) - int64_t(wz.size() == 1 ? wz[0] : wz[i / size_t(per_m)]);
+  std::vector<int64_t> r = conv_int(g, xi, wi);
+  const int64_t osz = shape_numel(g.out_sp);
+  if (const Tensor* bias = ctx.input(8)) {
+    ctx.check(bias->dtype() == DType::i32 && bias->numel() == g.m, "bias must be int32 with M values");
+    const std::vector<int64_t> bv = bias->to_int_vector();
+    for (size_t i = 0; i < r.size(); ++i) r[i] += bv[size_t((int64_t(i) / osz) % g.m)];
+  }
+  Tensor& y = ctx.output(0, out, g.out_shape());
+  std::vector<double> res(r.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    const int64_t m = (int64_t(i) / osz) % g.m;
+    const float f = xs * float(ws.size() == 1 ? ws[0] : ws[size_t(m)]) / ys;
+    res[i] = requantize(double(int32_t(r[i])) * double(f) + yz, out);
+  }
+  from_doubles(y, res);
+}
+
+}  // namespace
+
+void register_quantization_kernels(KernelTable& t) {
+  t.add("QuantizeLinear", quantize_linear);
+  t.add("DequantizeLinear", dequantize_linear);
+  t.add("DynamicQuantizeLinear", dynamic_quantize_linear);
+  t.add("MatMulInteger", matmul_integer);
+  t.add("QLinearMatMul", qlinear_matmul);
+  t.add("ConvInteger", conv_integer);
+  t.add("QLinearConv", qlinear_conv);
+}
 
 }  // namespace tessera::kernels::ref

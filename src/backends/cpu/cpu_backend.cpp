@@ -1,0 +1,67 @@
+#include "backends/cpu/cpu_backend.h"
+
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "kernels/ref/registry.h"
+
+namespace tessera::backends::cpu {
+
+namespace {
+
+struct TunedEntry {
+  KernelPredicate predicate;
+  KernelFn fn;
+};
+
+struct TunedTable {
+  std::mutex mutex;
+  std::map<std::pair<std::string, std::string>, std::vector<TunedEntry>> entries;
+};
+
+TunedTable& tuned_table() {
+  static TunedTable* t = new TunedTable;
+  return *t;
+}
+
+std::string canonical_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+
+KernelFn find_tuned(const ir::Node& node) {
+  TunedTable& t = tuned_table();
+  std::vector<TunedEntry> candidates;
+  {
+    std::lock_guard lock(t.mutex);
+    auto it = t.entries.find({canonical_domain(node.domain), node.op_type});
+    if (it == t.entries.end()) return nullptr;
+    candidates = it->second;
+  }
+  // Newest registration first; predicates run outside the lock.
+  for (auto it = candidates.rbegin(); it != candidates.rend(); ++it)
+    if (!it->predicate || it->predicate(node)) return it->fn;
+  return nullptr;
+}
+
+}  // namespace
+
+void add_tuned_kernel(const std::string& domain, const std::string& op_type, KernelPredicate predicate,
+                      KernelFn fn) {
+  check(fn != nullptr, ErrorCode::internal, "add_tuned_kernel: null kernel for ", op_type);
+  TunedTable& t = tuned_table();
+  std::lock_guard lock(t.mutex);
+  t.entries[{canonical_domain(domain), op_type}].push_back({std::move(predicate), fn});
+}
+
+KernelFn select(const ir::Node& node) {
+  if (KernelFn fn = find_tuned(node)) return fn;
+  return kernels::ref::KernelTable::instance().find(node.domain, node.op_type);
+}
+
+std::string selected_kind(const ir::Node& node) {
+  if (find_tuned(node)) return "tuned";
+  if (kernels::ref::KernelTable::instance().find(node.domain, node.op_type)) return "ref";
+  return "";
+}
+
+}  // namespace tessera::backends::cpu

@@ -1,0 +1,55 @@
+// Inference helpers shared by the reduction, shape, indexing and sequence
+// schema files.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ir/op_registry.h"
+
+namespace tessera::ir::shape_infer {
+
+using Dims = std::vector<Dim>;
+
+// Values of constant integer input i, if known.
+inline std::optional<std::vector<int64_t>> const_ints(const InferenceContext& ctx, size_t i) {
+  const Tensor* t = ctx.input_constant(i);
+  if (!t || !is_integer(t->dtype())) return std::nullopt;
+  return t->to_int_vector();
+}
+
+inline std::optional<int64_t> rank_of(const InferenceContext& ctx, size_t i) {
+  const auto& s = ctx.input_shape(i);
+  if (!s) return std::nullopt;
+  return int64_t(s->size());
+}
+
+// Normalizes axis against rank; an invalid axis is a model error.
+inline int64_t norm_axis(const InferenceContext& ctx, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) ctx.fail("axis ", axis, " is out of range for rank ", rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+inline Dims unknown_dims(int64_t rank) { return Dims(size_t(rank)); }
+
+inline Dims dims_of(const Shape& s) { return Dims(s.begin(), s.end()); }
+
+// Product of dims, or unknown.
+inline Dim dims_product(const Dims& d, size_t b, size_t e) {
+  int64_t p = 1;
+  for (size_t i = b; i < e; ++i) {
+    if (!d[i].known()) return Dim();
+    p *= d[i].value;
+  }
+  return Dim(p);
+}
+
+inline void set_sequence_output(InferenceContext& ctx, size_t i, DType elem) {
+  if (i >= ctx.num_outputs()) return;
+  TypeInfo t;
+  t.kind = TypeInfo::Kind::sequence;
+  t.elem = elem;
+  ctx.output(i) = t;
+}
+
+}  // namespace tessera::ir::shape_infer

@@ -1,0 +1,125 @@
+#include "kernels/x86/conv2d.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace tessera::kernels::x86 {
+
+namespace {
+
+// Columns of one image/group: col[(ci*kh + r)*kw + s][oy*ow + ox] = x[ci][oy*sh - pt + r*dh][ox*sw - pl + s*dw].
+void im2col(const Conv2dParams& p, const float* x, float* col, int64_t cg) {
+  const int64_t oh = p.oh(), ow = p.ow();
+  for (int64_t ci = 0; ci < cg; ++ci)
+    for (int64_t r = 0; r < p.kh; ++r)
+      for (int64_t s = 0; s < p.kw; ++s) {
+        float* dst = col + ((ci * p.kh + r) * p.kw + s) * oh * ow;
+        const float* src = x + ci * p.h * p.w;
+        for (int64_t oy = 0; oy < oh; ++oy) {
+          const int64_t iy = oy * p.sh - p.pad_t + r * p.dh;
+          float* drow = dst + oy * ow;
+          if (iy < 0 || iy >= p.h) {
+            std::memset(drow, 0, size_t(ow) * sizeof(float));
+            continue;
+          }
+          const float* srow = src + iy * p.w;
+          const int64_t x0 = s * p.dw - p.pad_l;
+          if (p.sw == 1) {
+            // valid ox range: 0 <= ox + x0 < w
+            const int64_t lo = std::clamp<int64_t>(-x0, 0, ow), hi = std::clamp<int64_t>(p.w - x0, 0, ow);
+            for (int64_t ox = 0; ox < lo; ++ox) drow[ox] = 0;
+            if (hi > lo) std::memcpy(drow + lo, srow + lo + x0, size_t(hi - lo) * sizeof(float));
+            for (int64_t ox = std::max(hi, lo); ox < ow; ++ox) drow[ox] = 0;
+          } else {
+            for (int64_t ox = 0; ox < ow; ++ox) {
+              const int64_t ix = ox * p.sw + x0;
+              drow[ox] = (ix >= 0 && ix < p.w) ? srow[ix] : 0.0f;
+            }
+          }
+        }
+      }
+}
+
+float apply_act(float v, const ConvEpilogue& ep) {
+  if (ep.act == Activation::relu) return v > 0 ? v : 0;
+  if (ep.act == Activation::clip) return std::min(std::max(v, ep.clip_min), ep.clip_max);
+  return v;
+}
+
+void depthwise(const Conv2dParams& p, const float* x, const float* w, const ConvEpilogue& ep, float* y,
+               ThreadPool* pool) {
+  const int64_t oh = p.oh(), ow = p.ow();
+  parallel_for(pool, p.n * p.c, 1, [&](int64_t b, int64_t e) {
+    std::vector<float> acc(static_cast<size_t>(ow));
+    for (int64_t nc = b; nc < e; ++nc) {
+      const int64_t c = nc % p.c;
+      const float* xs = x + nc * p.h * p.w;
+      const float* ws = w + c * p.kh * p.kw;
+      float* ys = y + nc * oh * ow;
+      const float bias = ep.bias ? ep.bias[c] : 0.0f;
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        std::fill(acc.begin(), acc.end(), bias);
+        for (int64_t r = 0; r < p.kh; ++r) {
+          const int64_t iy = oy * p.sh - p.pad_t + r * p.dh;
+          if (iy < 0 || iy >= p.h) continue;
+          const float* srow = xs + iy * p.w;
+          for (int64_t s = 0; s < p.kw; ++s) {
+            const float wv = ws[r * p.kw + s];
+            const int64_t x0 = s * p.dw - p.pad_l;
+            // ox range with 0 <= ox*sw + x0 < w
+            int64_t lo = x0 >= 0 ? 0 : (-x0 + p.sw - 1) / p.sw;
+            int64_t hi = p.w - x0 <= 0 ? 0 : (p.w - x0 - 1) / p.sw + 1;
+            hi = std::min(hi, ow);
+            if (p.sw == 1) {
+              for (int64_t ox = lo; ox < hi; ++ox) acc[size_t(ox)] += wv * srow[ox + x0];
+            } else {
+              for (int64_t ox = lo; ox < hi; ++ox) acc[size_t(ox)] += wv * srow[ox * p.sw + x0];
+            }
+          }
+        }
+        float* yrow = ys + oy * ow;
+        const float* rrow = ep.residual ? ep.residual + nc * oh * ow + oy * ow : nullptr;
+        for (int64_t ox = 0; ox < ow; ++ox) yrow[ox] = apply_act(acc[size_t(ox)] + (rrow ? rrow[ox] : 0.0f), ep);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+size_t conv2d_scratch_floats(const Conv2dParams& p) {
+  if (p.is_pointwise() || p.is_depthwise()) return 0;
+  return size_t((p.c / p.groups) * p.kh * p.kw * p.oh() * p.ow());
+}
+
+void conv2d_f32(const Conv2dParams& p, const float* x, const float* w, const ConvEpilogue& ep, float* y,
+                float* scratch, ThreadPool* pool) {
+  if (p.is_depthwise()) {
+    depthwise(p, x, w, ep, y, pool);
+    return;
+  }
+  const int64_t cg = p.c / p.groups, ocg = p.oc / p.groups, oh = p.oh(), ow = p.ow(), ohw = oh * ow;
+  const int64_t k = cg * p.kh * p.kw;
+  for (int64_t b = 0; b < p.n; ++b)
+    for (int64_t g = 0; g < p.groups; ++g) {
+      const float* xg = x + (b * p.c + g * cg) * p.h * p.w;
+      const float* bmat = xg;
+      if (!p.is_pointwise()) {
+        im2col(p, xg, scratch, cg);
+        bmat = scratch;
+      }
+      float* yg = y + (b * p.oc + g * ocg) * ohw;
+      GemmEpilogue gep;
+      gep.row_bias = ep.bias ? ep.bias + g * ocg : nullptr;
+      gep.residual = ep.residual ? ep.residual + (b * p.oc + g * ocg) * ohw : nullptr;
+      gep.ldr = ohw;
+      gep.act = ep.act;
+      gep.clip_min = ep.clip_min;
+      gep.clip_max = ep.clip_max;
+      // Y[ocg, ohw] = W[ocg, k] * col[k, ohw]
+      sgemm(ocg, ohw, k, w + g * ocg * k, k, false, bmat, ohw, false, yg, ohw, gep, pool);
+    }
+}
+
+}  // namespace tessera::kernels::x86

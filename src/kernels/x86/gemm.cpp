@@ -1,0 +1,333 @@
+// f32 GEMM driver: blocking, packing, threading and micro-kernel dispatch.
+//
+// Loop nest (BLIS's five loops, with the order of the two inner ones swapped so
+// that the MR x KC sliver of A stays in L1 while the NR-wide panels of B stream
+// from L2):
+//   jc over N by NC        -> each thread owns a range of N (its B block lives in its L2)
+//     pc over K by KC      -> pack B[KC x NC] into NR-wide panels
+//       ic over M by MC    -> pack alpha * A[MC x KC] into MR-high slivers
+//         ir over MC by MR
+//           jr over NC by NR -> micro-kernel: MR x NR tile of C in registers
+#include "kernels/x86/gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/error.h"
+
+namespace tessera::kernels::x86 {
+
+namespace {
+
+struct UkrInfo {
+  const char* name;
+  GemmUkr fn;
+  int64_t mr, nr;
+  bool (*available)();
+};
+
+bool has_avx512f() { return cpu_features().avx512f; }
+bool has_avx2() { return cpu_features().avx2 && cpu_features().fma; }
+bool has_portable() { return true; }
+
+const UkrInfo& selected_ukr() {
+  static const UkrInfo chosen = [] {
+    static const UkrInfo table[] = {
+#define GEMM_UKR(name, isa, MR, NR) {#name, name, MR, NR, has_##isa},
+#include "kernels/x86/gemm_ukernels.def"
+#undef GEMM_UKR
+    };
+    for (const UkrInfo& u : table)
+      if (u.available()) return u;
+    return table[std::size(table) - 1];
+  }();
+  return chosen;
+}
+
+inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Packs op(B)[k0:k0+kc, n0:n0+nc] into NR-wide panels: panel j holds kc rows of NR
+// values (zero-padded past N).
+void pack_b_block(const float* b, int64_t ldb, bool trans_b, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
+                  int64_t nr, float* out) {
+  for (int64_t j0 = 0; j0 < nc; j0 += nr) {
+    const int64_t w = std::min(nr, nc - j0);
+    float* panel = out + (j0 / nr) * kc * nr;
+    for (int64_t p = 0; p < kc; ++p) {
+      float* row = panel + p * nr;
+      if (!trans_b) {
+        const float* src = b + (k0 + p) * ldb + n0 + j0;
+        std::memcpy(row, src, size_t(w) * sizeof(float));
+      } else {
+        for (int64_t j = 0; j < w; ++j) row[j] = b[(n0 + j0 + j) * ldb + k0 + p];
+      }
+      for (int64_t j = w; j < nr; ++j) row[j] = 0.0f;
+    }
+  }
+}
+
+// Packs alpha * op(A)[m0:m0+mc, k0:k0+kc] into MR-high slivers: sliver i holds kc
+// columns of MR values (zero-padded past M).
+void pack_a_block(const float* a, int64_t lda, bool trans_a, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
+                  int64_t mr, float alpha, float* out) {
+  for (int64_t i0 = 0; i0 < mc; i0 += mr) {
+    const int64_t h = std::min(mr, mc - i0);
+    float* sliver = out + (i0 / mr) * kc * mr;
+    if (!trans_a) {
+      for (int64_t i = 0; i < h; ++i) {
+        const float* src = a + (m0 + i0 + i) * lda + k0;
+        for (int64_t p = 0; p < kc; ++p) sliver[p * mr + i] = alpha * src[p];
+      }
+    } else {
+      for (int64_t p = 0; p < kc; ++p) {
+        const float* src = a + (k0 + p) * lda + m0 + i0;
+        for (int64_t i = 0; i < h; ++i) sliver[p * mr + i] = alpha * src[i];
+      }
+    }
+    for (int64_t i = h; i < mr; ++i)
+      for (int64_t p = 0; p < kc; ++p) sliver[p * mr + i] = 0.0f;
+  }
+}
+
+// Per-thread packing scratch (64-byte aligned for the micro-kernels' aligned
+// loads), grown on demand and kept for the thread's life.
+class ScratchBuffer {
+ public:
+  ~ScratchBuffer() { std::free(p_); }
+  float* get(size_t n) {
+    if (n > n_) {
+      std::free(p_);
+      p_ = static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64));
+      check(p_ != nullptr, ErrorCode::runtime, "out of memory for GEMM packing buffers");
+      n_ = n;
+    }
+    return p_;
+  }
+
+ private:
+  float* p_ = nullptr;
+  size_t n_ = 0;
+};
+thread_local ScratchBuffer tl_pack_a, tl_pack_b;
+
+struct Problem {
+  int64_t m, n, k;
+  const float* a;
+  int64_t lda;
+  bool trans_a;
+  const float* b;  // unpacked B (nullptr when prepacked)
+  int64_t ldb;
+  bool trans_b;
+  const PackedB* packed;
+  float* c;
+  int64_t ldc;
+  const GemmEpilogue* ep;
+};
+
+// Computes rows [m_begin, m_end) x columns [n_begin, n_end) of C; n_begin is a
+// multiple of NR when B is prepacked.
+void gemm_range(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end,
+                const GemmBlocking& blk, const UkrInfo& u) {
+  const int64_t mr = u.mr, nr = u.nr;
+  const int64_t KC = blk.kc, MC = round_up(blk.mc, mr), NC = round_up(blk.nc, nr);
+  float* apack = tl_pack_a.get(size_t(MC * KC));
+  float* bpack = pr.packed ? nullptr : tl_pack_b.get(size_t(NC * KC));
+  const GemmEpilogue& ep = *pr.ep;
+  alignas(64) float tile[16 * 64];
+
+  for (int64_t jc = n_begin; jc < n_end; jc += NC) {
+    const int64_t nc = std::min(NC, n_end - jc);
+    for (int64_t pc = 0; pc < pr.k; pc += KC) {
+      const int64_t kc = std::min(KC, pr.k - pc);
+      const bool first = pc == 0, last = pc + kc >= pr.k;
+      const float* bblock;
+      if (pr.packed) {
+        // block pc of the prepacked B, starting at panel jc / nr
+        const int64_t panels_total = round_up(pr.packed->n(), nr) / nr;
+        bblock = pr.packed->data() + (pc / KC) * panels_total * KC * nr + (jc / nr) * kc * nr;
+      } else {
+        pack_b_block(pr.b, pr.ldb, pr.trans_b, pc, kc, jc, nc, nr, bpack);
+        bblock = bpack;
+      }
+      const float beta = first ? ep.beta : 1.0f;
+      for (int64_t ic = m_begin; ic < m_end; ic += MC) {
+        const int64_t mc = std::min(MC, m_end - ic);
+        pack_a_block(pr.a, pr.lda, pr.trans_a, ic, mc, pc, kc, mr, ep.alpha, apack);
+        for (int64_t ir = 0; ir < mc; ir += mr) {
+          const int64_t mrr = std::min(mr, mc - ir);
+          const float* asl = apack + (ir / mr) * kc * mr;
+          for (int64_t jr = 0; jr < nc; jr += nr) {
+            const int64_t nrr = std::min(nr, nc - jr);
+            const int64_t row = ic + ir, col = jc + jr;
+            float* cptr = pr.c + row * pr.ldc + col;
+            UkrEpilogue uep{}, *uepp = nullptr;
+            if (last && (ep.bias || ep.row_bias || ep.residual || ep.act != Activation::none)) {
+              uep.bias = ep.bias ? ep.bias + col : nullptr;
+              uep.row_bias = ep.row_bias ? ep.row_bias + row : nullptr;
+              uep.residual = ep.residual ? ep.residual + row * ep.ldr + col : nullptr;
+              uep.ldr = ep.ldr;
+              uep.act = ep.act;
+              uep.clip_min = ep.clip_min;
+              uep.clip_max = ep.clip_max;
+              uepp = &uep;
+            }
+            const float* bp = bblock + (jr / nr) * kc * nr;
+            if (mrr == mr && nrr == nr) {
+              u.fn(kc, asl, bp, cptr, pr.ldc, mr, nr, beta, uepp);
+            } else {
+              // Edge tile: compute the full tile into scratch, then finish the valid part.
+              u.fn(kc, asl, bp, tile, nr, mr, nr, 0.0f, nullptr);
+              ukr_store_tile(tile, nr, cptr, pr.ldc, mrr, nrr, beta, uepp);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+const UkrInfo* find_ukr(const std::string& name) {
+  static const UkrInfo table[] = {
+#define GEMM_UKR(n, isa, MR, NR) {#n, n, MR, NR, has_##isa},
+#include "kernels/x86/gemm_ukernels.def"
+#undef GEMM_UKR
+  };
+  for (const UkrInfo& u : table)
+    if (name == u.name && u.available()) return &u;
+  return nullptr;
+}
+
+void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u) {
+  GemmBlocking blk = default_gemm_blocking();
+  if (pr.packed) blk.kc = pr.packed->kc();
+  if (pr.m == 0 || pr.n == 0) return;
+  if (pr.k == 0) {
+    // C = beta * C, then the epilogue.
+    alignas(64) float zeros[64] = {};
+    for (int64_t i = 0; i < pr.m; ++i)
+      for (int64_t j = 0; j < pr.n; j += 64) {
+        const int64_t w = std::min<int64_t>(64, pr.n - j);
+        UkrEpilogue uep{pr.ep->bias ? pr.ep->bias + j : nullptr, pr.ep->row_bias ? pr.ep->row_bias + i : nullptr,
+                        pr.ep->residual ? pr.ep->residual + i * pr.ep->ldr + j : nullptr, pr.ep->ldr,
+                        pr.ep->act, pr.ep->clip_min, pr.ep->clip_max};
+        ukr_store_tile(zeros, 0, pr.c + i * pr.ldc + j, pr.ldc, 1, w, pr.ep->beta, &uep);
+      }
+    return;
+  }
+  const int threads = pool ? pool->num_threads() : 1;
+  const double flops = 2.0 * double(pr.m) * double(pr.n) * double(pr.k);
+  if (threads <= 1 || flops < 2e5) {
+    gemm_range(pr, 0, pr.m, 0, pr.n, blk, u);
+    return;
+  }
+  // Split N (each thread packs its own B block) when there are enough panels;
+  // otherwise split M.
+  const int64_t panels = (pr.n + u.nr - 1) / u.nr;
+  if (panels >= 2 * threads || pr.m < u.mr * threads) {
+    const int64_t per = (panels + threads - 1) / threads;
+    pool->run(threads, [&](int64_t t) {
+      const int64_t n0 = t * per * u.nr, n1 = std::min(pr.n, (t + 1) * per * u.nr);
+      if (n0 < n1) gemm_range(pr, 0, pr.m, n0, n1, blk, u);
+    });
+  } else {
+    const int64_t rows = (pr.m + threads - 1) / threads;
+    const int64_t per = round_up(rows, u.mr);
+    pool->run(threads, [&](int64_t t) {
+      const int64_t m0 = t * per, m1 = std::min(pr.m, (t + 1) * per);
+      if (m0 < m1) gemm_range(pr, m0, m1, 0, pr.n, blk, u);
+    });
+  }
+}
+
+}  // namespace
+
+GemmBlocking default_gemm_blocking() {
+  // KC: an MR x KC sliver of A (6 x 256 x 4 B = 6 KiB) sits in L1 next to the
+  // streaming B panel; NC: a KC x NC block of B fills about half of a 1 MiB L2.
+  return GemmBlocking{256, 144, 512};
+}
+
+void ukr_store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int64_t mr, int64_t nr, float beta,
+                    const UkrEpilogue* ep) {
+  for (int64_t i = 0; i < mr; ++i) {
+    for (int64_t j = 0; j < nr; ++j) {
+      float v = acc[i * acc_ld + j];
+      if (beta != 0.0f) v += beta * c[i * ldc + j];
+      if (ep) {
+        if (ep->bias) v += ep->bias[j];
+        if (ep->row_bias) v += ep->row_bias[i];
+        if (ep->residual) v += ep->residual[i * ep->ldr + j];
+        if (ep->act == Activation::relu) v = v > 0.0f ? v : 0.0f;
+        else if (ep->act == Activation::clip) v = std::min(std::max(v, ep->clip_min), ep->clip_max);
+      }
+      c[i * ldc + j] = v;
+    }
+  }
+}
+
+// The portable micro-kernel: plain loops the compiler can vectorize for SSE2.
+void f32_gemm_ukr_4x16__portable(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr,
+                                 int64_t nr, float beta, const UkrEpilogue* ep) {
+  float acc[4][16] = {};
+  for (int64_t p = 0; p < kc; ++p)
+    for (int i = 0; i < 4; ++i) {
+      const float av = a[p * 4 + i];
+      for (int j = 0; j < 16; ++j) acc[i][j] += av * b[p * 16 + j];
+    }
+  ukr_store_tile(&acc[0][0], 16, c, ldc, mr, nr, beta, ep);
+}
+
+PackedB PackedB::pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n) {
+  const UkrInfo& u = selected_ukr();
+  const GemmBlocking blk = default_gemm_blocking();
+  PackedB p;
+  p.k_ = k;
+  p.n_ = n;
+  p.kc_ = blk.kc;
+  p.nr_ = u.nr;
+  const int64_t npad = round_up(std::max<int64_t>(n, 1), u.nr);
+  const int64_t blocks = (k + blk.kc - 1) / blk.kc;
+  p.size_ = size_t(std::max<int64_t>(blocks, 1) * blk.kc * npad) * sizeof(float);
+  p.data_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, (p.size_ + 63) / 64 * 64)),
+                                   [](float* q) { std::free(q); });
+  check(p.data_ != nullptr, ErrorCode::runtime, "out of memory packing GEMM weights");
+  for (int64_t pc = 0, blkno = 0; pc < k; pc += blk.kc, ++blkno) {
+    const int64_t kc = std::min(blk.kc, k - pc);
+    pack_b_block(b, ldb, trans_b, pc, kc, 0, n, u.nr, p.data_.get() + blkno * blk.kc * npad);
+  }
+  return p;
+}
+
+void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b,
+           int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
+  run(Problem{m, n, k, a, lda, trans_a, b, ldb, trans_b, nullptr, c, ldc, &ep}, pool, selected_ukr());
+}
+
+bool sgemm_with(const std::string& ukr, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
+                const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep,
+                ThreadPool* pool) {
+  const UkrInfo* u = find_ukr(ukr);
+  if (!u) return false;
+  run(Problem{m, n, k, a, lda, trans_a, b, ldb, trans_b, nullptr, c, ldc, &ep}, pool, *u);
+  return true;
+}
+
+std::vector<std::string> sgemm_kernel_names() {
+  std::vector<std::string> v;
+#define GEMM_UKR(n, isa, MR, NR) v.push_back(#n);
+#include "kernels/x86/gemm_ukernels.def"
+#undef GEMM_UKR
+  return v;
+}
+
+void sgemm_packed(int64_t m, const float* a, int64_t lda, bool trans_a, const PackedB& b, float* c, int64_t ldc,
+                  const GemmEpilogue& ep, ThreadPool* pool) {
+  check(b.nr() == selected_ukr().nr, ErrorCode::internal, "PackedB was packed for another micro-kernel");
+  run(Problem{m, b.n(), b.k(), a, lda, trans_a, nullptr, 0, false, &b, c, ldc, &ep}, pool, selected_ukr());
+}
+
+std::string sgemm_kernel_name() { return selected_ukr().name; }
+
+}  // namespace tessera::kernels::x86

@@ -1,0 +1,99 @@
+// f32 GEMM, BLIS-style: B packed into NR-wide column panels, A into MR-high row
+// panels, cache blocking (KC x NC of B resident in L2, an MR x KC sliver of A in
+// L1), a register-tiled micro-kernel per ISA (gemm_ukernels.def), and a fused
+// epilogue (alpha, beta, bias, residual add, activation) applied to the
+// accumulators before they are stored.
+//
+//   C[M,N] = act(alpha * op(A)[M,K] * op(B)[K,N] + beta * C + bias[N] + residual[M,N])
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+
+namespace tessera::kernels::x86 {
+
+enum class Activation : uint8_t { none, relu, clip };
+
+struct GemmEpilogue {
+  float alpha = 1.0f;
+  float beta = 0.0f;                // multiplies C's prior contents (0: C is write-only)
+  const float* bias = nullptr;      // length N, added to every row
+  const float* row_bias = nullptr;  // length M, added to every column (conv: per output channel)
+  const float* residual = nullptr;  // M x N, row stride ldr, added before the activation
+  int64_t ldr = 0;
+  Activation act = Activation::none;
+  float clip_min = 0.0f, clip_max = 0.0f;
+};
+
+// Cache blocking; derived from the cache sizes by default, tunable.
+struct GemmBlocking {
+  int64_t kc = 0, mc = 0, nc = 0;
+};
+GemmBlocking default_gemm_blocking();
+
+// B (K x N, or N x K when trans_b) packed once into the micro-kernel's panel
+// layout, e.g. weights at session creation.
+class PackedB {
+ public:
+  PackedB() = default;
+  static PackedB pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n);
+  int64_t k() const { return k_; }
+  int64_t n() const { return n_; }
+  int64_t kc() const { return kc_; }
+  int64_t nr() const { return nr_; }
+  size_t bytes() const { return size_; }
+  const float* data() const { return data_.get(); }
+
+ private:
+  int64_t k_ = 0, n_ = 0, kc_ = 0, nr_ = 0;
+  size_t size_ = 0;
+  std::shared_ptr<float> data_;  // [ceil(K/kc)] blocks of [ceil(N/nr)] panels of kc x nr
+};
+
+void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b,
+           int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep = {},
+           ThreadPool* pool = nullptr);
+
+void sgemm_packed(int64_t m, const float* a, int64_t lda, bool trans_a, const PackedB& b, float* c,
+                  int64_t ldc, const GemmEpilogue& ep = {}, ThreadPool* pool = nullptr);
+
+// Runs with a named micro-kernel (tests and benchmarks); false if this CPU lacks its ISA.
+bool sgemm_with(const std::string& ukr, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
+                const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep = {},
+                ThreadPool* pool = nullptr);
+std::vector<std::string> sgemm_kernel_names();  // every micro-kernel in gemm_ukernels.def
+
+// Name of the micro-kernel this CPU uses (e.g. "f32_gemm_ukr_6x64__avx512f").
+std::string sgemm_kernel_name();
+
+// ---- micro-kernel interface (used by the ISA files) ----
+// Computes acc = sum_p a[p*MR + i] * b[p*NR + j] over p < kc, then
+//   c[i*ldc + j] = post(acc * 1 + beta * c)   for i < mr, j < nr
+// where the A sliver already carries alpha; `ep_last` tells whether this is the
+// last K block (apply bias / residual / activation) — nullptr otherwise.
+struct UkrEpilogue {
+  const float* bias;      // already offset to this tile's first column, or nullptr
+  const float* row_bias;  // already offset to this tile's first row, or nullptr
+  const float* residual;  // already offset to this tile, or nullptr
+  int64_t ldr;
+  Activation act;
+  float clip_min, clip_max;
+};
+using GemmUkr = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr,
+                         int64_t nr, float beta, const UkrEpilogue* ep);
+
+#define GEMM_UKR(name, isa, MR, NR)                                                                \
+  void name(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr, \
+            float beta, const UkrEpilogue* ep);
+#include "kernels/x86/gemm_ukernels.def"
+#undef GEMM_UKR
+
+// Scalar finish of one tile (edges and the portable kernel share it).
+void ukr_store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int64_t mr, int64_t nr, float beta,
+                    const UkrEpilogue* ep);
+
+}  // namespace tessera::kernels::x86

@@ -1,0 +1,434 @@
+// Running a compiled graph: frames of values, one KernelContext per node,
+// reference-counted release of intermediates, and the arena memory plan.
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <new>
+#include <thread>
+
+#include "runtime/memory_planner.h"
+#include "runtime/session_impl.h"
+
+namespace tessera {
+
+namespace runtime {
+
+namespace {
+int64_t now_us(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// How a feed or a graph input's declared type reads in messages.
+std::string describe_value(const DataValue& v) {
+  switch (v.kind) {
+    case DataValue::Kind::tensor: return v.tensor.describe();
+    case DataValue::Kind::sequence: return cat("sequence of ", v.sequence.size(), " tensors");
+    case DataValue::Kind::optional_none: return "an empty optional";
+    case DataValue::Kind::none: return "nothing";
+  }
+  return "?";
+}
+}  // namespace
+
+// The values of one graph execution; subgraph frames point at the frame of
+// the node that runs them, so outer-scope values resolve up the chain.
+struct Frame {
+  const CompiledGraph* cg = nullptr;
+  Frame* parent = nullptr;
+  std::vector<DataValue> slots;
+
+  Frame(const CompiledGraph* g, Frame* p) : cg(g), parent(p), slots(size_t(g->num_slots)) {
+    for (const auto& [slot, t] : g->constants) slots[size_t(slot)] = DataValue(*t);
+  }
+};
+
+// Per-run() state. Nothing here is shared between runs.
+class RunState {
+ public:
+  RunState(const SessionImpl& s, std::shared_ptr<const Plan> plan)
+      : s_(s), plan_(std::move(plan)), recording_(plan_ == nullptr), profiling_(s.opts_.enable_profiling) {}
+
+  void exec(Frame& f, bool main);
+  std::vector<DataValue> run_subgraph(const CompiledNode& cn, Frame& f, const Subgraph& sg,
+                                      const std::vector<DataValue>& inputs);
+  Tensor allocate(bool main, int node, const CompiledNode& cn, size_t out, DType dtype, const Shape& shape);
+  const DataValue* resolve(Frame& f, ValueRef r) const {
+    if (r.slot < 0) return nullptr;
+    Frame* fr = &f;
+    for (int d = 0; d < r.depth; ++d) {
+      fr = fr->parent;
+      check(fr != nullptr, ErrorCode::internal, "value scope chain is shorter than compiled");
+    }
+    return &fr->slots[size_t(r.slot)];
+  }
+  ThreadPool* pool() const { return s_.pool_.get(); }
+
+  // Memory planning.
+  struct Record {
+    size_t size = 0;
+    int first = 0, last = 0;
+    int node = 0, out = 0;
+    bool escapes = false;
+  };
+  void touch(const DataValue& v, int node);
+  void mark_escaping(const DataValue& v);
+  std::shared_ptr<const Plan> make_plan() const;
+  bool recording() const { return recording_; }
+  const std::shared_ptr<void>& arena() const { return arena_; }
+
+  size_t arena_bytes = 0, fallback_bytes = 0;
+  std::vector<ProfileEvent> events;
+
+ private:
+  void touch_tensor(const Tensor& t, int node);
+
+  const SessionImpl& s_;
+  std::shared_ptr<const Plan> plan_;
+  bool recording_;
+  bool profiling_;
+  std::vector<Record> records_;
+  std::unordered_map<const void*, int> rec_by_storage_;
+  std::shared_ptr<void> arena_;
+};
+
+class NodeContext final : public KernelContext {
+ public:
+  NodeContext(RunState& rs, Frame& f, const CompiledNode& cn, int index, bool main)
+      : rs_(rs), f_(f), cn_(cn), index_(index), main_(main), outs_(cn.node->outputs.size()) {}
+
+  const std::string& node_name() const override { return cn_.name; }
+  const std::string& op_type() const override { return cn_.node->op_type; }
+  int opset() const override { return cn_.node->opset; }
+  size_t num_inputs() const override { return cn_.inputs.size(); }
+  const Tensor* input(size_t i) const override {
+    const DataValue* v = input_value(i);
+    return v && v->is_tensor() ? &v->tensor : nullptr;
+  }
+  const DataValue* input_value(size_t i) const override {
+    if (i >= cn_.inputs.size()) return nullptr;
+    const DataValue* v = rs_.resolve(f_, cn_.inputs[i]);
+    return v && v->kind != DataValue::Kind::none ? v : nullptr;
+  }
+  size_t num_outputs() const override { return outs_.size(); }
+  bool output_requested(size_t i) const override { return i < cn_.requested.size() && cn_.requested[i]; }
+  Tensor& output(size_t i, DType dtype, const Shape& shape) override {
+    if (i >= outs_.size()) fail(ErrorCode::internal, "kernel wrote output ", i, " of ", outs_.size());
+    outs_[i] = DataValue(rs_.allocate(main_, index_, cn_, i, dtype, shape));
+    return outs_[i].tensor;
+  }
+  void set_output(size_t i, DataValue v) override {
+    if (i >= outs_.size()) fail(ErrorCode::internal, "kernel set output ", i, " of ", outs_.size());
+    outs_[i] = std::move(v);
+  }
+  const Attribute* attr(std::string_view n) const override {
+    auto it = cn_.node->attrs.find(std::string(n));
+    return it == cn_.node->attrs.end() ? nullptr : &it->second;
+  }
+  ThreadPool* pool() const override { return rs_.pool(); }
+  std::vector<DataValue> run_subgraph(const Subgraph& g, const std::vector<DataValue>& inputs) override {
+    return rs_.run_subgraph(cn_, f_, g, inputs);
+  }
+
+  std::vector<DataValue>& outs() { return outs_; }
+
+ private:
+  RunState& rs_;
+  Frame& f_;
+  const CompiledNode& cn_;
+  int index_;
+  bool main_;
+  std::vector<DataValue> outs_;
+};
+
+Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t out, DType dtype,
+                          const Shape& shape) {
+  const bool plannable = main && out < cn.graph_output.size() && !cn.graph_output[out] &&
+                         dtype != DType::string && dtype != DType::undefined;
+  if (!plannable) {
+    Tensor t(dtype, shape);
+    fallback_bytes += t.nbytes();
+    return t;
+  }
+  const int64_t numel = shape_numel(shape);
+  check_arg(size_t(numel) <= (size_t(64) << 30) / dtype_size(dtype), "refusing to allocate tensor ",
+            dtype_name(dtype), shape_str(shape));
+  const size_t nbytes = size_t(numel) * dtype_size(dtype);
+  if (recording_) {
+    Tensor t(dtype, shape);
+    fallback_bytes += nbytes;
+    if (nbytes > 0) {
+      const int r = int(records_.size());
+      records_.push_back({nbytes, node, node, node, int(out), false});
+      rec_by_storage_[t.storage().get()] = r;  // a freed address reused: the old buffer is dead
+    }
+    return t;
+  }
+  auto it = plan_->placement.find({node, int(out)});
+  if (it == plan_->placement.end() || it->second.size != nbytes) {  // unplanned or dynamic
+    Tensor t(dtype, shape);
+    fallback_bytes += nbytes;
+    return t;
+  }
+  if (!arena_) arena_ = allocate_storage(plan_->arena_size);
+  Tensor t = Tensor::view(dtype, shape, arena_, it->second.offset);
+  std::memset(t.raw_data(), 0, nbytes);  // same contract as a fresh Tensor
+  arena_bytes += nbytes;
+  return t;
+}
+
+void RunState::touch_tensor(const Tensor& t, int node) {
+  if (!t.storage()) return;
+  auto it = rec_by_storage_.find(t.storage().get());
+  if (it != rec_by_storage_.end()) records_[size_t(it->second)].last = std::max(records_[size_t(it->second)].last, node);
+}
+
+void RunState::touch(const DataValue& v, int node) {
+  if (v.is_tensor()) touch_tensor(v.tensor, node);
+  for (const Tensor& t : v.sequence) touch_tensor(t, node);
+}
+
+void RunState::mark_escaping(const DataValue& v) {
+  auto mark = [&](const Tensor& t) {
+    if (!t.storage()) return;
+    auto it = rec_by_storage_.find(t.storage().get());
+    if (it != rec_by_storage_.end()) records_[size_t(it->second)].escapes = true;
+  };
+  if (v.is_tensor()) mark(v.tensor);
+  for (const Tensor& t : v.sequence) mark(t);
+}
+
+std::shared_ptr<const Plan> RunState::make_plan() const {
+  std::vector<BufferRequest> reqs;
+  std::vector<const Record*> planned;
+  for (const Record& r : records_) {
+    if (r.escapes) continue;
+    reqs.push_back({r.size, r.first, r.last});
+    planned.push_back(&r);
+  }
+  const MemoryPlan mp = plan_memory(reqs);
+  auto plan = std::make_shared<Plan>();
+  plan->arena_size = mp.arena_size;
+  for (size_t i = 0; i < planned.size(); ++i)
+    plan->placement[{planned[i]->node, planned[i]->out}] = {mp.offsets[i], planned[i]->size};
+  return plan;
+}
+
+void RunState::exec(Frame& f, bool main) {
+  const CompiledGraph& cg = *f.cg;
+  for (size_t k = 0; k < cg.nodes.size(); ++k) {
+    const CompiledNode& cn = cg.nodes[k];
+    if (main && recording_)
+      for (int s : cn.touches) touch(f.slots[size_t(s)], int(k));
+    NodeContext ctx(*this, f, cn, int(k), main);
+    const int64_t t_start = profiling_ ? now_us(s_.t0_) : 0;
+    try {
+      cn.fn(ctx);
+    } catch (const Error& e) {
+      throw e.at_node(cn.name, cn.node->op_type);
+    } catch (const std::bad_alloc&) {
+      throw Error(ErrorCode::runtime, "out of memory", cn.name, cn.node->op_type);
+    } catch (const std::exception& e) {
+      throw Error(ErrorCode::runtime, e.what(), cn.name, cn.node->op_type);
+    }
+    if (profiling_)
+      events.push_back({cn.name, cn.node->op_type, t_start, now_us(s_.t0_) - t_start,
+                        std::hash<std::thread::id>{}(std::this_thread::get_id())});
+    auto& outs = ctx.outs();
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (cn.requested[i] && outs[i].kind == DataValue::Kind::none)
+        throw Error(ErrorCode::internal,
+                    cat("the kernel did not produce output ", i, " ('", cn.node->outputs[i]->name, "')"), cn.name,
+                    cn.node->op_type);
+      if (cn.outputs[i] >= 0) f.slots[size_t(cn.outputs[i])] = std::move(outs[i]);
+    }
+    for (int s : cn.release) f.slots[size_t(s)] = DataValue();
+  }
+}
+
+std::vector<DataValue> RunState::run_subgraph(const CompiledNode& cn, Frame& f, const Subgraph& sg,
+                                              const std::vector<DataValue>& inputs) {
+  const auto* g = dynamic_cast<const ir::Graph*>(&sg);
+  bool own = false;
+  for (const ir::Graph* x : cn.node->subgraphs()) own |= (x == g);
+  if (!own) throw Error(ErrorCode::internal, "run_subgraph: not a subgraph of this node", cn.name, cn.node->op_type);
+  auto it = s_.compiled_.find(g);
+  check(it != s_.compiled_.end(), ErrorCode::internal, "subgraph '", g->name, "' was not compiled");
+  const CompiledGraph& cg = *it->second;
+  if (inputs.size() != cg.input_slots.size())
+    throw Error(ErrorCode::runtime,
+                cat("subgraph '", g->name, "' takes ", cg.input_slots.size(), " inputs, got ", inputs.size()),
+                cn.name, cn.node->op_type);
+  Frame child(&cg, &f);
+  for (size_t i = 0; i < inputs.size(); ++i) child.slots[size_t(cg.input_slots[i])] = inputs[i];
+  exec(child, false);
+  std::vector<DataValue> outs;
+  outs.reserve(cg.output_refs.size());
+  for (size_t i = 0; i < cg.output_refs.size(); ++i) {
+    const DataValue* v = resolve(child, cg.output_refs[i]);
+    if (!v || v->kind == DataValue::Kind::none)
+      throw Error(ErrorCode::internal, cat("subgraph '", g->name, "' did not produce output ", i), cn.name,
+                  cn.node->op_type);
+    outs.push_back(*v);
+  }
+  return outs;
+}
+
+}  // namespace runtime
+
+// ---- SessionImpl: feeds, plans, run
+
+void SessionImpl::validate_feeds(const std::map<std::string, DataValue>& feeds) const {
+  const ir::Graph& g = *model_.graph;
+  for (const auto& [name, v] : feeds) {
+    const ir::Value* in = nullptr;
+    for (const ir::Value* x : g.inputs)
+      if (x->name == name) in = x;
+    if (!in) {
+      std::string names;
+      for (const ValueInfo& vi : inputs_) names += (names.empty() ? "" : ", ") + vi.name;
+      throw Error(ErrorCode::invalid_argument, cat("unknown input '", name, "' (the model's inputs: ", names, ")"));
+    }
+    const ir::TypeInfo& t = in->type;
+    const std::string expected = t.str();
+    auto bad = [&]() {
+      throw Error(ErrorCode::invalid_argument, cat("input '", name, "': expected ", expected, ", got ", runtime::describe_value(v)));
+    };
+    auto check_tensor = [&](const Tensor& x) {
+      if (t.elem != DType::undefined && x.dtype() != t.elem) bad();
+      if (!t.shape) return;
+      if (size_t(x.rank()) != t.shape->size()) bad();
+      for (size_t d = 0; d < t.shape->size(); ++d)
+        if ((*t.shape)[d].known() && (*t.shape)[d].value != x.shape()[d]) bad();
+    };
+    switch (t.kind) {
+      case ir::TypeInfo::Kind::tensor:
+        if (!v.is_tensor()) bad();
+        check_tensor(v.tensor);
+        break;
+      case ir::TypeInfo::Kind::sequence:
+        if (!v.is_sequence()) bad();
+        for (const Tensor& x : v.sequence)
+          if (t.elem != DType::undefined && x.dtype() != t.elem) bad();
+        break;
+      case ir::TypeInfo::Kind::optional:
+        if (v.kind == DataValue::Kind::none) bad();
+        if (v.is_tensor() && t.inner == ir::TypeInfo::Kind::tensor) check_tensor(v.tensor);
+        break;
+      case ir::TypeInfo::Kind::unknown:
+        if (v.kind == DataValue::Kind::none) bad();
+        break;
+    }
+  }
+  for (const ir::Value* x : g.inputs)
+    if (!x->is_constant() && !feeds.count(x->name))
+      throw Error(ErrorCode::invalid_argument,
+                  cat("missing required input '", x->name, "' (", x->type.str(), ")"));
+}
+
+std::vector<int64_t> SessionImpl::plan_key(const std::map<std::string, DataValue>& feeds) const {
+  std::vector<int64_t> key;
+  auto add_tensor = [&](const Tensor& t) {
+    key.push_back(int64_t(t.dtype()));
+    key.push_back(t.rank());
+    key.insert(key.end(), t.shape().begin(), t.shape().end());
+  };
+  for (const ir::Value* x : model_.graph->inputs) {
+    auto it = feeds.find(x->name);
+    if (it == feeds.end()) {
+      key.push_back(-2);
+      continue;
+    }
+    const DataValue& v = it->second;
+    key.push_back(-3 - int64_t(v.kind));
+    if (v.is_tensor()) add_tensor(v.tensor);
+    key.push_back(int64_t(v.sequence.size()));
+    for (const Tensor& t : v.sequence) add_tensor(t);
+  }
+  return key;
+}
+
+std::vector<DataValue> SessionImpl::run(const std::map<std::string, DataValue>& feeds,
+                                        const std::vector<std::string>& output_names) const {
+  validate_feeds(feeds);
+  const ir::Graph& g = *model_.graph;
+
+  // Which outputs, in the order asked for.
+  std::vector<size_t> wanted;
+  if (output_names.empty()) {
+    for (size_t i = 0; i < g.outputs.size(); ++i) wanted.push_back(i);
+  } else {
+    for (const std::string& n : output_names) {
+      size_t found = g.outputs.size();
+      for (size_t i = 0; i < g.outputs.size(); ++i)
+        if (g.outputs[i]->name == n) found = i;
+      if (found == g.outputs.size()) {
+        std::string names;
+        for (const ValueInfo& vi : outputs_) names += (names.empty() ? "" : ", ") + vi.name;
+        throw Error(ErrorCode::invalid_argument, cat("unknown output '", n, "' (the model's outputs: ", names, ")"));
+      }
+      wanted.push_back(found);
+    }
+  }
+
+  // The memory plan for these input shapes, if one was made.
+  const std::vector<int64_t> key = plan_key(feeds);
+  std::shared_ptr<const runtime::Plan> plan;
+  {
+    std::lock_guard lock(plan_mutex_);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) plan = it->second;
+  }
+
+  runtime::RunState rs(*this, plan);
+  runtime::Frame frame(main_, nullptr);
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    auto it = feeds.find(g.inputs[i]->name);
+    if (it == feeds.end()) continue;  // optional: keeps its initializer
+    DataValue v = it->second;
+    if (v.is_tensor()) v.tensor = v.tensor.contiguous();
+    for (Tensor& t : v.sequence) t = t.contiguous();
+    frame.slots[size_t(main_->input_slots[i])] = std::move(v);
+  }
+  rs.exec(frame, true);
+
+  std::vector<DataValue> results;
+  results.reserve(wanted.size());
+  for (size_t i : wanted) {
+    const DataValue* v = rs.resolve(frame, main_->output_refs[i]);
+    check(v && v->kind != DataValue::Kind::none, ErrorCode::internal, "output '", g.outputs[i]->name,
+          "' was not produced");
+    results.push_back(*v);
+  }
+
+  if (rs.recording()) {
+    for (const runtime::ValueRef& r : main_->output_refs) rs.mark_escaping(*rs.resolve(frame, r));
+    std::shared_ptr<const runtime::Plan> made = rs.make_plan();
+    peak_.store(made->arena_size);
+    std::lock_guard lock(plan_mutex_);
+    constexpr size_t kMaxPlans = 64;
+    if (plans_.size() >= kMaxPlans) plans_.erase(plans_.begin());
+    plans_.emplace(key, std::move(made));
+  } else {
+    planned_runs_.fetch_add(1);
+    peak_.store(plan->arena_size);
+    // Safety net: nothing returned may point into the arena.
+    const void* arena = rs.arena().get();
+    if (arena) {
+      for (DataValue& v : results) {
+        if (v.is_tensor() && v.tensor.storage().get() == arena) v.tensor = v.tensor.clone();
+        for (Tensor& t : v.sequence)
+          if (t.storage().get() == arena) t = t.clone();
+      }
+    }
+  }
+  last_arena_bytes_.store(rs.arena_bytes);
+  last_fallback_bytes_.store(rs.fallback_bytes);
+
+  if (opts_.enable_profiling && !rs.events.empty()) {
+    std::lock_guard lock(profile_mutex_);
+    profile_.insert(profile_.end(), rs.events.begin(), rs.events.end());
+  }
+  return results;
+}
+
+}  // namespace tessera

@@ -1,0 +1,135 @@
+// The runtime's Session: load -> verify -> infer shapes -> optimize -> compile
+// (a kernel per node from the CPU backend) -> run. The compiled form is
+// immutable; every run keeps its state (value frames, arena) in the call, and
+// only the memory-plan cache and the profile are shared, behind mutexes.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/kernel_context.h"
+#include "core/thread_pool.h"
+#include "ir/graph.h"
+#include "tessera/tessera.h"
+
+namespace tessera {
+
+namespace runtime {
+
+// Where a node finds a value at run time: `depth` frames up the scope chain
+// (0: the graph's own frame), slot `slot` there. slot -1: omitted.
+struct ValueRef {
+  int depth = 0;
+  int slot = -1;
+};
+
+struct CompiledNode {
+  const ir::Node* node = nullptr;
+  KernelFn fn = nullptr;
+  std::string name;  // node name, or its first output's name when unnamed
+  std::vector<ValueRef> inputs;
+  std::vector<int> outputs;          // local slots; -1 for omitted outputs
+  std::vector<bool> requested;       // output used by the graph (or a graph output)
+  std::vector<bool> graph_output;    // output is an output of its graph
+  std::vector<int> touches;          // local slots read by the node, its subgraphs included
+  std::vector<int> release;          // local slots whose last use is this node
+};
+
+struct CompiledGraph {
+  const ir::Graph* graph = nullptr;
+  int num_slots = 0;
+  std::unordered_map<const ir::Value*, int> slot_of;        // the graph's own values
+  std::vector<std::pair<int, const Tensor*>> constants;    // initializer slots
+  std::vector<int> input_slots;                            // graph inputs, in order
+  std::vector<bool> input_optional;                        // input has an initializer
+  std::vector<ValueRef> output_refs;                       // graph outputs, in order
+  std::vector<CompiledNode> nodes;
+};
+
+// A static memory plan for one set of input shapes: where each planned
+// allocation (node index, output index) lives in the arena.
+struct Plan {
+  struct Slot {
+    size_t offset = 0, size = 0;
+  };
+  std::map<std::pair<int, int>, Slot> placement;
+  size_t arena_size = 0;
+};
+
+struct ProfileEvent {
+  std::string name, op;
+  int64_t start_us = 0, dur_us = 0;
+  uint64_t tid = 0;
+};
+
+class RunState;
+
+}  // namespace runtime
+
+class SessionImpl {
+ public:
+  SessionImpl(ir::Model model, const SessionOptions& opts);
+  ~SessionImpl();
+  SessionImpl(const SessionImpl&) = delete;
+  SessionImpl& operator=(const SessionImpl&) = delete;
+
+  std::vector<DataValue> run(const std::map<std::string, DataValue>& feeds,
+                             const std::vector<std::string>& output_names) const;
+
+  const std::vector<ValueInfo>& inputs() const { return inputs_; }
+  const std::vector<ValueInfo>& outputs() const { return outputs_; }
+  size_t peak_memory_bytes() const { return peak_.load(); }
+  const std::string& graph_text() const { return graph_text_; }
+
+  // Introspection (tests, tools).
+  const ir::Model& model() const { return model_; }
+  ThreadPool* pool() const { return pool_.get(); }
+  size_t num_cached_plans() const;
+  int64_t num_planned_runs() const { return planned_runs_.load(); }
+  // Bytes served from the arena / by ordinary allocation in the last run.
+  size_t last_arena_bytes() const { return last_arena_bytes_.load(); }
+  size_t last_fallback_bytes() const { return last_fallback_bytes_.load(); }
+  // Writes the Chrome trace now (also done when the session ends).
+  void write_profile() const;
+
+ private:
+  friend class runtime::RunState;
+  void compile_graph(const ir::Graph& g, const std::vector<const ir::Graph*>& scope);
+  void validate_feeds(const std::map<std::string, DataValue>& feeds) const;
+  std::vector<int64_t> plan_key(const std::map<std::string, DataValue>& feeds) const;
+
+  ir::Model model_;
+  SessionOptions opts_;
+  std::vector<ValueInfo> inputs_, outputs_;
+  std::string graph_text_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unordered_map<const ir::Graph*, std::unique_ptr<runtime::CompiledGraph>> compiled_;
+  const runtime::CompiledGraph* main_ = nullptr;
+
+  mutable std::mutex plan_mutex_;
+  mutable std::map<std::vector<int64_t>, std::shared_ptr<const runtime::Plan>> plans_;
+  mutable std::atomic<size_t> peak_{0};
+  mutable std::atomic<int64_t> planned_runs_{0};
+  mutable std::atomic<size_t> last_arena_bytes_{0}, last_fallback_bytes_{0};
+
+  std::chrono::steady_clock::time_point t0_;
+  mutable std::mutex profile_mutex_;
+  mutable std::vector<runtime::ProfileEvent> profile_;
+};
+
+namespace runtime {
+// A session over an already built model (tests and tools that build graphs in C++).
+Session make_session(ir::Model model, const SessionOptions& opts = {});
+// ONNX-style type string of a value ("tensor(float)", "seq(tensor(int64))").
+std::string onnx_type_string(const ir::TypeInfo& t);
+}  // namespace runtime
+
+}  // namespace tessera

@@ -1,0 +1,166 @@
+// `tessera info MODEL [--ir]`: inputs, outputs, op histogram, parameters and a
+// FLOPs estimate from the static shapes; --ir prints the optimized IR.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <algorithm>
+#include <set>
+
+#include "frontend/onnx/onnx_loader.h"
+#include "ir/op_registry.h"
+#include "tessera/tessera.h"
+#include "tools/commands.h"
+
+namespace tessera::tools {
+
+namespace {
+
+struct InfoOptions {
+  std::string model;
+  bool ir = false;
+};
+
+std::string human(double v, const char* unit) {
+  const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
+  int i = 0;
+  while (v >= 1000 && i < 5) {
+    v /= 1000;
+    ++i;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, i == 0 ? "%.0f %s%s" : "%.2f %s%s", v, prefixes[i], unit);
+  return buf;
+}
+
+std::optional<Shape> static_shape_of(const ir::Value* v) {
+  if (v == nullptr) return std::nullopt;
+  if (v->initializer) return v->initializer->shape();
+  if (v->type.kind != ir::TypeInfo::Kind::tensor) return std::nullopt;
+  return v->type.static_shape();
+}
+
+int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// FLOPs of one node (2 per multiply-add for the contractions; one per output
+// element otherwise); nullopt when the shapes it needs are not static.
+std::optional<double> node_flops(const ir::Node& n) {
+  auto in = [&](size_t i) { return i < n.inputs.size() ? static_shape_of(n.inputs[i]) : std::nullopt; };
+  auto out0 = n.outputs.empty() ? std::nullopt : static_shape_of(n.outputs[0]);
+  if (n.domain.empty() || n.domain == "ai.onnx") {
+    if (n.op_type == "MatMul" || n.op_type == "MatMulInteger" || n.op_type == "QLinearMatMul") {
+      auto a = in(0);
+      if (!a || !out0 || a->empty()) return std::nullopt;
+      return 2.0 * double(numel_of(*out0)) * double(a->back());
+    }
+    if (n.op_type == "Gemm") {
+      auto a = in(0);
+      if (!a || !out0 || a->size() != 2) return std::nullopt;
+      const Attribute* ta = n.attr("transA");
+      const int64_t k = (ta && ta->i) ? (*a)[0] : (*a)[1];
+      return 2.0 * double(numel_of(*out0)) * double(k);
+    }
+    if (n.op_type == "Conv" || n.op_type == "ConvInteger" || n.op_type == "QLinearConv") {
+      auto w = in(n.op_type == "QLinearConv" ? 3 : 1);
+      if (!w || !out0 || w->size() < 2) return std::nullopt;
+      return 2.0 * double(numel_of(*out0)) * double(numel_of(Shape(w->begin() + 1, w->end())));
+    }
+    if (n.op_type == "ConvTranspose") {
+      auto x = in(0), w = in(1);
+      if (!x || !w || w->size() < 2) return std::nullopt;
+      return 2.0 * double(numel_of(*x)) * double(numel_of(Shape(w->begin() + 1, w->end())));
+    }
+  }
+  if (!out0) return std::nullopt;
+  return double(numel_of(*out0));
+}
+
+struct Stats {
+  std::map<std::string, int64_t> histogram;
+  int64_t params = 0, param_bytes = 0, nodes = 0, unknown_flops_nodes = 0;
+  double flops = 0;
+  std::set<const ir::Value*> seen;
+};
+
+void walk(const ir::Graph& g, Stats& st) {
+  for (const auto& v : g.values())
+    if (v->initializer && st.seen.insert(v.get()).second) {
+      st.params += v->initializer->numel();
+      if (v->initializer->dtype() != DType::string) st.param_bytes += int64_t(v->initializer->nbytes());
+    }
+  for (const auto& n : g.nodes()) {
+    ++st.nodes;
+    st.histogram[n->domain.empty() || n->domain == "ai.onnx" ? n->op_type : n->domain + ":" + n->op_type]++;
+    if (auto f = node_flops(*n)) st.flops += *f;
+    else ++st.unknown_flops_nodes;
+    for (const ir::Graph* sg : n->subgraphs()) walk(*sg, st);
+  }
+}
+
+std::string value_line(const ir::Value* v) {
+  if (v == nullptr) return "  (omitted)";
+  return cat("  ", v->name, ": ", v->type.str());
+}
+
+void print_info(const InfoOptions& o) {
+  ir::Model model = frontend::onnx::load_file(o.model);
+  ir::Graph& g = *model.graph;
+  std::string inference_note;
+  try {
+    ir::infer_shapes(g);
+  } catch (const Error& e) {
+    inference_note = e.what();
+  }
+  Stats st;
+  walk(g, st);
+
+  std::cout << "model: " << o.model << "\n";
+  if (!model.producer_name.empty())
+    std::cout << "producer: " << model.producer_name << " " << model.producer_version << "\n";
+  if (model.ir_version) std::cout << "ir_version: " << model.ir_version << "\n";
+  if (!model.opsets.empty()) {
+    std::cout << "opsets:";
+    for (const auto& [d, v] : model.opsets) std::cout << " " << (d.empty() ? "ai.onnx" : d) << "=" << v;
+    std::cout << "\n";
+  }
+  std::cout << "inputs:\n";
+  for (const ir::Value* v : g.inputs)
+    if (!v->is_constant()) std::cout << value_line(v) << "\n";
+  std::cout << "outputs:\n";
+  for (const ir::Value* v : g.outputs) std::cout << value_line(v) << "\n";
+  std::cout << "nodes: " << st.nodes << "\n";
+  std::cout << "op histogram:\n";
+  std::vector<std::pair<int64_t, std::string>> hist;
+  for (const auto& [op, c] : st.histogram) hist.push_back({-c, op});
+  std::sort(hist.begin(), hist.end());
+  for (const auto& [c, op] : hist) std::cout << "  " << op << ": " << -c << "\n";
+  std::cout << "parameters: " << st.params;
+  if (st.params >= 1000) std::cout << " (" << human(double(st.params), "") << ")";
+  std::cout << "\n";
+  std::cout << "parameter bytes: " << st.param_bytes << " (" << human(double(st.param_bytes), "B") << ")\n";
+  std::cout << "FLOPs (estimate): " << human(st.flops, "FLOP");
+  if (st.unknown_flops_nodes) std::cout << " (" << st.unknown_flops_nodes << " nodes without static shapes not counted)";
+  std::cout << "\n";
+  if (!inference_note.empty()) std::cout << "note: shape inference stopped: " << inference_note << "\n";
+  if (o.ir) {
+    Session session(o.model, SessionOptions{.threads = 1});
+    std::cout << "\n" << session.graph_text();
+  }
+}
+
+}  // namespace
+
+void add_info_command(CLI::App& app) {
+  auto opts = std::make_shared<InfoOptions>();
+  auto* cmd = app.add_subcommand("info", "Describe a model: inputs, outputs, ops, parameters, FLOPs");
+  cmd->add_option("model", opts->model, "the .onnx file")->required();
+  cmd->add_flag("--ir", opts->ir, "also print the IR after import and optimization");
+  cmd->callback([opts] { print_info(*opts); });
+}
+
+}  // namespace tessera::tools
