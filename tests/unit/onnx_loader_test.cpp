@@ -565,6 +565,17 @@ TEST(OnnxLoader, LoadFileResolvesExternalDataBesideTheModel) {
     std::ofstream f(dir / "m.onnx", std::ios::binary);
     f << b.m.SerializeAsString();
   }
+  {
+    std::string full = b.m.SerializeAsString();
+    std::ofstream f(dir / "cut.onnx", std::ios::binary);
+    f << full.substr(0, full.size() - 5);
+    std::ofstream e(dir / "empty.onnx", std::ios::binary);
+  }
+  ErrorCode cut_code{};
+  EXPECT_NE(error_of([&] { load_file((dir / "cut.onnx").string()); }, &cut_code).find("not a valid ONNX"),
+            std::string::npos);
+  EXPECT_EQ(cut_code, ErrorCode::invalid_model);
+  EXPECT_NE(error_of([&] { load_file((dir / "empty.onnx").string()); }).find("empty"), std::string::npos);
   ir::Model m = load_file((dir / "m.onnx").string());
   EXPECT_EQ(m.path, (dir / "m.onnx").string());
   EXPECT_EQ(m.graph->find_value("w")->initializer->to_double_vector(), (std::vector<double>{1, 2, 3}));

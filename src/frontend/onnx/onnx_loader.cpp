@@ -408,12 +408,15 @@ ir::Model load_file(const std::string& path, const LoadOptions& opts) {
   namespace fs = std::filesystem;
   std::error_code ec;
   check(fs::is_regular_file(path, ec), ErrorCode::io, "cannot open model '", path, "': not a file");
+  const auto size = fs::file_size(path, ec);
+  check(!ec, ErrorCode::io, "cannot stat model '", path, "': ", ec.message());
+  check_model(size > 0, "model '", path, "' is empty");
+  check_model(size < uint64_t(INT32_MAX), "model '", path, "' is larger than 2 GiB (use external data)");
   std::ifstream f(path, std::ios::binary);
   check(bool(f), ErrorCode::io, "cannot open model '", path, "'");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  check(!f.bad(), ErrorCode::io, "error reading model '", path, "'");
-  pb::ModelProto mp = parse_model(bytes, cat("model '", path, "'"));
-  bytes = {};
+  pb::ModelProto mp;  // parsed straight from the stream: no second copy of the file in memory
+  check_model(mp.ParseFromIstream(&f), "model '", path,
+              "' is not a valid ONNX ModelProto (truncated or corrupt protobuf, ", size, " bytes)");
   std::string dir = opts.external_data_dir;
   if (dir.empty()) {
     dir = fs::path(path).parent_path().string();
