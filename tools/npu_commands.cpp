@@ -62,20 +62,6 @@ NDType parse_dtype(const std::string& s) {
   throw Error(ErrorCode::invalid_argument, cat("unknown operand dtype '", s, "' (int8, bf16, fp8)"));
 }
 
-ConvSpec layer_spec(const TopologyLayer& l, NDType dt) {
-  ConvSpec s;  // SCALE-Sim layers are unpadded
-  s.in_h = l.ifmap_h;
-  s.in_w = l.ifmap_w;
-  s.in_channels = l.channels;
-  s.out_channels = l.num_filters;
-  s.kernel_h = l.filter_h;
-  s.kernel_w = l.filter_w;
-  s.stride_h = s.stride_w = l.stride;
-  s.in_dtype = dt;
-  s.out_dtype = dt == NDType::i8 ? NDType::i32 : NDType::f32;
-  return s;
-}
-
 void simulate_layers(const std::vector<TopologyLayer>& layers, const SimOptions& o) {
   ArchConfig a = load_arch(o.arch);
   if (!o.dataflow.empty()) a.dataflow = dataflow_from_name(o.dataflow);
@@ -114,7 +100,7 @@ void simulate_layers(const std::vector<TopologyLayer>& layers, const SimOptions&
                 "w.stall", "w.shift", "input", "raw", "fill/dr", "non-mat", "hbm_bytes", "energy_uJ");
     for (const auto& l : layers) {
       auto t0 = std::chrono::steady_clock::now();
-      LayerProgram lp = conv_program(layer_spec(l, dt), a);
+      LayerProgram lp = conv_program(topology_conv_spec(l, dt), a);
       auto t1 = std::chrono::steady_clock::now();
       TimingResult r = simulate_timing(lp.program, a, !o.trace_out.empty());
       auto t2 = std::chrono::steady_clock::now();
