@@ -42,6 +42,22 @@ ConvSpec gemm_spec(int64_t m, int64_t n, int64_t k, NDType in) {
   return s;
 }
 
+ConvSpec topology_conv_spec(const TopologyLayer& l, NDType dt) {
+  ConvSpec s;
+  s.in_h = l.ifmap_h;
+  s.in_w = l.ifmap_w;
+  s.in_channels = l.channels;
+  s.out_channels = l.num_filters;
+  s.kernel_h = l.filter_h;
+  s.kernel_w = l.filter_w;
+  s.stride_h = s.stride_w = l.stride;
+  s.pad_bottom = (l.stride - (l.ifmap_h - l.filter_h) % l.stride) % l.stride;
+  s.pad_right = (l.stride - (l.ifmap_w - l.filter_w) % l.stride) % l.stride;
+  s.in_dtype = dt;
+  s.out_dtype = (dt == NDType::i8 || dt == NDType::u8) ? NDType::i32 : NDType::f32;
+  return s;
+}
+
 namespace {
 
 struct Chunk {

@@ -15,6 +15,7 @@
 
 #include "npu/arch/arch_config.h"
 #include "npu/isa/isa.h"
+#include "npu/sim/scalesim.h"
 
 namespace tessera::npu {
 
@@ -36,6 +37,9 @@ struct ConvSpec {
 };
 
 ConvSpec gemm_spec(int64_t m, int64_t n, int64_t k, NDType in = NDType::i8);
+// A SCALE-Sim topology layer as a conv with SCALE-Sim's output size ceil((H - R + s) / s): no padding
+// at the top/left, and the bottom/right padded just enough for that many outputs, so M = OH*OW matches.
+ConvSpec topology_conv_spec(const TopologyLayer& l, NDType in = NDType::i8);
 
 struct LayerProgram {
   Program program;
