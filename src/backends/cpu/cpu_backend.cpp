@@ -22,13 +22,22 @@ struct TunedTable {
 };
 
 TunedTable& tuned_table() {
-  static TunedTable* t = new TunedTable;
+  static TunedTable* t = [] {
+    auto* table = new TunedTable;
+    return table;
+  }();
   return *t;
+}
+
+void ensure_builtins() {
+  static std::once_flag once;
+  std::call_once(once, [] { register_builtin_tuned_kernels(); });
 }
 
 std::string canonical_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
 
 KernelFn find_tuned(const ir::Node& node) {
+  ensure_builtins();
   TunedTable& t = tuned_table();
   std::vector<TunedEntry> candidates;
   {
