@@ -23,11 +23,8 @@ void add_tuned_kernel(const std::string& domain, const std::string& op_type, Ker
 // else the reference kernel; nullptr when there is none.
 KernelFn select(const ir::Node& node);
 
-// Registers the tuned kernels built into Tessera (src/kernels/x86/...); called
-// once, before the first lookup. Lives in builtin_tuned.cpp: a kernel family
-// adds its registration call there (not in a static initializer, which a
-// static library would drop).
-void register_builtin_tuned_kernels();
+// Registers the tuned x86 kernels (x86_bindings.cpp); called once, automatically.
+void register_x86_bindings();
 
 // Which table `select` took the kernel from ("tuned", "ref") or "" if none.
 std::string selected_kind(const ir::Node& node);
