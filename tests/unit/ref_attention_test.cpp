@@ -151,5 +151,54 @@ TEST(RefAttention, RotaryEmbedding) {
   EXPECT_THROW(run_ref("RotaryEmbedding", {x, cosc, sinc, pos}), Error);  // cache width != D/2
 }
 
+TEST(RefAttention, ShapeInferenceMatchesKernels) {
+  {
+    Tensor q = rand_tensor({2, 3, 8}, 1), k = rand_tensor({2, 5, 4}, 2), v = rand_tensor({2, 5, 6}, 3);
+    Tensor pk = rand_tensor({2, 2, 4, 2}, 4), pv = rand_tensor({2, 2, 4, 3}, 5);
+    std::map<std::string, Attribute> at{{"q_num_heads", attr_i(4)}, {"kv_num_heads", attr_i(2)}};
+    auto out = run_ref("Attention", {q, k, v, DataValue(), pk, pv}, at, 4);
+    auto ty = infer_node("Attention",
+                         {{DType::f32, {2, 3, 8}}, {DType::f32, {2, 5, 4}}, {DType::f32, {2, 5, 6}}, {DType::f32, {}, nullptr, false},
+                          {DType::f32, {2, 2, 4, 2}}, {DType::f32, {2, 2, 4, 3}}},
+                         at, 4);
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(static_shape(ty[i]), out[i].tensor.shape()) << i;
+  }
+  {
+    std::map<std::string, Attribute> at{{"q_num_heads", attr_i(4)}, {"kv_num_heads", attr_i(2)}, {"update_rule", attr_s("linear")}};
+    auto out = run_ref("LinearAttention", {rand_tensor({2, 3, 8}, 1), rand_tensor({2, 3, 4}, 2), rand_tensor({2, 3, 6}, 3)}, at, 2);
+    auto ty = infer_node("LinearAttention", {{DType::f32, {2, 3, 8}}, {DType::f32, {2, 3, 4}}, {DType::f32, {2, 3, 6}}}, at, 2);
+    for (size_t i = 0; i < 2; ++i) EXPECT_EQ(static_shape(ty[i]), out[i].tensor.shape()) << i;
+  }
+  auto re = infer_node("RotaryEmbedding", {{DType::f16, {2, 3, 8}}, {DType::f16, {4, 2}}, {DType::f16, {4, 2}}}, {{"num_heads", attr_i(2)}});
+  EXPECT_EQ(static_shape(re[0]), (Shape{2, 3, 8}));
+  EXPECT_THROW(infer_node("Attention", {{DType::f32, {2, 3, 8}}, {DType::f32, {2, 5, 4}}, {DType::f32, {2, 5, 6}}}, {}), Error);
+}
+
+TEST(RefAttention, LinearAttentionRecurrence) {
+  // gated_delta against the recurrence written out for one head, T = 3.
+  const int64_t T = 3, dk = 2, dv = 2;
+  Tensor q = rand_tensor({1, T, dk}, 1), k = rand_tensor({1, T, dk}, 2), v = rand_tensor({1, T, dv}, 3);
+  Tensor g = rand_tensor({1, T, 1}, 4, DType::f32, -1, 0), b = rand_tensor({1, T, 1}, 5, DType::f32, 0, 1);
+  auto out = run_ref("LinearAttention", {q, k, v, DataValue(), g, b},
+                     {{"q_num_heads", attr_i(1)}, {"kv_num_heads", attr_i(1)}, {"scale", attr_f(0.5f)}}, 2);
+  const auto vq = vals(q), vk = vals(k), vv = vals(v), vg = vals(g), vb = vals(b);
+  double S[2][2] = {{0, 0}, {0, 0}};
+  for (int64_t t = 0; t < T; ++t) {
+    for (auto& row : S)
+      for (double& e : row) e *= std::exp(vg[size_t(t)]);
+    double u[2];
+    for (int j = 0; j < 2; ++j) {
+      const double r = S[0][j] * vk[size_t(t * 2)] + S[1][j] * vk[size_t(t * 2 + 1)];
+      u[j] = vb[size_t(t)] * (vv[size_t(t * 2 + j)] - r);
+    }
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) S[i][j] += vk[size_t(t * 2 + i)] * u[j];
+    for (int j = 0; j < 2; ++j)
+      EXPECT_NEAR(vals(out[0])[size_t(t * 2 + j)], 0.5 * (vq[size_t(t * 2)] * S[0][j] + vq[size_t(t * 2 + 1)] * S[1][j]), 1e-6);
+  }
+  expect_close(vals(out[1]), {S[0][0], S[0][1], S[1][0], S[1][1]});
+  EXPECT_THROW(run_ref("LinearAttention", {q, k, v}, {{"q_num_heads", attr_i(1)}, {"kv_num_heads", attr_i(1)}}), Error);
+}
+
 }  // namespace
 }  // namespace tessera::testing

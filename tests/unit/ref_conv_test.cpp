@@ -216,5 +216,64 @@ TEST(RefConv, DeformConvWithZeroOffsetsIsConv) {
       EXPECT_NEAR(vs[size_t(y * 4 + xx)], xx + 1 < 4 ? wv * vx[size_t(y * 4 + xx + 1)] : 0.0, 1e-6);
 }
 
+TEST(RefConv, ShapeInferenceMatchesKernels) {
+  struct Case {
+    std::string op;
+    std::vector<Shape> in;
+    std::map<std::string, Attribute> attrs;
+  };
+  const std::vector<Case> cases = {
+      {"Conv", {{2, 4, 9, 8}, {6, 2, 3, 2}}, {{"group", attr_i(2)}, {"strides", ints({2, 3})}, {"pads", ints({1, 0, 2, 1})}}},
+      {"Conv", {{1, 3, 7, 6}, {2, 3, 3, 4}}, {{"auto_pad", attr_s("SAME_UPPER")}, {"strides", ints({2, 2})}}},
+      {"Conv", {{1, 3, 7, 6}, {2, 3, 3, 4}}, {{"auto_pad", attr_s("VALID")}, {"dilations", ints({2, 1})}}},
+      {"Conv", {{1, 2, 5, 5, 5}, {3, 2, 2, 2, 2}}, {}},
+      {"ConvTranspose", {{1, 2, 3, 3}, {2, 3, 3, 3}}, {{"strides", ints({3, 2})}, {"output_padding", ints({1, 1})}}},
+      {"ConvTranspose", {{1, 2, 3, 3}, {2, 3, 3, 3}}, {{"strides", ints({2, 2})}, {"auto_pad", attr_s("SAME_LOWER")}}},
+      {"ConvTranspose", {{1, 2, 3, 3}, {2, 3, 3, 3}}, {{"output_shape", ints({10, 8})}, {"strides", ints({3, 2})}}},
+      {"ConvTranspose", {{1, 4, 5}, {4, 1, 3}}, {{"group", attr_i(4)}, {"pads", ints({1, 2})}, {"dilations", ints({2})}}},
+      {"CausalConvWithState", {{2, 3, 5}, {3, 1, 4}}, {}},
+  };
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    std::vector<DataValue> ins;
+    std::vector<InferInput> types;
+    for (const Shape& s : c.in) {
+      ins.push_back(rand_tensor(s, seed++));
+      types.push_back({DType::f32, s});
+    }
+    const size_t nout = c.op == "CausalConvWithState" ? 2 : 1;
+    auto out = run_ref(c.op, ins, c.attrs, nout);
+    auto ty = infer_node(c.op, types, c.attrs, nout);
+    for (size_t i = 0; i < nout; ++i) EXPECT_EQ(static_shape(ty[i]), out[i].tensor.shape()) << c.op;
+  }
+  Tensor img = i64({6, 5}, {2}), blk = i64({2, 3}, {2});
+  auto col = infer_node("Col2Im", {{DType::f32, {2, 12, 12}}, {DType::i64, {2}, &img}, {DType::i64, {2}, &blk}}, {});
+  EXPECT_EQ(static_shape(col[0]), (Shape{2, 2, 6, 5}));
+  EXPECT_THROW(infer_node("Conv", {{DType::f32, {1, 4, 5, 5}}, {DType::f32, {2, 3, 3, 3}}}, {}), Error);
+  EXPECT_THROW(infer_node("Conv", {{DType::f32, {1, 4, 2, 2}}, {DType::f32, {2, 4, 3, 3}}}, {}), Error);
+}
+
+TEST(RefConv, CausalConvWithStateStreams) {
+  // Running two halves with the carried state equals one run over the whole sequence.
+  Tensor x = rand_tensor({2, 3, 8}, 1), w = rand_tensor({3, 1, 4}, 2), b = rand_tensor({3}, 3);
+  std::map<std::string, Attribute> at{{"activation", attr_s("silu")}};
+  auto whole = run_ref("CausalConvWithState", {x, w, b}, at, 2);
+  const auto vx = vals(x);
+  std::vector<float> h1, h2;
+  for (int64_t r = 0; r < 6; ++r)
+    for (int64_t t = 0; t < 8; ++t) (t < 5 ? h1 : h2).push_back(float(vx[size_t(r * 8 + t)]));
+  auto a = run_ref("CausalConvWithState", {f32(h1, {2, 3, 5}), w, b}, at, 2);
+  auto c = run_ref("CausalConvWithState", {f32(h2, {2, 3, 3}), w, b, a[1].tensor}, at, 2);
+  const auto vw = vals(whole[0]), va = vals(a[0]), vc = vals(c[0]);
+  for (int64_t r = 0; r < 6; ++r)
+    for (int64_t t = 0; t < 8; ++t)
+      EXPECT_NEAR(vw[size_t(r * 8 + t)], t < 5 ? va[size_t(r * 5 + t)] : vc[size_t(r * 3 + t - 5)], 1e-6);
+  expect_close(vals(c[1]), vals(whole[1]));
+  // First output position by hand: zeros before the sequence.
+  const auto vwt = vals(w), vbias = vals(b);
+  const double pre = vbias[0] + vwt[3] * vx[0];
+  EXPECT_NEAR(vw[0], pre / (1 + std::exp(-pre)), 1e-6);
+}
+
 }  // namespace
 }  // namespace tessera::testing

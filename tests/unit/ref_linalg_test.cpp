@@ -179,5 +179,44 @@ TEST(RefLinalg, Det) {
   EXPECT_THROW(run_ref("Det", {rand_tensor({2, 3}, 1)}), Error);
 }
 
+TEST(RefLinalg, ShapeInferenceMatchesKernels) {
+  struct Case {
+    std::string op;
+    std::vector<Shape> in;
+    std::map<std::string, Attribute> attrs;
+  };
+  const std::vector<Case> cases = {
+      {"MatMul", {{2, 1, 3, 5}, {4, 5, 7}}, {}},
+      {"MatMul", {{5}, {2, 5, 3}}, {}},
+      {"MatMul", {{2, 3, 5}, {5}}, {}},
+      {"Gemm", {{5, 3}, {7, 5}, {7}}, {{"transA", attr_i(1)}, {"transB", attr_i(1)}}},
+      {"Einsum", {{2, 3, 4}, {2, 4, 5}}, {{"equation", attr_s("bij,bjk->bik")}}},
+      {"Einsum", {{3, 4}, {4, 5}}, {{"equation", attr_s("ij,jk")}}},
+      {"Einsum", {{2, 3, 3}}, {{"equation", attr_s("...ii->...i")}}},
+      {"Einsum", {{4, 4}}, {{"equation", attr_s("ii")}}},
+      {"Det", {{2, 3, 3}}, {}},
+  };
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    std::vector<DataValue> ins;
+    std::vector<InferInput> types;
+    for (const Shape& s : c.in) {
+      ins.push_back(rand_tensor(s, seed++));
+      types.push_back({DType::f32, s});
+    }
+    auto out = run_ref(c.op, ins, c.attrs);
+    auto ty = infer_node(c.op, types, c.attrs);
+    EXPECT_EQ(static_shape(ty[0]), out[0].tensor.shape()) << c.op;
+    EXPECT_EQ(ty[0].elem, DType::f32);
+  }
+  // Unknown dims stay unknown; bad shapes are an error naming the node.
+  auto t = infer_node("MatMul", {{DType::f32, {-1, 3, 4}}, {DType::f32, {4, 6}}}, {});
+  ASSERT_TRUE(t[0].shape.has_value());
+  EXPECT_FALSE((*t[0].shape)[0].known());
+  EXPECT_EQ((*t[0].shape)[2].value, 6);
+  EXPECT_THROW(infer_node("MatMul", {{DType::f32, {3, 4}}, {DType::f32, {5, 6}}}, {}), Error);
+  EXPECT_THROW(infer_node("Det", {{DType::f32, {3, 4}}}, {}), Error);
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "ir/graph.h"
+#include "ir/op_registry.h"
 #include "kernel_harness.h"
 
 namespace tessera::testing::nn {
@@ -47,5 +49,47 @@ inline void expect_close(const std::vector<double>& got, const std::vector<doubl
 }
 
 inline Attribute ints(std::vector<int64_t> v) { return attr_ints(std::move(v)); }
+
+// Runs shape inference on a one-node graph whose inputs have the given types
+// (nullopt = omitted input); returns the output types.
+struct InferInput {
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;  // -1: unknown dim
+  const Tensor* constant = nullptr;
+  bool present = true;
+};
+inline std::vector<ir::TypeInfo> infer_node(const std::string& op, const std::vector<InferInput>& inputs,
+                                            std::map<std::string, Attribute> attrs, size_t num_outputs = 1,
+                                            int opset = 23) {
+  ir::Graph g;
+  ir::Node* n = g.add_node(op, "n");
+  n->opset = opset;
+  n->attrs = std::move(attrs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].present) {
+      g.connect_input(n, nullptr);
+      continue;
+    }
+    ir::Value* v = g.add_value("in" + std::to_string(i));
+    std::vector<ir::Dim> dims;
+    for (int64_t d : inputs[i].shape) dims.push_back(d < 0 ? ir::Dim() : ir::Dim(d));
+    v->type = ir::TypeInfo::tensor(inputs[i].dtype, dims);
+    if (inputs[i].constant) v->initializer = *inputs[i].constant;
+    g.inputs.push_back(v);
+    g.connect_input(n, v);
+  }
+  for (size_t i = 0; i < num_outputs; ++i) g.connect_output(n, g.add_value("out" + std::to_string(i)));
+  ir::infer_shapes(g);
+  std::vector<ir::TypeInfo> out;
+  for (ir::Value* v : n->outputs) out.push_back(v->type);
+  return out;
+}
+
+// The static shape of an inferred type (fails the test when unknown).
+inline Shape static_shape(const ir::TypeInfo& t) {
+  auto s = t.static_shape();
+  EXPECT_TRUE(s.has_value()) << t.str();
+  return s ? *s : Shape{};
+}
 
 }  // namespace tessera::testing::nn

@@ -161,5 +161,29 @@ TEST(RefNormalization, HalfPrecisionIo) {
   expect_close(vals(out[0]), want, 2e-3, 2e-3);
 }
 
+TEST(RefNormalization, ShapeInference) {
+  auto ln = infer_node("LayerNormalization", {{DType::f16, {2, 3, 5}}, {DType::f16, {3, 5}}}, {{"axis", attr_i(1)}}, 3);
+  EXPECT_EQ(static_shape(ln[0]), (Shape{2, 3, 5}));
+  EXPECT_EQ(ln[0].elem, DType::f16);
+  EXPECT_EQ(static_shape(ln[1]), (Shape{2, 1, 1}));
+  EXPECT_EQ(ln[1].elem, DType::f32);  // stash_type default float
+  auto bn = infer_node("BatchNormalization",
+                       {{DType::f32, {2, 3, 4}}, {DType::f32, {3}}, {DType::f32, {3}}, {DType::f32, {3}}, {DType::f32, {3}}},
+                       {{"training_mode", attr_i(1)}}, 3);
+  EXPECT_EQ(static_shape(bn[0]), (Shape{2, 3, 4}));
+  EXPECT_EQ(static_shape(bn[2]), (Shape{3}));
+  for (const char* op : {"RMSNormalization", "LpNormalization", "MeanVarianceNormalization", "LRN"}) {
+    std::vector<InferInput> in{{DType::f32, {2, 3, 4, 4}}};
+    if (std::string(op) == "RMSNormalization") in.push_back({DType::f32, {4}});
+    auto t = infer_node(op, in, std::string(op) == "LRN" ? std::map<std::string, Attribute>{{"size", attr_i(3)}}
+                                                          : std::map<std::string, Attribute>{});
+    EXPECT_EQ(static_shape(t[0]), (Shape{2, 3, 4, 4})) << op;
+  }
+  EXPECT_THROW(infer_node("GroupNormalization", {{DType::f32, {2, 6, 4}}, {DType::f32, {6}}, {DType::f32, {6}}},
+                          {{"num_groups", attr_i(4)}}),
+               Error);
+  EXPECT_THROW(infer_node("LayerNormalization", {{DType::f32, {2, 3}}, {DType::f32, {3}}}, {{"axis", attr_i(2)}}), Error);
+}
+
 }  // namespace
 }  // namespace tessera::testing

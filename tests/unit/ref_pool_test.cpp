@@ -182,5 +182,37 @@ TEST(RefPool, RejectsBadAttributes) {
   EXPECT_THROW(run_ref("MaxPool", {x}, {{"kernel_shape", ints({5, 5})}}), Error);
 }
 
+TEST(RefPool, ShapeInferenceMatchesKernels) {
+  struct Case {
+    std::string op;
+    Shape x;
+    std::map<std::string, Attribute> attrs;
+  };
+  const std::vector<Case> cases = {
+      {"MaxPool", {1, 1, 4, 4}, {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}, {"ceil_mode", attr_i(1)}}},
+      {"MaxPool", {2, 3, 9, 11}, {{"kernel_shape", ints({2, 3})}, {"dilations", ints({2, 2})}, {"ceil_mode", attr_i(1)}}},
+      {"AveragePool", {1, 2, 5, 5}, {{"kernel_shape", ints({2, 2})}, {"auto_pad", attr_s("SAME_LOWER")}, {"strides", ints({2, 2})}}},
+      {"AveragePool", {1, 2, 7}, {{"kernel_shape", ints({3})}, {"auto_pad", attr_s("VALID")}, {"strides", ints({2})}}},
+      {"LpPool", {1, 2, 4, 4, 4}, {{"kernel_shape", ints({2, 2, 2})}}},
+      {"GlobalAveragePool", {2, 3, 4, 5}, {}},
+      {"GlobalMaxPool", {2, 3, 7}, {}},
+  };
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    const size_t nout = c.op == "MaxPool" ? 2 : 1;
+    auto out = run_ref(c.op, {rand_tensor(c.x, seed++)}, c.attrs, nout);
+    auto ty = infer_node(c.op, {{DType::f32, c.x}}, c.attrs, nout);
+    for (size_t i = 0; i < nout; ++i) EXPECT_EQ(static_shape(ty[i]), out[i].tensor.shape()) << c.op;
+    if (nout == 2) EXPECT_EQ(ty[1].elem, DType::i64);
+  }
+  auto up = infer_node("MaxUnpool", {{DType::f32, {1, 1, 2, 2}}, {DType::i64, {1, 1, 2, 2}}},
+                       {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
+  EXPECT_EQ(static_shape(up[0]), (Shape{1, 1, 4, 4}));
+  auto ra = infer_node("RoiAlign", {{DType::f32, {1, 3, 8, 8}}, {DType::f32, {5, 4}}, {DType::i64, {5}}},
+                       {{"output_height", attr_i(2)}, {"output_width", attr_i(3)}});
+  EXPECT_EQ(static_shape(ra[0]), (Shape{5, 3, 2, 3}));
+  EXPECT_THROW(infer_node("MaxPool", {{DType::f32, {1, 1, 4, 4}}}, {{"kernel_shape", ints({2})}}), Error);
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -80,5 +80,15 @@ TEST(RefSoftmax, HalfTypesKeepTheirType) {
   EXPECT_THROW(run_ref("Softmax", {i}), Error);
 }
 
+TEST(RefSoftmax, ShapeInference) {
+  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) {
+    auto t = infer_node(op, {{DType::bf16, {2, -1, 4}}}, {{"axis", attr_i(-2)}});
+    ASSERT_TRUE(t[0].shape.has_value());
+    EXPECT_EQ(t[0].elem, DType::bf16);
+    EXPECT_FALSE((*t[0].shape)[1].known());
+    EXPECT_THROW(infer_node(op, {{DType::f32, {2, 3}}}, {{"axis", attr_i(-3)}}), Error);
+  }
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -28,16 +28,17 @@ void matmul_kernel(KernelContext& ctx) {
   const std::vector<int64_t> ia = nn_broadcast_index(ba, batch), ib = nn_broadcast_index(bb, batch);
   const int64_t nb = nn_prod(batch);
   const std::vector<double> va = nn_load(a), vb = nn_load(b);
-  std::vector<double> out(size_t(nb * m * n));
+  std::vector<double> out(size_t(nb * m * n), 0.0);
   for (int64_t p = 0; p < nb; ++p) {
     const double* pa = va.data() + ia[size_t(p)] * m * k;
     const double* pb = vb.data() + ib[size_t(p)] * k * n;
     double* po = out.data() + p * m * n;
+    // i-q-j order walks B and the output row contiguously; each output
+    // element still sums its k products in order, in double.
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double acc = 0;
-        for (int64_t q = 0; q < k; ++q) acc += pa[i * k + q] * pb[q * n + j];
-        po[i * n + j] = acc;
+      for (int64_t q = 0; q < k; ++q) {
+        const double x = pa[i * k + q];
+        for (int64_t j = 0; j < n; ++j) po[i * n + j] += x * pb[q * n + j];
       }
   }
   Shape os = batch;
@@ -168,7 +169,12 @@ void einsum_kernel(KernelContext& ctx) {
   std::vector<int> out_labels;
   if (arrow != std::string::npos) {
     out_labels = einsum_labels(ctx, eq.substr(arrow + 2), 0, ell_rank, true);
-    for (int l : out_labels) ctx.check(size.count(l) > 0, "output label '", char(l), "' is not in any input");
+    for (size_t i = 0; i < out_labels.size(); ++i) {
+      const int l = out_labels[i];
+      ctx.check(size.count(l) > 0, "output label '", char(l), "' is not in any input");
+      ctx.check(std::count(out_labels.begin(), out_labels.end(), l) == 1, "output label '", char(l),
+                "' appears more than once");
+    }
   } else {
     for (int e = 1; e <= ell_rank; ++e)
       if (size.count(e)) out_labels.push_back(e);
