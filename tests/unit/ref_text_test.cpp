@@ -68,5 +68,37 @@ TEST(RefText, RegexFullMatch) {
   EXPECT_THROW(run_ref("RegexFullMatch", {S({"a"})}, {{"pattern", attr_s("(")}}), Error);
 }
 
+TEST(RefText, TfIdfVectorizerCountsSkipGrams) {
+  // pool: 1-grams {2, 3}, 2-grams {(5,6), (7,8)}; output slots in pool order.
+  std::map<std::string, Attribute> attrs = {
+      {"mode", attr_s("TF")},
+      {"min_gram_length", attr_i(1)},
+      {"max_gram_length", attr_i(2)},
+      {"max_skip_count", attr_i(1)},
+      {"ngram_counts", testing::attr_ints({0, 2})},
+      {"ngram_indexes", testing::attr_ints({0, 1, 2, 3})},
+      {"pool_int64s", testing::attr_ints({2, 3, 5, 6, 7, 8})},
+  };
+  // row 0: 2 once, 3 twice (1-grams count once, not per skip); (5,6) adjacent once,
+  //        no pooled pair at distance 2 ((2,5) (3,6) (5,3) (6,6)).
+  // row 1: (7,8) adjacent once; nothing else.
+  const Tensor x = Tensor::from_vector<int64_t>({2, 3, 5, 6, 3, 6, /**/ 7, 8, 1, 1, 1, 1}, {2, 6});
+  const Tensor y = run_ref("TfIdfVectorizer", {x}, attrs)[0].tensor;
+  ASSERT_EQ(y.shape(), (Shape{2, 4}));
+  EXPECT_EQ(std::vector<float>(y.data<float>(), y.data<float>() + 8),
+            (std::vector<float>{1, 2, 1, 0, 0, 0, 0, 1}));
+  attrs["mode"] = attr_s("TFIDF");
+  Attribute w;
+  w.kind = Attribute::Kind::floats;
+  w.floats = {0.5f, 2.f, 3.f, 4.f};
+  attrs["weights"] = w;
+  const Tensor z = run_ref("TfIdfVectorizer", {x}, attrs)[0].tensor;
+  EXPECT_EQ(z.data<float>()[1], 4.f);
+  attrs["mode"] = attr_s("IDF");
+  EXPECT_EQ(run_ref("TfIdfVectorizer", {x}, attrs)[0].tensor.data<float>()[1], 2.f);
+  attrs["mode"] = attr_s("BM25");
+  EXPECT_THROW(run_ref("TfIdfVectorizer", {x}, attrs), Error);
+}
+
 }  // namespace
 }  // namespace tessera::kernels::ref

@@ -1,4 +1,6 @@
 // Schemas and shape inference: text family.
+#include <algorithm>
+
 #include "ir/op_registry.h"
 
 namespace tessera::ir {
@@ -27,6 +29,18 @@ void infer_split(InferenceContext& ctx) {
   if (ctx.num_outputs() > 1) ctx.set_output(1, DType::i64, z);
 }
 
+void infer_tfidf(InferenceContext& ctx) {
+  int64_t out = 0;
+  for (int64_t i : ctx.attr_ints("ngram_indexes")) out = std::max(out, i + 1);
+  std::optional<std::vector<Dim>> s;
+  if (const auto& in = ctx.input_shape(0)) {
+    if (in->size() == 1) s = std::vector<Dim>{Dim(out)};
+    else if (in->size() == 2) s = std::vector<Dim>{(*in)[0], Dim(out)};
+    else ctx.fail("input must be [C] or [N, C], got rank ", in->size());
+  }
+  ctx.set_output(0, DType::f32, s);
+}
+
 }  // namespace
 
 void register_text_schemas(OpRegistry& r) {
@@ -35,6 +49,10 @@ void register_text_schemas(OpRegistry& r) {
   r.add(make_schema("StringConcat", 2, 2, 1, 1, [](InferenceContext& ctx) {
     ctx.set_output(0, DType::string, broadcast_shapes(ctx.input_shape(0), ctx.input_shape(1)));
   }));
+  r.add(make_schema("TfIdfVectorizer", 1, 1, 1, 1, infer_tfidf,
+                    {{"mode", K::s}, {"ngram_indexes", K::ints}, {"weights", K::floats}, {"ngram_counts", K::ints},
+                     {"pool_int64s", K::ints}, {"pool_strings", K::strings}, {"max_skip_count", K::i},
+                     {"min_gram_length", K::i}, {"max_gram_length", K::i}}));
   r.add(make_schema("StringSplit", 1, 1, 1, 2, infer_split, {{"delimiter", K::s}, {"maxsplit", K::i}}));
   r.add(make_schema("RegexFullMatch", 1, 1, 1, 1, [](InferenceContext& ctx) {
     ctx.set_output(0, DType::boolean, ctx.input_shape(0));

@@ -13,6 +13,7 @@
 
 #include "core/kernel_context.h"
 #include "kernels/ref/dtype_attr.h"
+#include "kernels/ref/elementwise_util.h"
 #include "kernels/ref/registry.h"
 
 namespace tessera::kernels::ref {
@@ -84,10 +85,10 @@ D from_num(const Num& n, const CastOptions& o) {
   } else if constexpr (std::is_same_v<D, double>) {
     return n.kind == K::f ? n.f : n.kind == K::i ? double(n.i) : double(n.u);
   } else if constexpr (std::is_same_v<D, Float8E8M0>) {
-    const float f = n.kind == K::f ? float(n.f) : n.kind == K::i ? float(n.i) : float(n.u);
+    const float f = n.kind == K::f ? double_to_float(n.f) : n.kind == K::i ? float(n.i) : float(n.u);
     return D::from_bits(D::encode(f, o.saturate, o.e8m0_rounding));
   } else if constexpr (std::is_same_v<D, float> || kIsNarrowFloat<D>) {
-    const float f = n.kind == K::f ? float(n.f) : n.kind == K::i ? float(n.i) : float(n.u);
+    const float f = n.kind == K::f ? double_to_float(n.f) : n.kind == K::i ? float(n.i) : float(n.u);
     if constexpr (std::is_same_v<D, float>) return f;
     else if constexpr (std::is_same_v<D, Float4E2M1>) {
       // E2M1 has no NaN: onnx (ml_dtypes) maps NaN to -0 (bits 1000).

@@ -203,8 +203,10 @@ T from_double_trunc(double v) {
     if (std::isnan(v)) return T(0);
     if (v >= 9.2233720368547758e18 || v < -9.2233720368547758e18) return T(std::numeric_limits<int64_t>::min());
     return T(int64_t(v));
+  } else if constexpr (std::is_same_v<T, double>) {
+    return v;
   } else {
-    return store<T>(compute_t<T>(v));
+    return store<T>(double_to_float(v));
   }
 }
 

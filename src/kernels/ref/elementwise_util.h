@@ -3,6 +3,8 @@
 // (f16 / bf16 compute in f32, everything else in itself).
 #pragma once
 
+#include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "core/dtype.h"
@@ -51,6 +53,17 @@ void dispatch_set(const KernelContext& ctx, DType t, F&& f) {
   }
 #undef TESSERA_CASE
   ctx.fail(ErrorCode::unsupported, "element type ", dtype_name(t), " is not supported by ", ctx.op_type());
+}
+
+// double -> float rounding to nearest even, overflowing to +-inf explicitly
+// (a plain conversion of an out-of-range double is undefined behaviour).
+inline float double_to_float(double v) {
+  if (std::fabs(v) > double(std::numeric_limits<float>::max())) {
+    const float big = std::fabs(v) >= 0x1.ffffffp+127 ? std::numeric_limits<float>::infinity()
+                                                       : std::numeric_limits<float>::max();
+    return v < 0 ? -big : big;
+  }
+  return float(v);
 }
 
 template <typename T>

@@ -1,8 +1,9 @@
 // Reference kernels: text family (StringNormalizer, StringConcat, StringSplit,
-// RegexFullMatch). Strings are UTF-8 bytes; case changes touch ASCII letters only.
+// RegexFullMatch, TfIdfVectorizer). Strings are UTF-8 bytes; case changes touch ASCII letters only.
 #include <algorithm>
 #include <cctype>
 #include <regex>
+#include <map>
 #include <set>
 
 #include "kernels/ref/broadcast.h"
@@ -143,9 +144,99 @@ void regex_full_match_kernel(KernelContext& ctx) {
   for (int64_t i = 0; i < x.numel(); ++i) y.data<bool>()[i] = std::regex_match(p[i], re);
 }
 
+// TfIdfVectorizer: counts the pool's n-grams (with skips) in each row of X and
+// weights the counts (TF: counts; IDF: weight if present; TFIDF: weight * count).
+// The pool lists all 1-grams, then all 2-grams, ...: ngram_counts[i] is where
+// the (i+1)-grams start; n-gram ids count up from 1 in pool order.
+template <typename Key>
+void tfidf_rows(KernelContext& ctx, const std::vector<Key>& pool, const std::vector<std::vector<Key>>& rows,
+                std::vector<int64_t>& freq, int64_t out_size) {
+  const std::vector<int64_t> counts = ctx.attr_ints("ngram_counts");
+  const std::vector<int64_t> indexes = ctx.attr_ints("ngram_indexes");
+  const int64_t min_n = ctx.attr_int("min_gram_length", 1), max_n = ctx.attr_int("max_gram_length", 1);
+  const int64_t max_skip = ctx.attr_int("max_skip_count", 0);
+  ctx.check(min_n >= 1 && max_n >= min_n, "invalid gram lengths [", min_n, ", ", max_n, "]");
+  ctx.check(max_skip >= 0, "max_skip_count must be non-negative");
+  std::map<std::vector<Key>, int64_t> ids;
+  int64_t id = 1;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const int64_t n = int64_t(i) + 1;
+    const int64_t begin = counts[i], end = i + 1 < counts.size() ? counts[i + 1] : int64_t(pool.size());
+    ctx.check(begin >= 0 && begin <= end && end <= int64_t(pool.size()), "ngram_counts are inconsistent with the pool");
+    const int64_t grams = (end - begin) / n;
+    for (int64_t g = 0; g < grams; ++g, ++id)
+      if (n >= min_n && n <= max_n)
+        ids[std::vector<Key>(pool.begin() + begin + g * n, pool.begin() + begin + (g + 1) * n)] = id;
+  }
+  for (const auto& [gram, gid] : ids)
+    ctx.check(gid - 1 < int64_t(indexes.size()), "ngram_indexes has no entry for n-gram ", gid - 1);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const std::vector<Key>& row = rows[r];
+    const int64_t len = int64_t(row.size());
+    int64_t first_n = min_n;
+    for (int64_t skip = 1; skip <= max_skip + 1; ++skip) {
+      for (int64_t start = 0; start < len; ++start) {
+        std::vector<Key> gram;
+        for (int64_t n = 1; n <= max_n; ++n) {
+          const int64_t at = start + (n - 1) * skip;
+          if (at >= len) break;
+          gram.push_back(row[size_t(at)]);
+          if (n < first_n) continue;
+          auto it = ids.find(gram);
+          if (it != ids.end()) ++freq[r * size_t(out_size) + size_t(indexes[size_t(it->second - 1)])];
+        }
+      }
+      if (first_n == 1) {
+        ++first_n;  // 1-grams are counted once, not once per skip distance
+        if (first_n > max_n) break;
+      }
+    }
+  }
+}
+
+void tfidf_kernel(KernelContext& ctx) {
+  const Tensor x = ctx.required_input(0).contiguous();
+  ctx.check(x.rank() == 1 || x.rank() == 2, "input must be [C] or [N, C], got ", shape_str(x.shape()));
+  const std::string mode = ctx.attr_string("mode", "");
+  ctx.check(mode == "TF" || mode == "IDF" || mode == "TFIDF", "mode must be TF, IDF or TFIDF, got '", mode, "'");
+  const std::vector<int64_t> indexes = ctx.attr_ints("ngram_indexes");
+  ctx.check(!indexes.empty(), "ngram_indexes is empty");
+  int64_t out_size = 0;
+  for (int64_t i : indexes) {
+    ctx.check(i >= 0, "ngram_indexes has a negative entry");
+    out_size = std::max(out_size, i + 1);
+  }
+  const int64_t rows = x.rank() == 1 ? 1 : x.dim(0), cols = x.rank() == 1 ? x.dim(0) : x.dim(1);
+  std::vector<int64_t> freq(static_cast<size_t>(rows * out_size), 0);
+  if (x.dtype() == DType::string) {
+    const std::vector<std::string> pool = ctx.attr_strings("pool_strings");
+    std::vector<std::vector<std::string>> r(static_cast<size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i) r[size_t(i)].assign(x.data<std::string>() + i * cols, x.data<std::string>() + (i + 1) * cols);
+    tfidf_rows(ctx, pool, r, freq, out_size);
+  } else {
+    ctx.check(x.dtype() == DType::i32 || x.dtype() == DType::i64, "input must be string, int32 or int64, got ",
+              dtype_name(x.dtype()));
+    const std::vector<int64_t> pool = ctx.attr_ints("pool_int64s");
+    std::vector<std::vector<int64_t>> r(static_cast<size_t>(rows), std::vector<int64_t>(static_cast<size_t>(cols)));
+    for (int64_t i = 0; i < rows * cols; ++i) r[size_t(i / cols)][size_t(i % cols)] = x.at_int(i);
+    tfidf_rows(ctx, pool, r, freq, out_size);
+  }
+  const std::vector<float> w = ctx.attr_floats("weights");
+  ctx.check(w.empty() || int64_t(w.size()) >= out_size, "weights has ", w.size(), " entries, need ", out_size);
+  Tensor& y = ctx.output(0, DType::f32, x.rank() == 1 ? Shape{out_size} : Shape{rows, out_size});
+  float* py = y.data<float>();
+  for (size_t p = 0; p < freq.size(); ++p) {
+    const float f = float(freq[p]), wi = w.empty() ? 1.f : w[p % size_t(out_size)];
+    if (mode == "TF") py[p] = f;
+    else if (mode == "IDF") py[p] = freq[p] > 0 ? wi : 0.f;
+    else py[p] = wi * f;
+  }
+}
+
 }  // namespace
 
 void register_text_kernels(KernelTable& t) {
+  t.add("TfIdfVectorizer", tfidf_kernel);
   t.add("StringNormalizer", string_normalizer_kernel);
   t.add("StringConcat", string_concat_kernel);
   t.add("StringSplit", string_split_kernel);
