@@ -63,7 +63,7 @@ TEST(RefControlFlow, LoopCarriesStateAndStacksScanOutputs) {
     const int64_t i = in[0].tensor.data<int64_t>()[0];
     const float acc = in[2].tensor.data<float>()[0] + float(i);
     return std::vector<DataValue>{Tensor::scalar<bool>(acc < 10.f), Tensor::scalar<float>(acc),
-                                  Tensor::from_vector<float>({float(i * 2)})};
+                                  Tensor::from_vector<float>({float(i * 2)}, {1})};
   });
   auto y = run("Loop", {Tensor::scalar<int64_t>(100), Tensor::scalar<bool>(true), Tensor::scalar<float>(0.f)},
                {{"body", graph(body)}}, 2);
