@@ -88,8 +88,8 @@ void infer_scan(InferenceContext& ctx) {
 
 void register_control_flow_schemas(OpRegistry& r) {
   r.add(make_schema("If", 1, 1, 1, -1, infer_if, {{"then_branch", K::g}, {"else_branch", K::g}}));
-  r.add(make_schema("Loop", 2, -1, 1, -1, infer_loop, {{"body", K::g}}));
-  r.add(make_schema("Scan", 1, -1, 1, -1, infer_scan,
+  r.add(make_schema("Loop", 0, -1, 1, -1, infer_loop, {{"body", K::g}}));
+  r.add(make_schema("Scan", 0, -1, 1, -1, infer_scan,
                     {{"body", K::g}, {"num_scan_inputs", K::i}, {"scan_input_axes", K::ints},
                      {"scan_input_directions", K::ints}, {"scan_output_axes", K::ints},
                      {"scan_output_directions", K::ints}, {"directions", K::ints}}));
