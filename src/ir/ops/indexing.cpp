@@ -58,6 +58,7 @@ void register_indexing_schemas(OpRegistry& r) {
   add(r, make_schema("Scatter", 3, 3, 1, 1, infer_same_as_input0, {{"axis", K::i}}));
   add(r, make_schema("ScatterElements", 3, 3, 1, 1, infer_same_as_input0, {{"axis", K::i}, {"reduction", K::s}}));
   add(r, make_schema("ScatterND", 3, 3, 1, 1, infer_same_as_input0, {{"reduction", K::s}}));
+  add(r, make_schema("TensorScatter", 2, 3, 1, 1, infer_same_as_input0, {{"axis", K::i}, {"mode", K::s}}));
 }
 
 }  // namespace tessera::ir

@@ -1,5 +1,6 @@
 // Schemas and shape inference: shape family.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "ir/op_registry.h"
@@ -256,11 +257,11 @@ void infer_slice(InferenceContext& ctx) {
       if (step > 0) {
         s = std::clamp<int64_t>(s, 0, dim);
         e = std::clamp<int64_t>(e, 0, dim);
-        n = (e - s + step - 1) / step;
+        if (e > s) n = (e - s - 1) / step + 1;
       } else {
         s = std::clamp<int64_t>(s, 0, dim - 1);
         e = std::clamp<int64_t>(e, -1, dim - 1);
-        n = (s - e - step - 1) / (-step);
+        if (s > e) n = (s - e - 1) / (step == INT64_MIN ? INT64_MAX : -step) + 1;
       }
     }
     out[size_t(a)] = Dim(std::max<int64_t>(n, 0));
@@ -343,8 +344,10 @@ void infer_range(InferenceContext& ctx) {
   const Tensor *s = ctx.input_constant(0), *l = ctx.input_constant(1), *d = ctx.input_constant(2);
   if (s && l && d && s->numel() == 1 && l->numel() == 1 && d->numel() == 1 && d->at_double(0) != 0) {
     const double n = std::ceil((l->at_double(0) - s->at_double(0)) / d->at_double(0));
-    ctx.set_output(0, t, Dims{Dim(int64_t(std::max(n, 0.0)))});
-    return;
+    if (std::isfinite(n) && n < double(kMaxElements)) {
+      ctx.set_output(0, t, Dims{Dim(int64_t(std::max(n, 0.0)))});
+      return;
+    }
   }
   ctx.set_output(0, t, Dims{Dim()});
 }
@@ -353,7 +356,7 @@ void infer_depth_space(InferenceContext& ctx, bool to_space) {
   const DType t = ctx.input_dtype(0);
   const auto& in = ctx.input_shape(0);
   const int64_t b = ctx.attr_int("blocksize", 0);
-  if (b <= 0) ctx.fail("blocksize must be positive");
+  if (b <= 0 || b > (1 << 20)) ctx.fail("blocksize must be in [1, 2^20], got ", b);
   if (!in) {
     ctx.set_output(0, t, unknown_dims(4));
     return;
@@ -449,7 +452,10 @@ void infer_onehot(InferenceContext& ctx) {
   const int64_t r = int64_t(in->size()) + 1;
   const int64_t axis = norm_axis(ctx, ctx.attr_int("axis", -1), r);
   Dim depth;
-  if (const Tensor* d = ctx.input_constant(1); d && d->numel() == 1) depth = Dim(int64_t(d->at_double(0)));
+  if (const Tensor* d = ctx.input_constant(1); d && d->numel() == 1) {
+    const double v = d->at_double(0);
+    if (std::isfinite(v) && v > 0 && v < double(kMaxElements)) depth = Dim(int64_t(v));
+  }
   Dims out = *in;
   out.insert(out.begin() + axis, depth);
   ctx.set_output(0, t, out);

@@ -237,6 +237,46 @@ void scatter_nd_kernel(KernelContext& ctx) {
   });
 }
 
+// ---- TensorScatter (KV-cache update) ----
+void tensor_scatter_kernel(KernelContext& ctx) {
+  const Tensor cache = ctx.required_input(0).contiguous();
+  const Tensor upd = ctx.required_input(1).contiguous();
+  const int64_t r = cache.rank();
+  ctx.check(r >= 2 && upd.rank() == r, "past_cache and update must have the same rank >= 2, got ", cache.describe(),
+            " and ", upd.describe());
+  ctx.check(upd.dtype() == cache.dtype(), "update type differs from past_cache type");
+  const int64_t axis = normalize_axis(ctx, ctx.attr_int("axis", -2), r);
+  ctx.check(axis >= 1, "axis must not be the batch axis");
+  const std::string mode = ctx.attr_string("mode", "linear");
+  ctx.check(mode == "linear" || mode == "circular", "unknown mode '", mode, "'");
+  for (int64_t d = 0; d < r; ++d)
+    ctx.check(d == axis ? upd.dim(d) <= cache.dim(d) : upd.dim(d) == cache.dim(d), "update shape ",
+              shape_str(upd.shape()), " does not fit past_cache shape ", shape_str(cache.shape()));
+  const int64_t batch = cache.dim(0);
+  std::vector<int64_t> wi(static_cast<size_t>(batch), 0);
+  if (ctx.has_input(2)) {
+    wi = indices_of(ctx, 2);
+    ctx.check(int64_t(wi.size()) == batch, "write_indices has ", wi.size(), " entries for batch ", batch);
+  }
+  const int64_t max_len = cache.dim(axis), seq = upd.dim(axis);
+  const int64_t outer = dims_product(cache.shape(), 1, axis), inner = dims_product(cache.shape(), axis + 1, r);
+  Tensor& out = copy_to_output(ctx, cache);
+  dispatch_dtype(cache.dtype(), [&]<typename T>() {
+    const T* u = upd.data<T>();
+    T* dst = out.data<T>();
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t s = 0; s < seq; ++s) {
+          int64_t pos = wi[size_t(b)] + s;
+          if (mode == "circular") pos = ((pos % max_len) + max_len) % max_len;
+          if (pos < 0 || pos >= max_len)
+            ctx.fail(ErrorCode::runtime, "write position ", pos, " is out of range for a cache of length ", max_len);
+          const T* src = u + ((b * outer + o) * seq + s) * inner;
+          std::copy(src, src + inner, dst + ((b * outer + o) * max_len + pos) * inner);
+        }
+  });
+}
+
 }  // namespace
 
 void register_indexing_kernels(KernelTable& t) {
@@ -246,6 +286,7 @@ void register_indexing_kernels(KernelTable& t) {
   t.add("Scatter", scatter_elements_kernel);
   t.add("ScatterElements", scatter_elements_kernel);
   t.add("ScatterND", scatter_nd_kernel);
+  t.add("TensorScatter", tensor_scatter_kernel);
 }
 
 }  // namespace tessera::kernels::ref

@@ -277,8 +277,10 @@ void slice_kernel(KernelContext& ctx) {
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
     }
-    int64_t n = step > 0 ? (e - s + step - 1) / step : (s - e + (-step) - 1) / (-step);
-    n = std::max<int64_t>(n, 0);
+    // Overflow-safe count of s, s+step, ... before e.
+    int64_t n = 0;
+    if (step > 0 && e > s) n = (e - s - 1) / step + 1;
+    else if (step < 0 && s > e) n = (s - e - 1) / (step == INT64_MIN ? INT64_MAX : -step) + 1;
     out_shape[size_t(a)] = n;
     if (n > 0) base += s * st[size_t(a)];
     strides[size_t(a)] = st[size_t(a)] * step;
@@ -304,6 +306,8 @@ void pad_kernel(KernelContext& ctx) {
   const size_t na = axes.size();
   for (size_t i = 0; i < na; ++i) {
     const int64_t a = normalize_axis(ctx, axes[i], r);
+    ctx.check(std::abs(pads_in[i]) <= kMaxElements && std::abs(pads_in[i + na]) <= kMaxElements, "pad of axis ",
+              axes[i], " is too large");
     begin[size_t(a)] = pads_in[i];
     end[size_t(a)] = pads_in[i + na];
   }
@@ -372,6 +376,8 @@ void tile_kernel(KernelContext& ctx) {
   Shape out_shape(static_cast<size_t>(r));
   for (int64_t d = 0; d < r; ++d) {
     ctx.check(reps[size_t(d)] >= 0, "negative repeat ", reps[size_t(d)]);
+    ctx.check(reps[size_t(d)] == 0 || x.dim(d) <= kMaxElements / reps[size_t(d)], "repeat ", reps[size_t(d)],
+              " is too large");
     out_shape[size_t(d)] = x.dim(d) * reps[size_t(d)];
   }
   Tensor& out = ctx.output(0, x.dtype(), out_shape);
@@ -428,16 +434,12 @@ void range_kernel(KernelContext& ctx) {
       const W start = to_wide(s.contiguous().data<T>()[0]), limit = to_wide(l.contiguous().data<T>()[0]),
               delta = to_wide(dl.contiguous().data<T>()[0]);
       ctx.check(delta != W(0), "delta cannot be 0");
-      int64_t n;
-      if constexpr (std::is_same_v<W, double>) {
+      if constexpr (std::is_same_v<W, double>)
         ctx.check(std::isfinite(start) && std::isfinite(limit) && std::isfinite(delta),
                   "start, limit and delta must be finite");
-        n = int64_t(std::max(std::ceil((limit - start) / delta), 0.0));
-      } else {
-        const double q = std::ceil((double(limit) - double(start)) / double(delta));
-        n = int64_t(std::max(q, 0.0));
-      }
-      ctx.check(n <= kMaxElements, "Range would produce ", n, " elements");
+      const double q = std::max(std::ceil((double(limit) - double(start)) / double(delta)), 0.0);
+      ctx.check(q <= double(kMaxElements), "Range would produce ", q, " elements");
+      const int64_t n = int64_t(q);
       Tensor& out = ctx.output(0, s.dtype(), {n});
       T* dst = out.data<T>();
       for (int64_t i = 0; i < n; ++i) dst[i] = from_wide<T>(W(start + W(i) * delta));
@@ -467,7 +469,7 @@ void depth_to_space_kernel(KernelContext& ctx) {
   const Tensor x = ctx.required_input(0).contiguous();
   ctx.check(x.rank() == 4, "DepthToSpace needs a 4-D input, got ", x.describe());
   const int64_t b = ctx.required_attr_int("blocksize");
-  ctx.check(b > 0, "blocksize must be positive");
+  ctx.check(b > 0 && b <= (1 << 20), "blocksize must be in [1, 2^20], got ", b);
   const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
   ctx.check(C % (b * b) == 0, "channels ", C, " are not divisible by blocksize^2 = ", b * b);
   const int64_t c = C / (b * b);
@@ -482,7 +484,7 @@ void space_to_depth_kernel(KernelContext& ctx) {
   const Tensor x = ctx.required_input(0).contiguous();
   ctx.check(x.rank() == 4, "SpaceToDepth needs a 4-D input, got ", x.describe());
   const int64_t b = ctx.required_attr_int("blocksize");
-  ctx.check(b > 0, "blocksize must be positive");
+  ctx.check(b > 0 && b <= (1 << 20), "blocksize must be in [1, 2^20], got ", b);
   const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
   ctx.check(H % b == 0 && W % b == 0, "spatial dims ", H, "x", W, " are not divisible by blocksize ", b);
   permute_view(ctx, x, {N, C, H / b, b, W / b, b}, {0, 3, 5, 1, 2, 4}, {N, C * b * b, H / b, W / b});
@@ -740,7 +742,9 @@ void onehot_kernel(KernelContext& ctx) {
   const Tensor vals = ctx.required_input(2).contiguous();
   ctx.check(dt.numel() == 1, "depth must be a scalar");
   ctx.check(vals.numel() == 2, "values must have two elements [off, on], got ", vals.describe());
-  const int64_t depth = int64_t(dt.at_double(0));
+  const double depth_d = dt.at_double(0);
+  ctx.check(std::isfinite(depth_d) && depth_d < double(kMaxElements), "depth must be a finite size");
+  const int64_t depth = int64_t(depth_d);
   ctx.check(depth > 0, "depth must be positive, got ", depth);
   const int64_t r = ind.rank() + 1;
   const int64_t axis = normalize_axis(ctx, ctx.attr_int("axis", -1), r);
