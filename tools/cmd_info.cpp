@@ -34,11 +34,21 @@ std::string human(double v, const char* unit) {
   return buf;
 }
 
+// Set when a FLOPs estimate used 1 for a named or unknown dim.
+bool g_symbolic_dims = false;
+
+// The shape of v with named/unknown dims taken as 1 (FLOPs per batch item);
+// nullopt when the rank is unknown.
 std::optional<Shape> static_shape_of(const ir::Value* v) {
   if (v == nullptr) return std::nullopt;
   if (v->initializer) return v->initializer->shape();
-  if (v->type.kind != ir::TypeInfo::Kind::tensor) return std::nullopt;
-  return v->type.static_shape();
+  if (v->type.kind != ir::TypeInfo::Kind::tensor || !v->type.shape) return std::nullopt;
+  Shape s;
+  for (const ir::Dim& d : *v->type.shape) {
+    if (!d.known()) g_symbolic_dims = true;
+    s.push_back(d.known() ? d.value : 1);
+  }
+  return s;
 }
 
 int64_t numel_of(const Shape& s) {
@@ -144,7 +154,8 @@ void print_info(const InfoOptions& o) {
   std::cout << "\n";
   std::cout << "parameter bytes: " << st.param_bytes << " (" << human(double(st.param_bytes), "B") << ")\n";
   std::cout << "FLOPs (estimate): " << human(st.flops, "FLOP");
-  if (st.unknown_flops_nodes) std::cout << " (" << st.unknown_flops_nodes << " nodes without static shapes not counted)";
+  if (g_symbolic_dims) std::cout << " (named/unknown dims taken as 1)";
+  if (st.unknown_flops_nodes) std::cout << " (" << st.unknown_flops_nodes << " nodes of unknown rank not counted)";
   std::cout << "\n";
   if (!inference_note.empty()) std::cout << "note: shape inference stopped: " << inference_note << "\n";
   if (o.ir) {

@@ -54,6 +54,14 @@ struct ExceptionClasses {
 };
 ExceptionClasses g_exc;
 
+// A Python str from bytes that may not be valid UTF-8 (names in a corrupt
+// model): undecodable bytes become surrogate escapes instead of an error.
+nb::str py_str(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), Py_ssize_t(s.size()), "surrogateescape");
+  if (!o) throw nb::python_error();
+  return nb::steal<nb::str>(o);
+}
+
 [[noreturn]] void raise_arg(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
 
 DType dtype_from(const std::string& name) {
@@ -143,9 +151,7 @@ nb::object encode_tensor(Tensor t) {
     nb::list items;
     const std::string* p = c.data<std::string>();
     for (int64_t i = 0; i < c.numel(); ++i) {
-      PyObject* s = PyUnicode_DecodeUTF8(p[i].data(), Py_ssize_t(p[i].size()), "surrogateescape");
-      if (!s) throw nb::python_error();
-      items.append(nb::steal(s));
+      items.append(py_str(p[i]));
     }
     return nb::make_tuple("s", shape_tuple(c.shape()), items);
   }
@@ -160,7 +166,7 @@ nb::object encode_tensor(Tensor t) {
   static uint8_t empty_byte = 0;
   void* data = nbytes ? t.raw_data() : &empty_byte;
   nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>> arr(data, 1, shape, owner);
-  return nb::make_tuple("t", std::string(tessera::dtype_name(t.dtype())), shape_tuple(t.shape()), arr.cast());
+  return nb::make_tuple("t", std::string(tessera::dtype_name(t.dtype())), shape_tuple(t.shape()), nb::cast(arr));
 }
 
 nb::object encode_value(DataValue v) {
@@ -186,12 +192,12 @@ nb::list describe(const std::vector<tessera::ValueInfo>& infos) {
       for (size_t i = 0; i < vi.shape.size(); ++i) {
         const std::string sym = i < vi.dim_names.size() ? vi.dim_names[i] : std::string();
         if (vi.shape[i] >= 0) dims.append(vi.shape[i]);
-        else if (!sym.empty()) dims.append(sym);
+        else if (!sym.empty()) dims.append(py_str(sym));
         else dims.append(nb::none());
       }
       shape = dims;
     }
-    out.append(nb::make_tuple(vi.name, vi.type, std::string(tessera::dtype_name(vi.dtype)), shape));
+    out.append(nb::make_tuple(py_str(vi.name), py_str(vi.type), std::string(tessera::dtype_name(vi.dtype)), shape));
   }
   return out;
 }
@@ -220,7 +226,7 @@ class PySession {
 
   nb::list inputs() const { return describe(s_->inputs()); }
   nb::list outputs() const { return describe(s_->outputs()); }
-  std::string graph_text() const { return s_->graph_text(); }
+  nb::str graph_text() const { return py_str(s_->graph_text()); }
   size_t peak_memory_bytes() const { return s_->peak_memory_bytes(); }
 
   nb::list run(nb::dict feeds, const std::vector<std::string>& output_names) const {
@@ -272,12 +278,24 @@ NB_MODULE(_tessera, m) {
       std::rethrow_exception(p);
     } catch (const Error& e) {
       PyObject* cls = g_exc.for_code(e.code());
-      nb::object inst = nb::steal(PyObject_CallFunction(cls, "s", e.what()));
-      if (!inst.is_valid()) return;  // the call set a Python error already
-      inst.attr("node_name") = e.node_name();
-      inst.attr("op_type") = e.op_type();
-      inst.attr("code") = std::string(tessera::error_code_name(e.code()));
-      PyErr_SetObject(cls, inst.ptr());
+      // Nothing here may throw: names from a corrupt model need not be UTF-8.
+      auto text = [](const std::string& s) {
+        return PyUnicode_DecodeUTF8(s.data(), Py_ssize_t(s.size()), "replace");
+      };
+      PyObject* msg = text(e.what());
+      if (!msg) return;  // a Python error is set already
+      PyObject* inst = PyObject_CallOneArg(cls, msg);
+      Py_DECREF(msg);
+      if (!inst) return;
+      const std::pair<const char*, std::string> attrs[] = {
+          {"node_name", e.node_name()}, {"op_type", e.op_type()}, {"code", tessera::error_code_name(e.code())}};
+      for (const auto& [k, v] : attrs) {
+        PyObject* val = text(v);
+        if (!val || PyObject_SetAttrString(inst, k, val) != 0) PyErr_Clear();
+        Py_XDECREF(val);
+      }
+      PyErr_SetObject(cls, inst);
+      Py_DECREF(inst);
     }
   });
 

@@ -12,11 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # optional: the narrow types
-    import ml_dtypes as _ml
-except ImportError:  # pragma: no cover - exercised only without ml_dtypes
-    _ml = None
-
 # Tessera name -> numpy dtype
 _T2NP: dict[str, np.dtype] = {
     "float32": np.dtype(np.float32),
@@ -34,24 +29,39 @@ _T2NP: dict[str, np.dtype] = {
     "complex64": np.dtype(np.complex64),
     "complex128": np.dtype(np.complex128),
 }
-if _ml is not None:
-    for _t, _attr in [
-        ("bfloat16", "bfloat16"),
-        ("float8e4m3fn", "float8_e4m3fn"),
-        ("float8e4m3fnuz", "float8_e4m3fnuz"),
-        ("float8e5m2", "float8_e5m2"),
-        ("float8e5m2fnuz", "float8_e5m2fnuz"),
-        ("float8e8m0", "float8_e8m0fnu"),
-        ("float4e2m1", "float4_e2m1fn"),
-        ("int4", "int4"),
-        ("uint4", "uint4"),
-        ("int2", "int2"),
-        ("uint2", "uint2"),
-    ]:
-        if hasattr(_ml, _attr):
-            _T2NP[_t] = np.dtype(getattr(_ml, _attr))
-
 _NP2T: dict[np.dtype, str] = {v: k for k, v in _T2NP.items()}
+
+# The types ml_dtypes provides, loaded on first need (importing ml_dtypes is slow).
+_ML_TYPES = {
+    "bfloat16": "bfloat16",
+    "float8e4m3fn": "float8_e4m3fn",
+    "float8e4m3fnuz": "float8_e4m3fnuz",
+    "float8e5m2": "float8_e5m2",
+    "float8e5m2fnuz": "float8_e5m2fnuz",
+    "float8e8m0": "float8_e8m0fnu",
+    "float4e2m1": "float4_e2m1fn",
+    "int4": "int4",
+    "uint4": "uint4",
+    "int2": "int2",
+    "uint2": "uint2",
+}
+_ml_loaded = False
+
+
+def _load_ml_dtypes() -> None:
+    global _ml_loaded
+    if _ml_loaded:
+        return
+    _ml_loaded = True
+    try:
+        import ml_dtypes as ml
+    except ImportError:  # pragma: no cover - exercised only without ml_dtypes
+        return
+    for t, attr in _ML_TYPES.items():
+        if hasattr(ml, attr):
+            dt = np.dtype(getattr(ml, attr))
+            _T2NP[t] = dt
+            _NP2T[dt] = t
 
 # Tessera name -> ONNX type name (as in "tensor(float)")
 _T2ONNX = {
@@ -73,6 +83,8 @@ def numpy_dtype(tessera_name: str) -> np.dtype | None:
     """The numpy dtype of a Tessera element type (None when numpy cannot hold it)."""
     if tessera_name == "string":
         return np.dtype(object)
+    if tessera_name in _ML_TYPES:
+        _load_ml_dtypes()
     return _T2NP.get(tessera_name)
 
 
@@ -83,6 +95,8 @@ def tessera_name(dtype: np.dtype) -> str | None:
         return "string"
     if dtype.byteorder == ">":
         dtype = dtype.newbyteorder("=")
+    if dtype not in _NP2T and dtype.kind == "V":  # the ml_dtypes types are kind 'V'
+        _load_ml_dtypes()
     return _NP2T.get(dtype)
 
 
@@ -109,7 +123,7 @@ def to_wire(arr: np.ndarray, name: str) -> np.ndarray:
 
 def from_wire(buf: np.ndarray, name: str, shape: tuple) -> np.ndarray:
     """The numpy array for raw Tessera bytes (no copy where the layouts agree)."""
-    dt = _T2NP.get(name)
+    dt = numpy_dtype(name)
     if dt is None:
         raise TypeError(f"Tessera returned a {name} tensor, which numpy cannot hold "
                         "(install ml_dtypes for the narrow types)")

@@ -11,6 +11,15 @@ from . import _dtypes
 from . import _tessera
 from ._tessera import InvalidArgument
 
+# Errors raised on the Python side carry the same attributes as those from C++.
+for _cls, _code in [(_tessera.Error, ""), (_tessera.InvalidModel, "invalid model"),
+                    (_tessera.InvalidArgument, "invalid argument"), (_tessera.Unsupported, "unsupported"),
+                    (_tessera.ExecutionError, "runtime error"), (_tessera.FileError, "I/O error"),
+                    (_tessera.InternalError, "internal error")]:
+    _cls.node_name = ""
+    _cls.op_type = ""
+    _cls.code = _code
+
 
 class SessionOptions:
     """Options of a session. Also accepts the onnxruntime spellings
@@ -118,7 +127,7 @@ def _encode_tensor(value: Any, expect: str | None, where: str, info: NodeArg | N
                               f"(tensor({_dtypes.onnx_type_name(name)}))")
     if info is not None and info.shape is not None and _kind(info.type) == "tensor":
         if arr.ndim != len(info.shape) or any(isinstance(d, int) and d != n for d, n in zip(info.shape, arr.shape)):
-            raise InvalidArgument(f"{where}: expected shape {_fmt_shape(info.shape)}, got {list(arr.shape)}")
+            raise InvalidArgument(f"{where}: expected shape {_fmt_shape(info.shape)}, got {_fmt_shape(list(arr.shape))}")
     shape = tuple(int(d) for d in arr.shape)
     if name == "string":
         items = []
