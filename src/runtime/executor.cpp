@@ -71,6 +71,8 @@ class RunState {
     bool escapes = false;
   };
   void touch(const DataValue& v, int node);
+  // Checks (and records) outputs that alias planned memory; see Plan::aliases.
+  void check_aliases(int node, size_t out, DataValue& v);
   void mark_escaping(const DataValue& v);
   std::shared_ptr<const Plan> make_plan() const;
   bool recording() const { return recording_; }
@@ -89,6 +91,7 @@ class RunState {
   std::vector<Record> records_;
   std::unordered_map<const void*, int> rec_by_storage_;
   std::shared_ptr<void> arena_;
+  std::map<Plan::Key, std::vector<Plan::Key>> aliases_;  // recorded
 };
 
 class NodeContext final : public KernelContext {
@@ -209,8 +212,48 @@ std::shared_ptr<const Plan> RunState::make_plan() const {
   auto plan = std::make_shared<Plan>();
   plan->arena_size = mp.arena_size;
   for (size_t i = 0; i < planned.size(); ++i)
-    plan->placement[{planned[i]->node, planned[i]->out}] = {mp.offsets[i], planned[i]->size};
+    plan->placement[{planned[i]->node, planned[i]->out}] = {mp.offsets[i], planned[i]->size, planned[i]->first,
+                                                            planned[i]->last};
+  plan->aliases = aliases_;
   return plan;
+}
+
+void RunState::check_aliases(int node, size_t out, DataValue& v) {
+  const Plan::Key self{node, int(out)};
+  if (recording_) {
+    auto note = [&](const Tensor& t) {
+      if (!t.storage()) return;
+      auto it = rec_by_storage_.find(t.storage().get());
+      if (it == rec_by_storage_.end()) return;
+      const Record& r = records_[size_t(it->second)];
+      const Plan::Key src{r.node, r.out};
+      if (src == self) return;  // its own allocation
+      auto& list = aliases_[self];
+      if (std::find(list.begin(), list.end(), src) == list.end()) list.push_back(src);
+    };
+    if (v.is_tensor()) note(v.tensor);
+    for (const Tensor& t : v.sequence) note(t);
+    return;
+  }
+  if (!arena_) return;
+  // A planned run: a view into the arena is fine only where the recording run
+  // saw the same view (the plan then keeps its source alive long enough);
+  // anything else (data-dependent aliasing) is copied out of the arena.
+  auto fix = [&](Tensor& t) {
+    if (t.storage().get() != arena_.get()) return;
+    const size_t off = t.byte_offset();
+    for (const auto& [key, slot] : plan_->placement) {
+      if (off < slot.offset || off >= slot.offset + slot.size || node < slot.first || node > slot.last) continue;
+      if (key == self) return;
+      auto it = plan_->aliases.find(self);
+      if (it != plan_->aliases.end() && std::find(it->second.begin(), it->second.end(), key) != it->second.end())
+        return;
+      break;
+    }
+    t = t.clone();
+  };
+  if (v.is_tensor()) fix(v.tensor);
+  for (Tensor& t : v.sequence) fix(t);
 }
 
 void RunState::exec(Frame& f, bool main) {
@@ -239,6 +282,7 @@ void RunState::exec(Frame& f, bool main) {
         throw Error(ErrorCode::internal,
                     cat("the kernel did not produce output ", i, " ('", cn.node->outputs[i]->name, "')"), cn.name,
                     cn.node->op_type);
+      if (main && outs[i].kind != DataValue::Kind::none) check_aliases(int(k), i, outs[i]);
       if (cn.outputs[i] >= 0) f.slots[size_t(cn.outputs[i])] = std::move(outs[i]);
     }
     for (int s : cn.release) f.slots[size_t(s)] = DataValue();

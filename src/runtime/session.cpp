@@ -12,7 +12,7 @@
 #include "ir/op_registry.h"
 #include "passes/pass_manager.h"
 #include "runtime/session_impl.h"
-#include "runtime/verifier_decl.h"
+#include "ir/verifier.h"
 
 namespace tessera {
 
@@ -107,6 +107,7 @@ SessionImpl::SessionImpl(ir::Model model, const SessionOptions& opts)
   ir::infer_shapes(g);
   passes::run_pipeline(model_, opts_.optimization_level);
   check_model(model_.graph != nullptr, "the optimization pipeline left no graph");
+  if (opts_.optimization_level > 0) model_.graph->topological_sort();  // passes may append nodes
   graph_text_ = ir::to_string(*model_.graph);
 
   for (const ir::Value* v : model_.graph->inputs)

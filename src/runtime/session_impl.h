@@ -57,10 +57,15 @@ struct CompiledGraph {
 // A static memory plan for one set of input shapes: where each planned
 // allocation (node index, output index) lives in the arena.
 struct Plan {
+  using Key = std::pair<int, int>;  // (node index, output index) of an allocation
   struct Slot {
     size_t offset = 0, size = 0;
+    int first = 0, last = 0;  // live interval (node indices)
   };
-  std::map<std::pair<int, int>, Slot> placement;
+  std::map<Key, Slot> placement;
+  // Outputs the recording run saw aliasing an earlier allocation (views), and
+  // which: a planned run accepts exactly these aliases into the arena.
+  std::map<Key, std::vector<Key>> aliases;
   size_t arena_size = 0;
 };
 

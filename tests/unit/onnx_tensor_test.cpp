@@ -261,6 +261,14 @@ TEST(OnnxTensor, BadData) {
   // 2^39 floats, within the element limit, but the data is 4 bytes: refused by the size check
   TensorProto big = raw_tensor<float>(TensorProto::FLOAT, {int64_t(1) << 39}, {1});
   EXPECT_EQ(code_of([&] { decode(big); }), ErrorCode::invalid_model);
+  // an empty tensor whose other dims are absurd (found by fuzz_loader: strides overflowed)
+  TensorProto empty_huge = raw_tensor<float>(TensorProto::FLOAT, {0, int64_t(1) << 62, 64}, {});
+  EXPECT_EQ(code_of([&] { decode(empty_huge); }), ErrorCode::invalid_model);
+  // no data at all
+  TensorProto nodata;
+  nodata.set_data_type(TensorProto::FLOAT);
+  nodata.add_dims(2);
+  EXPECT_EQ(code_of([&] { decode(nodata); }), ErrorCode::invalid_model);
   // undefined / unknown data types; segments
   TensorProto undef;
   undef.add_dims(1);

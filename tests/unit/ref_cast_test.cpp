@@ -82,6 +82,7 @@ TEST(RefCast, Float8SaturateAttribute) {
   EXPECT_EQ(f4.data<Float4E2M1>()[0].to_float(), 6.f);
   EXPECT_EQ(f4.data<Float4E2M1>()[2].to_float(), 2.f);
   EXPECT_EQ(f4.data<Float4E2M1>()[3].to_float(), 6.f);
+  EXPECT_EQ(cast(Tensor::from_vector<float>({NAN}), kE2M1).data<Float4E2M1>()[0].bits, 0x8);  // -0, as onnx
 }
 
 TEST(RefCast, SubByteIntegersWrap) {
@@ -150,6 +151,18 @@ TEST(RefCast, BoolAndCastLike) {
   // empty and 0-d tensors
   EXPECT_EQ(cast(Tensor(DType::f32, {0, 3}), kINT8).shape(), (Shape{0, 3}));
   EXPECT_EQ(cast(Tensor::scalar(2.5), kINT32).data<int32_t>()[0], 2);
+}
+
+TEST(RefCast, BitCastKeepsBits) {
+  const Tensor x = Tensor::from_vector<float>({1.f, -2.5f});
+  const Tensor y = run_ref("BitCast", {x}, {{"to", attr_i(kINT32)}})[0].tensor;
+  ASSERT_EQ(y.dtype(), DType::i32);
+  EXPECT_EQ(y.data<int32_t>()[0], 0x3F800000);
+  EXPECT_EQ(uint32_t(y.data<int32_t>()[1]), 0xC0200000u);
+  const Tensor b = run_ref("BitCast", {Tensor::from_vector<uint8_t>({0, 7})}, {{"to", attr_i(kBOOL)}})[0].tensor;
+  EXPECT_EQ(vals<bool>(b), (std::vector<bool>{false, true}));
+  EXPECT_THROW(run_ref("BitCast", {x}, {{"to", attr_i(kINT64)}}), Error);
+  EXPECT_THROW(run_ref("BitCast", {Tensor::from_vector<std::string>({"a"})}, {{"to", attr_i(kINT8)}}), Error);
 }
 
 }  // namespace

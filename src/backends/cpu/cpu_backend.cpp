@@ -26,9 +26,16 @@ TunedTable& tuned_table() {
   return *t;
 }
 
+// The tuned kernels shipped with Tessera register themselves on first use.
+void ensure_builtin_kernels() {
+  static std::once_flag once;
+  std::call_once(once, [] { register_x86_bindings(); });
+}
+
 std::string canonical_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
 
 KernelFn find_tuned(const ir::Node& node) {
+  ensure_builtin_kernels();
   TunedTable& t = tuned_table();
   std::vector<TunedEntry> candidates;
   {

@@ -23,6 +23,9 @@ void add_tuned_kernel(const std::string& domain, const std::string& op_type, Ker
 // else the reference kernel; nullptr when there is none.
 KernelFn select(const ir::Node& node);
 
+// Registers the tuned x86 kernels (x86_bindings.cpp); called once, automatically.
+void register_x86_bindings();
+
 // Which table `select` took the kernel from ("tuned", "ref") or "" if none.
 std::string selected_kind(const ir::Node& node);
 

@@ -3,6 +3,7 @@
 // Opset canonicalization is in onnx_canonicalize.cpp.
 #include "frontend/onnx/onnx_loader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -41,6 +42,9 @@ struct PendingNode {
 
 constexpr int kMaxInlineDepth = 32;
 constexpr int kMaxGraphDepth = 64;
+// Inlining can multiply (a function calling another twice, 32 levels deep):
+// the total number of inlined nodes is capped.
+constexpr int64_t kMaxInlinedNodes = 1 << 20;
 
 class Importer {
  public:
@@ -130,6 +134,21 @@ class Importer {
     return it == functions_.end() ? nullptr : it->second;
   }
 
+  // Number of nodes a call of f expands to (saturating past the cap).
+  int64_t expanded_size(const pb::FunctionProto* f, int depth) {
+    check_model(depth < kMaxInlineDepth, "function '", f->name(), "' calls itself (or nests deeper than ",
+                kMaxInlineDepth, ")");
+    if (auto it = expanded_size_.find(f); it != expanded_size_.end()) return it->second;
+    int64_t total = 0;
+    for (const auto& body : f->node()) {
+      const pb::FunctionProto* callee = find_function(body);
+      total += callee ? expanded_size(callee, depth + 1) : 1;
+      total = std::min(total, kMaxInlinedNodes + 1);
+    }
+    expanded_size_[f] = total;
+    return total;
+  }
+
   // Appends `pn`, or (for a call of a model-local function) its inlined body.
   void expand(PendingNode pn, std::vector<PendingNode>& out, int depth) {
     const pb::FunctionProto* f = find_function(*pn.node);
@@ -161,6 +180,11 @@ class Importer {
       return it != rename.end() ? it->second : prefix + n;
     };
     const OpsetMap* fopsets = &function_opsets_.at(f);
+    if (depth == 0) {  // checked once per top-level call, before any copying
+      inlined_nodes_ += expanded_size(f, 0);
+      check_model(inlined_nodes_ <= kMaxInlinedNodes, "inlining model-local functions would create more than ",
+                  kMaxInlinedNodes, " nodes");
+    }
     for (const auto& body : f->node()) {
       auto copy = std::make_shared<pb::NodeProto>(body);
       rewrite_node(*copy, map_name, bound, f->name());
@@ -346,6 +370,8 @@ class Importer {
   std::map<std::tuple<std::string, std::string, std::string>, const pb::FunctionProto*> functions_;
   std::map<const pb::FunctionProto*, OpsetMap> function_opsets_;
   int inline_counter_ = 0;
+  int64_t inlined_nodes_ = 0;
+  std::map<const pb::FunctionProto*, int64_t> expanded_size_;
 };
 
 ir::Model import_model(const pb::ModelProto& mp, const LoadOptions& opts, const std::string& external_dir) {
@@ -382,12 +408,15 @@ ir::Model load_file(const std::string& path, const LoadOptions& opts) {
   namespace fs = std::filesystem;
   std::error_code ec;
   check(fs::is_regular_file(path, ec), ErrorCode::io, "cannot open model '", path, "': not a file");
+  const auto size = fs::file_size(path, ec);
+  check(!ec, ErrorCode::io, "cannot stat model '", path, "': ", ec.message());
+  check_model(size > 0, "model '", path, "' is empty");
+  check_model(size < uint64_t(INT32_MAX), "model '", path, "' is larger than 2 GiB (use external data)");
   std::ifstream f(path, std::ios::binary);
   check(bool(f), ErrorCode::io, "cannot open model '", path, "'");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  check(!f.bad(), ErrorCode::io, "error reading model '", path, "'");
-  pb::ModelProto mp = parse_model(bytes, cat("model '", path, "'"));
-  bytes = {};
+  pb::ModelProto mp;  // parsed straight from the stream: no second copy of the file in memory
+  check_model(mp.ParseFromIstream(&f), "model '", path,
+              "' is not a valid ONNX ModelProto (truncated or corrupt protobuf, ", size, " bytes)");
   std::string dir = opts.external_data_dir;
   if (dir.empty()) {
     dir = fs::path(path).parent_path().string();

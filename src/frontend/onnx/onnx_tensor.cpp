@@ -2,6 +2,7 @@
 // decoding, including external data. Everything is validated before any
 // allocation: element counts against the data actually present, dims against
 // kMaxElements, external files against their size.
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cstring>
@@ -222,7 +223,14 @@ std::vector<uint8_t> read_external(const TensorProto& tp, const TensorSource& sr
 Shape checked_dims(const google::protobuf::RepeatedField<int64_t>& dims, const std::string& label,
                    int64_t* numel) {
   Shape shape(dims.begin(), dims.end());
-  for (int64_t d : shape) check_model(d >= 0, label, ": negative dimension in dims ", shape_str(shape));
+  // Every dim is bounded, even in an empty tensor (strides are products of the nonzero dims).
+  int64_t span = 1;
+  for (int64_t d : shape) {
+    check_model(d >= 0, label, ": negative dimension in dims ", shape_str(shape));
+    const int64_t e = std::max<int64_t>(d, 1);
+    check_model(span <= kMaxElements / e, label, ": dims ", shape_str(shape), " exceed 2^40 elements");
+    span *= e;
+  }
   try {
     *numel = shape_numel(shape);
   } catch (const Error& e) {
@@ -309,6 +317,10 @@ Tensor decode_tensor(const TensorProto& tp, const TensorSource& src) {
     fill_from_raw(t, reinterpret_cast<const uint8_t*>(tp.raw_data().data()), tp.raw_data().size());
     return t;
   }
+
+  const bool no_data = tp.float_data_size() == 0 && tp.double_data_size() == 0 && tp.int32_data_size() == 0 &&
+                       tp.int64_data_size() == 0 && tp.uint64_data_size() == 0 && tp.string_data_size() == 0;
+  check_model(!no_data || n == 0, label, " has no data (dims ", shape_str(shape), " need ", n, " elements)");
 
   // Typed fields: only the one matching the dtype may hold data.
   const bool f_ok = d == DType::f32 || d == DType::c64;
@@ -484,7 +496,7 @@ namespace {
 // does not compile; their few fields are read off the wire here.
 //   SequenceProto: name=1, elem_type=2, tensor_values=3 (repeated), 4..7 other kinds
 //   OptionalProto: name=1, elem_type=2, tensor_value=3, 4 sparse, 5 sequence_value, 6 map, 7 optional
-constexpr int32_t kElemTensor = 1, kElemSequence = 3;
+constexpr int32_t kElemTensor = 1;
 
 struct RawFields {
   int32_t elem_type = 0;
@@ -556,7 +568,6 @@ DataValue load_value(std::span<const uint8_t> bytes, ValueKind kind) {
       if (!r.sub[5].empty()) return load_sequence(as_bytes(r.sub[5].back()));
       check(r.sub[4].empty() && r.sub[6].empty() && r.sub[7].empty(), ErrorCode::unsupported,
             "optional of a sparse tensor, map or optional is not supported");
-      (void)kElemSequence;
       return DataValue::make_optional_none();
     }
   }

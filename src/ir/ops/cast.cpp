@@ -1,4 +1,4 @@
-// Schemas and shape inference: cast family (Cast, CastLike).
+// Schemas and shape inference: cast family (Cast, CastLike, BitCast).
 #include "ir/op_registry.h"
 #include "ir/ops/dtype_attr.h"
 
@@ -21,6 +21,7 @@ void infer_castlike(InferenceContext& ctx) { ctx.set_output(0, ctx.input_dtype(1
 
 void register_cast_schemas(OpRegistry& r) {
   r.add(make_schema("Cast", 1, 1, 1, 1, infer_cast, {{"to", K::i}, {"saturate", K::i}, {"round_mode", K::s}}));
+  r.add(make_schema("BitCast", 1, 1, 1, 1, infer_cast, {{"to", K::i}}));
   r.add(make_schema("CastLike", 2, 2, 1, 1, infer_castlike, {{"saturate", K::i}, {"round_mode", K::s}}));
 }
 

@@ -119,6 +119,18 @@ void infer_deform_conv(InferenceContext& ctx) {
   ctx.set_output(0, t, out);
 }
 
+// CausalConvWithState: output like input; present_state [B, C, k-1].
+void infer_causal_conv_with_state(InferenceContext& ctx) {
+  ctx.propagate(0, 0);
+  auto x = nn::shape_of(ctx, 0);
+  auto w = nn::shape_of(ctx, 1);
+  if (x && x->size() != 3) ctx.fail("input must be [B, C, L], got rank ", x->size());
+  if (w && w->size() != 3) ctx.fail("weight must be [C, 1, k], got rank ", w->size());
+  std::optional<std::vector<Dim>> st;
+  if (x && w) st = std::vector<Dim>{(*x)[0], (*x)[1], (*w)[2].known() ? Dim((*w)[2].value - 1) : Dim()};
+  if (ctx.num_outputs() > 1) ctx.set_output(1, ctx.has_input(3) ? ctx.input_dtype(3) : ctx.input_dtype(0), st);
+}
+
 void add(OpRegistry& r, OpSchema s) {
   s.family = "conv";
   r.add(std::move(s));
@@ -151,6 +163,7 @@ void register_conv_schemas(OpRegistry& r) {
                       {"offset_group", A::i},
                       {"pads", A::ints},
                       {"strides", A::ints}}));
+  add(r, make_schema("CausalConvWithState", 2, 4, 1, 2, infer_causal_conv_with_state, {{"activation", A::s}}));
 }
 
 }  // namespace tessera::ir

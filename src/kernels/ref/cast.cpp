@@ -1,4 +1,4 @@
-// Reference kernels: cast family (Cast, CastLike).
+// Reference kernels: cast family (Cast, CastLike, BitCast).
 //
 // Every conversion goes through one intermediate number (a double, an int64 or
 // a uint64, whichever holds the source exactly), so each source and each
@@ -89,7 +89,11 @@ D from_num(const Num& n, const CastOptions& o) {
   } else if constexpr (std::is_same_v<D, float> || kIsNarrowFloat<D>) {
     const float f = n.kind == K::f ? float(n.f) : n.kind == K::i ? float(n.i) : float(n.u);
     if constexpr (std::is_same_v<D, float>) return f;
-    else return D::from_float(f, o.saturate);
+    else if constexpr (std::is_same_v<D, Float4E2M1>) {
+      // E2M1 has no NaN: onnx (ml_dtypes) maps NaN to -0 (bits 1000).
+      if (std::isnan(f)) return D::from_bits(0x8);
+      return D::from_float(f, o.saturate);
+    } else return D::from_float(f, o.saturate);
   } else if constexpr (kIsSubByteInt<D>) {
     const int64_t v = n.kind == K::f ? double_to_int64(n.f) : n.kind == K::i ? n.i : int64_t(n.u);
     return D(v);  // wraps
@@ -201,11 +205,39 @@ void cast_kernel(KernelContext& ctx) {
 
 void castlike_kernel(KernelContext& ctx) { run_cast(ctx, ctx.required_input(1).dtype()); }
 
+// Bits of one element of t (sub-byte types are held one per byte but are narrower).
+int bit_width(DType t) {
+  switch (t) {
+    case DType::i4: case DType::u4: case DType::f4e2m1: return 4;
+    case DType::i2: case DType::u2: return 2;
+    default: return int(dtype_size(t)) * 8;
+  }
+}
+
+// BitCast: the same bits read as another type of the same width.
+void bitcast_kernel(KernelContext& ctx) {
+  const Tensor x = ctx.required_input(0).contiguous();
+  const Attribute* a = ctx.attr("to");
+  if (!a) ctx.fail(ErrorCode::invalid_model, "required attribute 'to' is missing");
+  const DType to = dtype_from_attr(a);
+  if (to == DType::undefined) ctx.fail(ErrorCode::invalid_model, "attribute 'to' names an unknown type");
+  ctx.check(x.dtype() != DType::string && to != DType::string, "string tensors cannot be bit-cast");
+  ctx.check(bit_width(x.dtype()) == bit_width(to), "cannot bit-cast ", dtype_name(x.dtype()), " (", bit_width(x.dtype()),
+            " bits) to ", dtype_name(to), " (", bit_width(to), " bits)");
+  Tensor& y = ctx.output(0, to, x.shape());
+  if (x.numel() > 0) std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
+  if (to == DType::boolean) {  // keep bool storage canonical (0 or 1)
+    auto* p = static_cast<uint8_t*>(y.raw_data());
+    for (int64_t i = 0; i < y.numel(); ++i) p[i] = p[i] != 0;
+  }
+}
+
 }  // namespace
 
 void register_cast_kernels(KernelTable& t) {
   t.add("Cast", cast_kernel);
   t.add("CastLike", castlike_kernel);
+  t.add("BitCast", bitcast_kernel);
 }
 
 }  // namespace tessera::kernels::ref

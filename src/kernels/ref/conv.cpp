@@ -279,6 +279,46 @@ void deform_conv_kernel(KernelContext& ctx) {
   nn_emit(ctx, 0, x.dtype(), {n, m, oh, ow}, out);
 }
 
+// CausalConvWithState (opset 27): depthwise causal 1-D conv over
+// concat(past_state or zeros, input), optional fused SiLU; present_state keeps
+// the last k-1 positions.
+void causal_conv_with_state_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.required_input(0);
+  const Tensor& w = ctx.required_input(1);
+  const Tensor* b = ctx.has_input(2) ? ctx.input(2) : nullptr;
+  const Tensor* past = ctx.has_input(3) ? ctx.input(3) : nullptr;
+  nn_require_float(ctx, x, "input");
+  const std::string act = ctx.attr_string("activation", "none");
+  ctx.check(act == "none" || act == "silu" || act == "swish", "activation must be none, silu or swish, got '", act, "'");
+  ctx.check(x.rank() == 3, "input must be [B, C, L], got ", x.describe());
+  const int64_t n = x.dim(0), c = x.dim(1), l = x.dim(2);
+  ctx.check(w.rank() == 3 && w.dim(0) == c && w.dim(1) == 1 && w.dim(2) >= 1, "weight must be [", c, ", 1, k], got ",
+            w.describe());
+  const int64_t k = w.dim(2), p = k - 1, total = p + l;
+  if (b) ctx.check(b->numel() == c, "bias must have ", c, " elements, got ", b->describe());
+  if (past) ctx.check(past->shape() == Shape{n, c, p}, "past_state must be [", n, ", ", c, ", ", p, "], got ", past->describe());
+  const std::vector<double> vx = nn_load(x), vw = nn_load(w);
+  const std::vector<double> vb = b ? nn_load(*b) : std::vector<double>(size_t(c), 0.0);
+  const std::vector<double> vp = past ? nn_load(*past) : std::vector<double>(size_t(n * c * p), 0.0);
+  std::vector<double> out(size_t(n * c * l)), present(size_t(n * c * p));
+  for (int64_t bi = 0; bi < n; ++bi)
+    for (int64_t ci = 0; ci < c; ++ci) {
+      auto padded = [&](int64_t t) {
+        return t < p ? vp[size_t((bi * c + ci) * p + t)] : vx[size_t((bi * c + ci) * l + t - p)];
+      };
+      for (int64_t t = 0; t < l; ++t) {
+        double acc = vb[size_t(ci)];
+        for (int64_t j = 0; j < k; ++j) acc += padded(t + j) * vw[size_t(ci * k + j)];
+        if (act != "none") acc = acc / (1.0 + std::exp(-acc));
+        out[size_t((bi * c + ci) * l + t)] = acc;
+      }
+      for (int64_t t = 0; t < p; ++t) present[size_t((bi * c + ci) * p + t)] = padded(total - p + t);
+    }
+  nn_emit(ctx, 0, x.dtype(), {n, c, l}, out);
+  if (ctx.num_outputs() > 1 && ctx.output_requested(1))
+    nn_emit(ctx, 1, past ? past->dtype() : x.dtype(), {n, c, p}, present);
+}
+
 }  // namespace
 
 void register_conv_kernels(KernelTable& t) {
@@ -286,6 +326,7 @@ void register_conv_kernels(KernelTable& t) {
   t.add("ConvTranspose", conv_transpose_kernel);
   t.add("Col2Im", col2im_kernel);
   t.add("DeformConv", deform_conv_kernel);
+  t.add("CausalConvWithState", causal_conv_with_state_kernel);
 }
 
 }  // namespace tessera::kernels::ref

@@ -136,26 +136,30 @@ void max_unpool_kernel(KernelContext& ctx) {
   Shape os{x.dim(0), x.dim(1)};
   for (size_t i = 0; i < nsp; ++i)
     os.push_back((x.dim(int64_t(i) + 2) - 1) * strides[i] + kernel[i] - pads[i] - pads[nsp + i]);
+  // Indices are flat (row-major) over the tensor MaxPool read, whose shape is the
+  // default output shape here; with an explicit output_shape each index is
+  // moved to the same coordinates in the (larger) output.
+  const Shape natural = os;
   if (ctx.has_input(2)) {
     const Shape given = ctx.input(2)->to_int_vector();
     ctx.check(given.size() == os.size(), "output_shape must have ", os.size(), " values");
     os = given;
   }
-  const int64_t total = nn_prod(os);
+  const int64_t total = nn_prod(os), natural_total = nn_prod(natural);
   std::vector<double> out(static_cast<size_t>(total), 0.0);
   const std::vector<double> v = nn_load(x);
   const std::vector<int64_t> iv = ind.to_int_vector();
-  // Indices are flat over the whole pre-pool tensor; re-base them per plane onto the output.
-  const int64_t in_plane_out = nn_prod(os, 2);
-  const int64_t planes = x.dim(0) * x.dim(1), xs = nn_prod(x.shape(), 2);
-  for (int64_t pl = 0; pl < planes; ++pl)
-    for (int64_t j = 0; j < xs; ++j) {
-      int64_t f = iv[size_t(pl * xs + j)];
-      ctx.check(f >= 0 && f < total, "index ", f, " is out of range for output ", shape_str(os));
-      // A flat index into an input of the same N, C: keep its plane, take its in-plane offset.
-      const int64_t within = f % in_plane_out;
-      out[size_t(pl * in_plane_out + within)] = v[size_t(pl * xs + j)];
+  std::vector<int64_t> coord;
+  for (size_t j = 0; j < iv.size(); ++j) {
+    ctx.check(iv[j] >= 0 && iv[j] < natural_total, "index ", iv[j], " is out of range for ", shape_str(natural));
+    nn_unravel(iv[j], natural, coord);
+    int64_t f = 0;
+    for (size_t d = 0; d < os.size(); ++d) {
+      ctx.check(coord[d] < os[d], "index ", iv[j], " falls outside output_shape ", shape_str(os));
+      f = f * os[d] + coord[d];
     }
+    out[size_t(f)] = v[j];
+  }
   nn_emit(ctx, 0, x.dtype(), os, out);
 }
 

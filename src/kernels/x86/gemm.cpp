@@ -290,15 +290,41 @@ PackedB PackedB::pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int6
   const int64_t npad = round_up(std::max<int64_t>(n, 1), u.nr);
   const int64_t blocks = (k + blk.kc - 1) / blk.kc;
   p.size_ = size_t(std::max<int64_t>(blocks, 1) * blk.kc * npad) * sizeof(float);
-  p.data_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, (p.size_ + 63) / 64 * 64)),
-                                   [](float* q) { std::free(q); });
-  check(p.data_ != nullptr, ErrorCode::runtime, "out of memory packing GEMM weights");
+  float* buf = static_cast<float*>(std::aligned_alloc(64, (p.size_ + 63) / 64 * 64));
+  check(buf != nullptr, ErrorCode::runtime, "out of memory packing GEMM weights");
+  p.data_ = std::shared_ptr<const float>(buf, [](const float* q) { std::free(const_cast<float*>(q)); });
   for (int64_t pc = 0, blkno = 0; pc < k; pc += blk.kc, ++blkno) {
     const int64_t kc = std::min(blk.kc, k - pc);
-    pack_b_block(b, ldb, trans_b, pc, kc, 0, n, u.nr, p.data_.get() + blkno * blk.kc * npad);
+    pack_b_block(b, ldb, trans_b, pc, kc, 0, n, u.nr, buf + blkno * blk.kc * npad);
   }
   return p;
 }
+
+PackedB PackedB::view(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr, std::shared_ptr<void> keep) {
+  PackedB p;
+  p.k_ = k;
+  p.n_ = n;
+  p.kc_ = kc;
+  p.nr_ = nr;
+  p.size_ = packed_floats(k, n, kc, nr) * sizeof(float);
+  p.data_ = std::shared_ptr<const float>(std::move(keep), data);
+  return p;
+}
+
+size_t PackedB::packed_floats(int64_t k, int64_t n, int64_t kc, int64_t nr) {
+  const int64_t npad = round_up(std::max<int64_t>(n, 1), nr);
+  const int64_t blocks = std::max<int64_t>((k + kc - 1) / kc, 1);
+  return size_t(blocks * kc * npad);
+}
+
+float PackedB::at(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr, int64_t p, int64_t j) {
+  const int64_t npad = round_up(std::max<int64_t>(n, 1), nr);
+  const int64_t blk = p / kc, kcb = std::min(kc, k - blk * kc);
+  return data[blk * kc * npad + (j / nr) * kcb * nr + (p % kc) * nr + j % nr];
+}
+
+int64_t PackedB::native_nr() { return selected_ukr().nr; }
+int64_t PackedB::native_kc() { return default_gemm_blocking().kc; }
 
 void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b,
            int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {

@@ -41,6 +41,15 @@ class PackedB {
  public:
   PackedB() = default;
   static PackedB pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n);
+  // Wraps panels packed earlier (e.g. stored as a graph initializer); `keep` owns them.
+  static PackedB view(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr, std::shared_ptr<void> keep);
+  // Floats a packing of K x N occupies for a micro-kernel of width nr and block kc.
+  static size_t packed_floats(int64_t k, int64_t n, int64_t kc, int64_t nr);
+  // Element (row p, column j) of a packing, read back (the layout, for reference kernels).
+  static float at(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr, int64_t p, int64_t j);
+  // The micro-kernel width and K block this CPU packs for.
+  static int64_t native_nr();
+  static int64_t native_kc();
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
   int64_t kc() const { return kc_; }
@@ -51,7 +60,7 @@ class PackedB {
  private:
   int64_t k_ = 0, n_ = 0, kc_ = 0, nr_ = 0;
   size_t size_ = 0;
-  std::shared_ptr<float> data_;  // [ceil(K/kc)] blocks of [ceil(N/nr)] panels of kc x nr
+  std::shared_ptr<const float> data_;  // [ceil(K/kc)] blocks of [ceil(N/nr)] panels of kc x nr
 };
 
 void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b,

@@ -1,0 +1,303 @@
+// tessera._tessera: the nanobind layer under the Python package `tessera`.
+//
+// Values cross the boundary in a small tagged form that python/tessera/
+// _session.py builds and reads, so that all numpy dtype handling (including
+// the ml_dtypes types numpy itself does not know) lives in Python:
+//   ("t", dtype_name, shape, uint8 buffer)   numeric tensor, raw C-order bytes
+//   ("s", shape, [str | bytes, ...])         string tensor
+//   ("q", elem_dtype_name, [value, ...])     sequence of tensors
+//   ("n", elem_dtype_name)                   empty optional
+// Inputs are copied into Tessera tensors; outputs are handed to numpy without
+// a copy when Tessera holds no other reference to their storage.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <memory>
+
+#include "tessera/tessera.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using tessera::DataValue;
+using tessera::DType;
+using tessera::Error;
+using tessera::ErrorCode;
+using tessera::Tensor;
+
+struct ExceptionClasses {
+  PyObject* error = nullptr;
+  PyObject* invalid_model = nullptr;
+  PyObject* invalid_argument = nullptr;
+  PyObject* unsupported = nullptr;
+  PyObject* execution = nullptr;
+  PyObject* file = nullptr;
+  PyObject* internal = nullptr;
+
+  PyObject* for_code(ErrorCode c) const {
+    switch (c) {
+      case ErrorCode::invalid_model: return invalid_model;
+      case ErrorCode::invalid_argument: return invalid_argument;
+      case ErrorCode::unsupported: return unsupported;
+      case ErrorCode::runtime: return execution;
+      case ErrorCode::io: return file;
+      case ErrorCode::internal: return internal;
+    }
+    return error;
+  }
+};
+ExceptionClasses g_exc;
+
+[[noreturn]] void raise_arg(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
+
+DType dtype_from(const std::string& name) {
+  DType t = tessera::dtype_from_name(name);
+  if (t == DType::undefined && name != "undefined") raise_arg("unknown element type '" + name + "'");
+  return t;
+}
+
+tessera::Shape shape_from(nb::handle h) {
+  tessera::Shape s;
+  for (nb::handle d : h) {
+    const int64_t v = nb::cast<int64_t>(d);
+    if (v < 0) raise_arg("negative dimension in shape");
+    s.push_back(v);
+  }
+  return s;
+}
+
+using ByteArray = nb::ndarray<const uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+DataValue decode_value(nb::handle v, const std::string& where);
+
+Tensor decode_tensor(nb::handle v, const std::string& where) {
+  nb::tuple t = nb::cast<nb::tuple>(v);
+  const std::string tag = nb::cast<std::string>(t[0]);
+  if (tag == "t") {
+    const DType dt = dtype_from(nb::cast<std::string>(t[1]));
+    if (dt == DType::undefined || dt == DType::string) raise_arg(where + ": bad tensor element type");
+    tessera::Shape shape = shape_from(t[2]);
+    ByteArray buf = nb::cast<ByteArray>(t[3]);
+    Tensor out(dt, shape);
+    if (buf.nbytes() != out.nbytes())
+      raise_arg(tessera::cat(where, ": ", buf.nbytes(), " bytes of data for ", out.describe()));
+    if (out.nbytes()) std::memcpy(out.raw_data(), buf.data(), out.nbytes());
+    if (dt == DType::boolean) {
+      auto* p = static_cast<uint8_t*>(out.raw_data());
+      for (int64_t i = 0; i < out.numel(); ++i) p[i] = p[i] != 0;
+    }
+    return out;
+  }
+  if (tag == "s") {
+    tessera::Shape shape = shape_from(t[1]);
+    nb::list items = nb::cast<nb::list>(t[2]);
+    Tensor out(DType::string, shape);
+    if (int64_t(items.size()) != out.numel())
+      raise_arg(tessera::cat(where, ": ", items.size(), " strings for shape ", tessera::shape_str(shape)));
+    std::string* p = out.data<std::string>();
+    for (size_t i = 0; i < items.size(); ++i) {
+      nb::handle s = items[i];
+      if (nb::isinstance<nb::bytes>(s)) {
+        nb::bytes b = nb::borrow<nb::bytes>(s);
+        p[i].assign(b.c_str(), b.size());
+      } else if (nb::isinstance<nb::str>(s)) {
+        p[i] = nb::cast<std::string>(s);
+      } else {
+        raise_arg(where + ": string tensors hold str or bytes elements");
+      }
+    }
+    return out;
+  }
+  raise_arg(where + ": expected a tensor");
+}
+
+DataValue decode_value(nb::handle v, const std::string& where) {
+  nb::tuple t = nb::cast<nb::tuple>(v);
+  const std::string tag = nb::cast<std::string>(t[0]);
+  if (tag == "q") {
+    const DType elem = dtype_from(nb::cast<std::string>(t[1]));
+    tessera::TensorSequence seq;
+    size_t i = 0;
+    for (nb::handle item : nb::cast<nb::list>(t[2])) seq.push_back(decode_tensor(item, tessera::cat(where, "[", i++, "]")));
+    return DataValue::make_sequence(std::move(seq), elem);
+  }
+  if (tag == "n") return DataValue::make_optional_none(dtype_from(nb::cast<std::string>(t[1])));
+  return DataValue(decode_tensor(v, where));
+}
+
+nb::tuple shape_tuple(const tessera::Shape& s) {
+  nb::list l;
+  for (int64_t d : s) l.append(d);
+  return nb::tuple(l);
+}
+
+nb::object encode_tensor(Tensor t) {
+  if (t.dtype() == DType::string) {
+    Tensor c = t.contiguous();
+    nb::list items;
+    const std::string* p = c.data<std::string>();
+    for (int64_t i = 0; i < c.numel(); ++i) {
+      PyObject* s = PyUnicode_DecodeUTF8(p[i].data(), Py_ssize_t(p[i].size()), "surrogateescape");
+      if (!s) throw nb::python_error();
+      items.append(nb::steal(s));
+    }
+    return nb::make_tuple("s", shape_tuple(c.shape()), items);
+  }
+  if (!t.is_contiguous()) t = t.contiguous();
+  // Hand the storage to numpy when nobody else holds it; otherwise copy (the
+  // storage may be a session constant or a buffer the runtime reuses).
+  if (t.storage().use_count() != 1) t = t.clone();
+  const size_t nbytes = t.nbytes();
+  auto* keep = new std::shared_ptr<void>(t.storage());
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<void>*>(p); });
+  const size_t shape[1] = {nbytes};
+  static uint8_t empty_byte = 0;
+  void* data = nbytes ? t.raw_data() : &empty_byte;
+  nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>> arr(data, 1, shape, owner);
+  return nb::make_tuple("t", std::string(tessera::dtype_name(t.dtype())), shape_tuple(t.shape()), arr.cast());
+}
+
+nb::object encode_value(DataValue v) {
+  switch (v.kind) {
+    case DataValue::Kind::tensor: return encode_tensor(std::move(v.tensor));
+    case DataValue::Kind::sequence: {
+      nb::list items;
+      for (Tensor& t : v.sequence) items.append(encode_tensor(std::move(t)));
+      DType elem = v.elem_type;
+      if (elem == DType::undefined && !v.sequence.empty()) elem = v.sequence.front().dtype();
+      return nb::make_tuple("q", std::string(tessera::dtype_name(elem)), items);
+    }
+    default: return nb::make_tuple("n", std::string(tessera::dtype_name(v.elem_type)));
+  }
+}
+
+nb::list describe(const std::vector<tessera::ValueInfo>& infos) {
+  nb::list out;
+  for (const auto& vi : infos) {
+    nb::object shape = nb::none();
+    if (vi.has_shape) {
+      nb::list dims;
+      for (size_t i = 0; i < vi.shape.size(); ++i) {
+        const std::string sym = i < vi.dim_names.size() ? vi.dim_names[i] : std::string();
+        if (vi.shape[i] >= 0) dims.append(vi.shape[i]);
+        else if (!sym.empty()) dims.append(sym);
+        else dims.append(nb::none());
+      }
+      shape = dims;
+    }
+    out.append(nb::make_tuple(vi.name, vi.type, std::string(tessera::dtype_name(vi.dtype)), shape));
+  }
+  return out;
+}
+
+class PySession {
+ public:
+  explicit PySession(std::unique_ptr<tessera::Session> s) : s_(std::move(s)) {}
+
+  static PySession from_path(const std::string& path, const tessera::SessionOptions& o) {
+    std::unique_ptr<tessera::Session> s;
+    {
+      nb::gil_scoped_release release;
+      s = std::make_unique<tessera::Session>(path, o);
+    }
+    return PySession(std::move(s));
+  }
+  static PySession from_bytes(nb::bytes data, const tessera::SessionOptions& o) {
+    std::unique_ptr<tessera::Session> s;
+    std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(data.c_str()), data.size());
+    {
+      nb::gil_scoped_release release;  // `data` stays alive (and immutable) for the call
+      s = std::make_unique<tessera::Session>(bytes, o);
+    }
+    return PySession(std::move(s));
+  }
+
+  nb::list inputs() const { return describe(s_->inputs()); }
+  nb::list outputs() const { return describe(s_->outputs()); }
+  std::string graph_text() const { return s_->graph_text(); }
+  size_t peak_memory_bytes() const { return s_->peak_memory_bytes(); }
+
+  nb::list run(nb::dict feeds, const std::vector<std::string>& output_names) const {
+    std::map<std::string, DataValue> values;
+    for (auto [k, v] : feeds) {
+      const std::string name = nb::cast<std::string>(k);
+      values[name] = decode_value(v, "input '" + name + "'");
+    }
+    std::vector<DataValue> outs;
+    {
+      nb::gil_scoped_release release;
+      outs = s_->run(values, output_names);
+      values.clear();  // drop our references so outputs can often be handed over without a copy
+    }
+    nb::list result;
+    for (DataValue& v : outs) result.append(encode_value(std::move(v)));
+    return result;
+  }
+
+ private:
+  std::unique_ptr<tessera::Session> s_;
+};
+
+PyObject* new_exception(nb::module_& m, const char* name, PyObject* bases, const char* doc) {
+  PyObject* cls = PyErr_NewExceptionWithDoc((std::string("tessera.") + name).c_str(), doc, bases, nullptr);
+  if (!cls) throw nb::python_error();
+  m.attr(name) = nb::handle(cls);
+  return cls;
+}
+
+}  // namespace
+
+NB_MODULE(_tessera, m) {
+  m.doc() = "Tessera's C++ runtime (use the `tessera` package, not this module)";
+
+  g_exc.error = new_exception(m, "Error", PyExc_RuntimeError, "A Tessera failure (base class).");
+  auto both = [](PyObject* a, PyObject* b) { return nb::make_tuple(nb::handle(a), nb::handle(b)).release().ptr(); };
+  g_exc.invalid_model = new_exception(m, "InvalidModel", g_exc.error, "The model file or graph is malformed.");
+  g_exc.invalid_argument = new_exception(m, "InvalidArgument", both(g_exc.error, PyExc_ValueError),
+                                         "Wrong inputs: names, shapes, element types.");
+  g_exc.unsupported = new_exception(m, "Unsupported", both(g_exc.error, PyExc_NotImplementedError),
+                                    "A valid construct Tessera does not implement.");
+  g_exc.execution = new_exception(m, "ExecutionError", g_exc.error, "A failure while running the model.");
+  g_exc.file = new_exception(m, "FileError", g_exc.error, "A file could not be read or written.");
+  g_exc.internal = new_exception(m, "InternalError", g_exc.error, "A bug in Tessera.");
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      PyObject* cls = g_exc.for_code(e.code());
+      nb::object inst = nb::steal(PyObject_CallFunction(cls, "s", e.what()));
+      if (!inst.is_valid()) return;  // the call set a Python error already
+      inst.attr("node_name") = e.node_name();
+      inst.attr("op_type") = e.op_type();
+      inst.attr("code") = std::string(tessera::error_code_name(e.code()));
+      PyErr_SetObject(cls, inst.ptr());
+    }
+  });
+
+  nb::class_<tessera::SessionOptions>(m, "_SessionOptions")
+      .def(nb::init<>())
+      .def_rw("threads", &tessera::SessionOptions::threads)
+      .def_rw("optimization_level", &tessera::SessionOptions::optimization_level)
+      .def_rw("enable_profiling", &tessera::SessionOptions::enable_profiling)
+      .def_rw("profile_path", &tessera::SessionOptions::profile_path)
+      .def_rw("backend", &tessera::SessionOptions::backend);
+
+  nb::class_<PySession>(m, "_Session")
+      .def_static("from_path", &PySession::from_path, "path"_a, "options"_a)
+      .def_static("from_bytes", &PySession::from_bytes, "data"_a, "options"_a)
+      .def("inputs", &PySession::inputs)
+      .def("outputs", &PySession::outputs)
+      .def("graph_text", &PySession::graph_text)
+      .def("peak_memory_bytes", &PySession::peak_memory_bytes)
+      .def("run", &PySession::run, "feeds"_a, "output_names"_a);
+
+  m.def("version", &tessera::version);
+  m.def("dtype_size", [](const std::string& name) { return tessera::dtype_size(dtype_from(name)); });
+}

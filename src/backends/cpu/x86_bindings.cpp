@@ -1,0 +1,137 @@
+// Binds the tuned x86 kernels (src/kernels/x86/) to graph nodes: which nodes
+// they claim, and how a node's inputs and attributes become a kernel call.
+// Anything a tuned kernel does not cover at run time goes to the reference kernel.
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "kernels/ref/registry.h"
+#include "kernels/x86/conv2d.h"
+#include "kernels/x86/gemm.h"
+
+namespace tessera::backends::cpu {
+
+namespace {
+
+using kernels::x86::Activation;
+
+void run_ref(KernelContext& ctx, const char* domain) {
+  KernelFn fn = kernels::ref::KernelTable::instance().find(domain, ctx.op_type());
+  if (!fn) ctx.fail(ErrorCode::internal, "no reference kernel for ", ctx.op_type());
+  fn(ctx);
+}
+
+Activation activation_of(const KernelContext& ctx, float& lo, float& hi) {
+  const std::string a = ctx.attr_string("activation", "");
+  lo = ctx.attr_float("clip_min", 0);
+  hi = ctx.attr_float("clip_max", 0);
+  if (a == "Relu") return Activation::relu;
+  if (a == "Clip") return Activation::clip;
+  return Activation::none;
+}
+
+void fused_gemm_x86(KernelContext& ctx) {
+  const Tensor& a0 = ctx.required_input(0);
+  const Tensor& bp = ctx.required_input(1);
+  const Tensor* bias = ctx.input(2);
+  const int64_t k = ctx.required_attr_int("K"), n = ctx.required_attr_int("N");
+  const int64_t kc = ctx.required_attr_int("kc"), nr = ctx.required_attr_int("nr");
+  if (a0.dtype() != DType::f32 || nr != kernels::x86::PackedB::native_nr() ||
+      kc != kernels::x86::PackedB::native_kc() || a0.rank() < 1 || a0.dim(-1) != k ||
+      size_t(bp.numel()) != kernels::x86::PackedB::packed_floats(k, n, kc, nr)) {
+    run_ref(ctx, "tessera");
+    return;
+  }
+  const Tensor a = a0.contiguous();
+  Shape os = a.shape();
+  os.back() = n;
+  Tensor& y = ctx.output(0, DType::f32, os);
+  const int64_t m = k ? a.numel() / k : shape_numel(os) / std::max<int64_t>(n, 1);
+  const auto packed = kernels::x86::PackedB::view(bp.data<float>(), k, n, kc, nr, bp.storage());
+  kernels::x86::GemmEpilogue ep;
+  ep.bias = bias ? bias->data<float>() : nullptr;
+  ep.act = activation_of(ctx, ep.clip_min, ep.clip_max);
+  kernels::x86::sgemm_packed(m, a.data<float>(), k, false, packed, y.data<float>(), n, ep, ctx.pool());
+}
+
+thread_local std::vector<float> tl_conv_scratch;
+
+void fused_conv_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  const Tensor& w0 = ctx.required_input(1);
+  const Tensor* b = ctx.input(2);
+  const Tensor* r = ctx.input(3);
+  if (x0.dtype() != DType::f32 || x0.rank() != 4 || w0.rank() != 4) {
+    run_ref(ctx, "tessera");
+    return;
+  }
+  const auto ks = ctx.attr_ints("kernel_shape"), st = ctx.attr_ints("strides", {1, 1}),
+             dl = ctx.attr_ints("dilations", {1, 1}), pd = ctx.attr_ints("pads", {0, 0, 0, 0});
+  kernels::x86::Conv2dParams p;
+  p.n = x0.dim(0), p.c = x0.dim(1), p.h = x0.dim(2), p.w = x0.dim(3);
+  p.oc = w0.dim(0), p.kh = ks[0], p.kw = ks[1], p.sh = st[0], p.sw = st[1], p.dh = dl[0], p.dw = dl[1];
+  p.pad_t = pd[0], p.pad_l = pd[1], p.pad_b = pd[2], p.pad_r = pd[3];
+  p.groups = ctx.attr_int("group", 1);
+  ctx.check(p.groups > 0 && p.c % p.groups == 0 && p.oc % p.groups == 0 && w0.dim(1) == p.c / p.groups &&
+                w0.dim(2) == p.kh && w0.dim(3) == p.kw,
+            "weights ", w0.describe(), " do not match input ", x0.describe(), " with group ", p.groups);
+  ctx.check(p.oh() > 0 && p.ow() > 0, "output would be empty");
+  if (b) ctx.check(b->numel() == p.oc, "bias must have ", p.oc, " elements");
+  const Tensor x = x0.contiguous(), w = w0.contiguous();
+  Tensor& y = ctx.output(0, DType::f32, {p.n, p.oc, p.oh(), p.ow()});
+  Tensor rc;
+  if (r) {
+    ctx.check(r->shape() == y.shape(), "residual ", r->describe(), " does not match the output");
+    rc = r->contiguous();
+  }
+  kernels::x86::ConvEpilogue ep;
+  ep.bias = b ? b->data<float>() : nullptr;
+  ep.residual = r ? rc.data<float>() : nullptr;
+  ep.act = activation_of(ctx, ep.clip_min, ep.clip_max);
+  const size_t need = kernels::x86::conv2d_scratch_floats(p);
+  if (tl_conv_scratch.size() < need) tl_conv_scratch.resize(need);
+  kernels::x86::conv2d_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(), tl_conv_scratch.data(),
+                           ctx.pool());
+}
+
+// MatMul of f32 tensors of rank >= 2 whose batch dims are equal, or B 2-D.
+void matmul_x86(KernelContext& ctx) {
+  const Tensor& a0 = ctx.required_input(0);
+  const Tensor& b0 = ctx.required_input(1);
+  if (a0.dtype() != DType::f32 || b0.dtype() != DType::f32 || a0.rank() < 2 || b0.rank() < 2) {
+    run_ref(ctx, "");
+    return;
+  }
+  const int64_t m = a0.dim(-2), k = a0.dim(-1), n = b0.dim(-1);
+  const bool b_shared = b0.rank() == 2;
+  bool same_batch = a0.rank() == b0.rank();
+  for (int64_t i = 0; same_batch && i < a0.rank() - 2; ++i) same_batch = a0.dim(i) == b0.dim(i);
+  if (b0.dim(-2) != k || !(b_shared || same_batch)) {
+    run_ref(ctx, "");
+    return;
+  }
+  const Tensor a = a0.contiguous(), b = b0.contiguous();
+  Shape os = a.shape();
+  os.back() = n;
+  Tensor& y = ctx.output(0, DType::f32, os);
+  const int64_t batch = m ? a.numel() / std::max<int64_t>(m * k, 1) : 0;
+  if (b_shared) {
+    // fold the batch into M: one GEMM
+    kernels::x86::sgemm(batch * m, n, k, a.data<float>(), k, false, b.data<float>(), n, false, y.data<float>(), n,
+                        {}, ctx.pool());
+    return;
+  }
+  for (int64_t i = 0; i < batch; ++i)
+    kernels::x86::sgemm(m, n, k, a.data<float>() + i * m * k, k, false, b.data<float>() + i * k * n, n, false,
+                        y.data<float>() + i * m * n, n, {}, ctx.pool());
+}
+
+}  // namespace
+
+void register_x86_bindings() {
+  add_tuned_kernel("tessera", "FusedGemm", {}, fused_gemm_x86);
+  add_tuned_kernel("tessera", "FusedConv", {}, fused_conv_x86);
+  add_tuned_kernel("", "MatMul", {}, matmul_x86);
+}
+
+}  // namespace tessera::backends::cpu

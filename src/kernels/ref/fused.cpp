@@ -1,0 +1,93 @@
+// Reference kernels: Tessera's fused ops (see src/ir/ops/fused.cpp). Plain
+// loops in double — the oracle the tuned CPU versions are tested against.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/ref/registry.h"
+#include "kernels/x86/gemm.h"
+
+namespace tessera::kernels::ref {
+
+namespace {
+
+double activate(double v, const std::string& act, double lo, double hi) {
+  if (act == "Relu") return v > 0 ? v : 0;
+  if (act == "Clip") return std::min(std::max(v, lo), hi);
+  return v;
+}
+
+void fused_gemm(KernelContext& ctx) {
+  const Tensor a = ctx.required_input(0).contiguous();
+  const Tensor& bp = ctx.required_input(1);
+  const Tensor* bias = ctx.input(2);
+  const int64_t k = ctx.required_attr_int("K"), n = ctx.required_attr_int("N");
+  const int64_t kc = ctx.required_attr_int("kc"), nr = ctx.required_attr_int("nr");
+  ctx.check(a.dtype() == DType::f32 && bp.dtype() == DType::f32, "FusedGemm takes float32");
+  ctx.check(a.rank() >= 1 && a.dim(-1) == k, "A ", a.describe(), " does not have K = ", k, " columns");
+  ctx.check(size_t(bp.numel()) == x86::PackedB::packed_floats(k, n, kc, nr), "packed B has the wrong size");
+  const std::string act = ctx.attr_string("activation", "");
+  const double lo = ctx.attr_float("clip_min", 0), hi = ctx.attr_float("clip_max", 0);
+  Shape os = a.shape();
+  os.back() = n;
+  Tensor& y = ctx.output(0, DType::f32, os);
+  const int64_t m = k ? a.numel() / k : 0;
+  const float* ap = a.data<float>();
+  const float* bd = bp.data<float>();
+  const float* bb = bias ? bias->data<float>() : nullptr;
+  float* yp = y.data<float>();
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = bb ? bb[j] : 0.0;
+      for (int64_t p = 0; p < k; ++p) s += double(ap[i * k + p]) * x86::PackedB::at(bd, k, n, kc, nr, p, j);
+      yp[i * n + j] = float(activate(s, act, lo, hi));
+    }
+}
+
+void fused_conv(KernelContext& ctx) {
+  const Tensor x = ctx.required_input(0).contiguous();
+  const Tensor w = ctx.required_input(1).contiguous();
+  const Tensor* b = ctx.input(2);
+  const Tensor* res = ctx.input(3);
+  ctx.check(x.rank() == 4 && w.rank() == 4, "FusedConv is 2-D");
+  const auto ks = ctx.attr_ints("kernel_shape"), st = ctx.attr_ints("strides", {1, 1}),
+             dl = ctx.attr_ints("dilations", {1, 1}), pd = ctx.attr_ints("pads", {0, 0, 0, 0});
+  const int64_t g = ctx.attr_int("group", 1);
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), wd = x.dim(3), oc = w.dim(0);
+  ctx.check(g > 0 && c % g == 0 && oc % g == 0 && w.dim(1) == c / g, "channels do not match the groups");
+  const int64_t oh = (h + pd[0] + pd[2] - dl[0] * (ks[0] - 1) - 1) / st[0] + 1;
+  const int64_t ow = (wd + pd[1] + pd[3] - dl[1] * (ks[1] - 1) - 1) / st[1] + 1;
+  Tensor& y = ctx.output(0, DType::f32, {n, oc, oh, ow});
+  if (res) ctx.check(res->shape() == y.shape(), "residual ", res->describe(), " does not match the output");
+  const std::string act = ctx.attr_string("activation", "");
+  const double lo = ctx.attr_float("clip_min", 0), hi = ctx.attr_float("clip_max", 0);
+  const Tensor rc = res ? res->contiguous() : Tensor();
+  const int64_t cg = c / g, ocg = oc / g;
+  const float *xp = x.data<float>(), *wp = w.data<float>();
+  float* yp = y.data<float>();
+  for (int64_t bi = 0; bi < n; ++bi)
+    for (int64_t o = 0; o < oc; ++o)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          double s = b ? b->data<float>()[o] : 0.0;
+          const int64_t gi = o / ocg;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t r = 0; r < ks[0]; ++r)
+              for (int64_t q = 0; q < ks[1]; ++q) {
+                const int64_t iy = oy * st[0] - pd[0] + r * dl[0], ix = ox * st[1] - pd[1] + q * dl[1];
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+                s += double(xp[((bi * c + gi * cg + ci) * h + iy) * wd + ix]) * wp[((o * cg + ci) * ks[0] + r) * ks[1] + q];
+              }
+          const int64_t idx = ((bi * oc + o) * oh + oy) * ow + ox;
+          if (res) s += rc.data<float>()[idx];
+          yp[idx] = float(activate(s, act, lo, hi));
+        }
+}
+
+}  // namespace
+
+void register_fused_kernels(KernelTable& t) {
+  t.add("FusedGemm", fused_gemm, "tessera");
+  t.add("FusedConv", fused_conv, "tessera");
+}
+
+}  // namespace tessera::kernels::ref

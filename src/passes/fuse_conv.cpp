@@ -1,0 +1,162 @@
+// fuse_conv: a 2-D f32 Conv with constant weights becomes tessera.FusedConv, with
+// a following residual Add (the other operand has the conv output's shape) and
+// a Relu / Clip folded into its epilogue — the ResNet and MobileNet blocks:
+//   Conv(X, W, B?) [-> Add(., R)] [-> Relu | Clip(., lo, hi)]
+// auto_pad is resolved to explicit pads when the input's spatial dims are known.
+#include "passes/pass_manager.h"
+#include "passes/rewrite_util.h"
+
+namespace tessera::passes {
+
+namespace {
+
+std::vector<int64_t> ints_or(const ir::Node* n, const char* key, std::vector<int64_t> def) {
+  const Attribute* a = n->attr(key);
+  return a && a->kind == Attribute::Kind::ints && !a->ints.empty() ? a->ints : def;
+}
+
+bool same_shape(const ir::TypeInfo& a, const ir::TypeInfo& b) {
+  return a.shape && b.shape && a.shape->size() == b.shape->size() && *a.shape == *b.shape &&
+         std::all_of(a.shape->begin(), a.shape->end(), [](const ir::Dim& d) { return d.known() || !d.symbol.empty(); });
+}
+
+struct Match {
+  ir::Node* conv = nullptr;
+  std::vector<ir::Node*> absorbed;
+  ir::Value* residual = nullptr;
+  ir::Value* out = nullptr;
+  std::vector<int64_t> kernel, strides, dilations, pads;
+  int64_t group = 1;
+  std::string act;
+  float lo = 0, hi = 0;
+};
+
+bool match_conv(const ir::Graph& g, ir::Node* n, Match& m) {
+  if (!is_onnx_op(n, "Conv") || n->inputs.size() < 2 || !is_f32(n->inputs[0])) return false;
+  const ir::Value* w = n->inputs[1];
+  if (!is_constant(g, w) || w->initializer->dtype() != DType::f32 || w->initializer->rank() != 4) return false;
+  if (n->inputs.size() > 2 && n->inputs[2] && !is_constant(g, n->inputs[2])) return false;
+  const auto& xs = n->inputs[0]->type.shape;
+  if (!xs || xs->size() != 4) return false;
+  const Tensor& wt = *w->initializer;
+  m.kernel = ints_or(n, "kernel_shape", {wt.dim(2), wt.dim(3)});
+  m.strides = ints_or(n, "strides", {1, 1});
+  m.dilations = ints_or(n, "dilations", {1, 1});
+  m.pads = ints_or(n, "pads", {0, 0, 0, 0});
+  const Attribute* gr = n->attr("group");
+  m.group = gr ? gr->i : 1;
+  if (m.kernel.size() != 2 || m.strides.size() != 2 || m.dilations.size() != 2 || m.pads.size() != 4) return false;
+  const Attribute* ap = n->attr("auto_pad");
+  const std::string auto_pad = ap ? ap->s : "NOTSET";
+  if (auto_pad == "VALID") {
+    m.pads = {0, 0, 0, 0};
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (int i = 0; i < 2; ++i) {
+      const ir::Dim& d = (*xs)[size_t(2 + i)];
+      if (!d.known()) return false;
+      const int64_t out = (d.value + m.strides[size_t(i)] - 1) / m.strides[size_t(i)];
+      const int64_t total = std::max<int64_t>(
+          0, (out - 1) * m.strides[size_t(i)] + m.dilations[size_t(i)] * (m.kernel[size_t(i)] - 1) + 1 - d.value);
+      const int64_t small = total / 2, big = total - small;
+      m.pads[size_t(i)] = auto_pad == "SAME_UPPER" ? small : big;
+      m.pads[size_t(i + 2)] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+  } else if (auto_pad != "NOTSET") {
+    return false;
+  }
+  m.conv = n;
+  m.out = n->outputs[0];
+  return m.out != nullptr;
+}
+
+void absorb(const ir::Graph& g, Match& m, const std::vector<const ir::Node*>& taken) {
+  ir::Node* c = sole_consumer(g, m.out);
+  if (std::find(taken.begin(), taken.end(), c) != taken.end()) return;
+  if (is_onnx_op(c, "Add") && c->inputs.size() == 2) {
+    ir::Value* other = c->inputs[0] == m.out ? c->inputs[1] : c->inputs[0];
+    if (other && other != m.out && is_f32(other) && same_shape(other->type, m.out->type) &&
+        same_shape(c->outputs[0]->type, m.out->type)) {
+      m.residual = other;
+      m.absorbed.push_back(c);
+      m.out = c->outputs[0];
+      c = sole_consumer(g, m.out);
+    }
+  }
+  if (is_onnx_op(c, "Relu")) {
+    m.act = "Relu";
+    m.absorbed.push_back(c);
+    m.out = c->outputs[0];
+  } else if (is_onnx_op(c, "Clip") && c->inputs[0] == m.out) {
+    auto lo = c->inputs.size() > 1 && c->inputs[1] ? constant_scalar(c->inputs[1]) : std::optional<float>(-3.4e38f);
+    auto hi = c->inputs.size() > 2 && c->inputs[2] ? constant_scalar(c->inputs[2]) : std::optional<float>(3.4e38f);
+    if (lo && hi) {
+      m.act = "Clip";
+      m.lo = *lo;
+      m.hi = *hi;
+      m.absorbed.push_back(c);
+      m.out = c->outputs[0];
+    }
+  }
+}
+
+void rewrite(ir::Graph& g, const Match& m) {
+  ir::Value* x = m.conv->inputs[0];
+  ir::Value* w = m.conv->inputs[1];
+  ir::Value* b = m.conv->inputs.size() > 2 ? m.conv->inputs[2] : nullptr;
+  const std::string name = m.conv->name;
+  for (ir::Node* n : m.absorbed) g.remove_node(n);
+  g.remove_node(m.conv);
+  ir::Node* f = g.add_node("FusedConv", name);
+  f->domain = "tessera";
+  f->opset = 1;
+  auto ints = [&](const char* k, const std::vector<int64_t>& v) {
+    Attribute a;
+    a.kind = Attribute::Kind::ints;
+    a.ints = v;
+    f->attrs[k] = a;
+  };
+  ints("kernel_shape", m.kernel);
+  ints("strides", m.strides);
+  ints("dilations", m.dilations);
+  ints("pads", m.pads);
+  Attribute gi;
+  gi.kind = Attribute::Kind::i;
+  gi.i = m.group;
+  f->attrs["group"] = gi;
+  if (!m.act.empty()) {
+    Attribute s, lo, hi;
+    s.kind = Attribute::Kind::s;
+    s.s = m.act;
+    lo.kind = hi.kind = Attribute::Kind::f;
+    lo.f = m.lo;
+    hi.f = m.hi;
+    f->attrs["activation"] = s;
+    f->attrs["clip_min"] = lo;
+    f->attrs["clip_max"] = hi;
+  }
+  g.connect_input(f, x);
+  g.connect_input(f, w);
+  g.connect_input(f, b);
+  g.connect_input(f, m.residual);
+  g.connect_output(f, m.out);
+}
+
+}  // namespace
+
+void fuse_conv(ir::Graph& g) {
+  std::vector<ir::Node*> nodes;
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  std::vector<Match> matches;
+  std::vector<const ir::Node*> taken;
+  for (ir::Node* n : nodes) {
+    if (std::find(taken.begin(), taken.end(), n) != taken.end()) continue;
+    Match m;
+    if (!match_conv(g, n, m)) continue;
+    absorb(g, m, taken);
+    taken.insert(taken.end(), m.absorbed.begin(), m.absorbed.end());
+    matches.push_back(std::move(m));
+  }
+  for (const Match& m : matches) rewrite(g, m);
+}
+
+}  // namespace tessera::passes

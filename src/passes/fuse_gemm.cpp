@@ -1,0 +1,176 @@
+// fuse_gemm: MatMul / Gemm by a constant f32 matrix becomes tessera.FusedGemm,
+// with the weights packed once here (session creation) into the micro-kernel's
+// panel layout, and a following bias Add and Relu / Clip folded into its
+// epilogue.
+//   MatMul(A, W) [-> Add(., b)] [-> Relu | Clip]     A: [..., K], W: [K, N] constant, b: [N]
+//   Gemm(A, B, C; transA=0, transB, alpha, beta) [-> Relu | Clip]   C constant [N] / [1, N] / scalar
+#include <cstring>
+
+#include "kernels/x86/gemm.h"
+#include "passes/pass_manager.h"
+#include "passes/rewrite_util.h"
+
+namespace tessera::passes {
+
+namespace {
+
+struct Match {
+  ir::Node* root = nullptr;
+  std::vector<ir::Node*> absorbed;
+  ir::Value* a = nullptr;
+  ir::Value* out = nullptr;
+  Tensor weights;  // K x N, row-major, alpha applied
+  std::optional<Tensor> bias;
+  std::string act;
+  float clip_min = 0, clip_max = 0;
+};
+
+Tensor bias_vector(const Tensor& c, int64_t n, float beta) {
+  Tensor b(DType::f32, {n});
+  for (int64_t j = 0; j < n; ++j) b.data<float>()[j] = beta * c.data<float>()[c.numel() == 1 ? 0 : j];
+  return b;
+}
+
+bool match_root(const ir::Graph& g, ir::Node* n, Match& m) {
+  if (n->inputs.size() < 2 || !is_f32(n->inputs[0]) || !n->inputs[1] || !is_constant(g, n->inputs[1])) return false;
+  const Tensor& w = *n->inputs[1]->initializer;
+  if (w.dtype() != DType::f32 || w.rank() != 2) return false;
+  const auto& ashape = n->inputs[0]->type.shape;
+  if (!ashape || ashape->size() < 1) return false;
+  if (is_onnx_op(n, "MatMul")) {
+    if (ashape->size() < 2) return false;  // a 1-D A drops a dim: leave it to the plain kernel
+    m.weights = w.contiguous();
+  } else if (is_onnx_op(n, "Gemm")) {
+    const Attribute* ta = n->attr("transA");
+    if (ta && ta->i != 0) return false;
+    if (ashape->size() != 2) return false;
+    const Attribute* tb = n->attr("transB");
+    const Attribute* al = n->attr("alpha");
+    const Attribute* be = n->attr("beta");
+    const bool trans_b = tb && tb->i != 0;
+    const float alpha = al ? al->f : 1.0f, beta = be ? be->f : 1.0f;
+    const int64_t k = trans_b ? w.dim(1) : w.dim(0), nn = trans_b ? w.dim(0) : w.dim(1);
+    const Tensor wc = w.contiguous();
+    Tensor kn(DType::f32, {k, nn});
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < nn; ++j)
+        kn.data<float>()[p * nn + j] = alpha * wc.data<float>()[trans_b ? j * k + p : p * nn + j];
+    m.weights = kn;
+    if (n->inputs.size() > 2 && n->inputs[2]) {
+      const ir::Value* c = n->inputs[2];
+      if (!is_constant(g, c) || c->initializer->dtype() != DType::f32) return false;
+      const Tensor& ct = *c->initializer;
+      const bool row = ct.numel() == nn && (ct.rank() == 1 || (ct.rank() == 2 && ct.dim(0) == 1));
+      if (!row && ct.numel() != 1) return false;
+      m.bias = bias_vector(ct.contiguous(), nn, beta);
+    }
+  } else {
+    return false;
+  }
+  m.root = n;
+  m.a = n->inputs[0];
+  m.out = n->outputs[0];
+  return m.out != nullptr;
+}
+
+void absorb_epilogue(const ir::Graph& g, Match& m) {
+  const int64_t n = m.weights.dim(1);
+  ir::Node* c = sole_consumer(g, m.out);
+  if (!m.bias && is_onnx_op(c, "Add")) {
+    ir::Value* other = c->inputs[0] == m.out ? c->inputs[1] : c->inputs[0];
+    if (other && is_constant(g, other) && other->initializer->dtype() == DType::f32 &&
+        other->initializer->numel() == n && other->initializer->dim(-1) == n) {
+      m.bias = other->initializer->contiguous().reshape({n});
+      m.absorbed.push_back(c);
+      m.out = c->outputs[0];
+      c = sole_consumer(g, m.out);
+    }
+  }
+  if (is_onnx_op(c, "Relu")) {
+    m.act = "Relu";
+    m.absorbed.push_back(c);
+    m.out = c->outputs[0];
+  } else if (is_onnx_op(c, "Clip") && c->inputs[0] == m.out) {
+    auto lo = c->inputs.size() > 1 && c->inputs[1] ? constant_scalar(c->inputs[1]) : std::optional<float>(-3.4e38f);
+    auto hi = c->inputs.size() > 2 && c->inputs[2] ? constant_scalar(c->inputs[2]) : std::optional<float>(3.4e38f);
+    if (lo && hi) {
+      m.act = "Clip";
+      m.clip_min = *lo;
+      m.clip_max = *hi;
+      m.absorbed.push_back(c);
+      m.out = c->outputs[0];
+    }
+  }
+}
+
+void rewrite(ir::Graph& g, Match& m) {
+  using kernels::x86::PackedB;
+  const int64_t k = m.weights.dim(0), n = m.weights.dim(1);
+  const PackedB packed = PackedB::pack(m.weights.data<float>(), n, false, k, n);
+  Tensor pt(DType::f32, {int64_t(packed.bytes() / sizeof(float))});
+  std::memcpy(pt.raw_data(), packed.data(), packed.bytes());
+  ir::Value* pv = g.add_value(g.unique_name(m.root->inputs[1]->name + "_packed"));
+  pv->initializer = pt;
+  pv->type = ir::TypeInfo::tensor_of(pt);
+  ir::Value* bv = nullptr;
+  if (m.bias) {
+    bv = g.add_value(g.unique_name(m.root->name + "_bias"));
+    bv->initializer = *m.bias;
+    bv->type = ir::TypeInfo::tensor_of(*m.bias);
+  }
+  ir::Value* a = m.a;
+  ir::Value* out = m.out;
+  const std::string name = m.root->name;
+  for (ir::Node* x : m.absorbed) g.remove_node(x);
+  g.remove_node(m.root);
+  ir::Node* f = g.add_node("FusedGemm", name);
+  f->domain = "tessera";
+  f->opset = 1;
+  auto set_i = [&](const char* key, int64_t v) {
+    Attribute at;
+    at.kind = Attribute::Kind::i;
+    at.i = v;
+    f->attrs[key] = at;
+  };
+  set_i("K", k);
+  set_i("N", n);
+  set_i("kc", PackedB::native_kc());
+  set_i("nr", PackedB::native_nr());
+  if (!m.act.empty()) {
+    Attribute s;
+    s.kind = Attribute::Kind::s;
+    s.s = m.act;
+    f->attrs["activation"] = s;
+    Attribute lo, hi;
+    lo.kind = hi.kind = Attribute::Kind::f;
+    lo.f = m.clip_min;
+    hi.f = m.clip_max;
+    f->attrs["clip_min"] = lo;
+    f->attrs["clip_max"] = hi;
+  }
+  g.connect_input(f, a);
+  g.connect_input(f, pv);
+  if (bv) g.connect_input(f, bv);
+  g.connect_output(f, out);
+}
+
+}  // namespace
+
+void fuse_gemm(ir::Graph& g) {
+  std::vector<ir::Node*> nodes;
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  std::vector<Match> matches;
+  std::vector<const ir::Node*> taken;
+  for (ir::Node* n : nodes) {
+    if (std::find(taken.begin(), taken.end(), n) != taken.end()) continue;
+    Match m;
+    if (!match_root(g, n, m)) continue;
+    absorb_epilogue(g, m);
+    taken.insert(taken.end(), m.absorbed.begin(), m.absorbed.end());
+    matches.push_back(std::move(m));
+  }
+  for (Match& m : matches) rewrite(g, m);
+  g.remove_unused_values();
+}
+
+}  // namespace tessera::passes

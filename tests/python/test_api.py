@@ -1,0 +1,351 @@
+"""tessera.InferenceSession against onnxruntime on small models built here."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper
+
+import tessera
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+ort = pytest.importorskip("onnxruntime")
+
+OPSET = 21
+
+
+def make_model(nodes, inputs, outputs, initializers=(), opset=OPSET, ir_version=10):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version)
+
+
+def identity_model(elem_type, shape):
+    return make_model([helper.make_node("Identity", ["x"], ["y"], name="id")],
+                      [helper.make_tensor_value_info("x", elem_type, shape)],
+                      [helper.make_tensor_value_info("y", elem_type, shape)])
+
+
+def session_or_skip(model, **kw):
+    """A session, or a skip while the kernels the model needs have not landed."""
+    try:
+        return tessera.InferenceSession(model.SerializeToString(), **kw)
+    except tessera.Unsupported as e:
+        pytest.skip(f"not yet supported by Tessera: {e}")
+
+
+def run_or_skip(sess, feeds, names=None):
+    try:
+        return sess.run(names, feeds)
+    except tessera.Unsupported as e:
+        pytest.skip(f"not yet supported by Tessera: {e}")
+
+
+def ort_run(model, feeds):
+    s = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)
+
+
+# ---------------------------------------------------------------- dtypes
+
+RNG = np.random.default_rng(0)
+
+NUMERIC = [
+    (TP.FLOAT, np.float32), (TP.DOUBLE, np.float64), (TP.FLOAT16, np.float16),
+    (TP.INT8, np.int8), (TP.INT16, np.int16), (TP.INT32, np.int32), (TP.INT64, np.int64),
+    (TP.UINT8, np.uint8), (TP.UINT16, np.uint16), (TP.UINT32, np.uint32), (TP.UINT64, np.uint64),
+    (TP.BOOL, np.bool_), (TP.COMPLEX64, np.complex64), (TP.COMPLEX128, np.complex128),
+]
+
+
+def sample(dtype, shape):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return RNG.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        vals = RNG.integers(0, 100, shape).astype(dtype)
+        flat = vals.reshape(-1)
+        if flat.size >= 2:
+            flat[0], flat[-1] = info.min, info.max  # extremes survive the trip
+        return vals
+    if dtype.kind == "c":
+        return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
+    vals = RNG.standard_normal(shape).astype(dtype)
+    return vals
+
+
+@pytest.mark.parametrize("elem_type,np_type", NUMERIC, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_identity_roundtrip_numeric(elem_type, np_type):
+    sess = session_or_skip(identity_model(elem_type, [2, 3]))
+    x = sample(np_type, (2, 3))
+    (y,) = run_or_skip(sess, {"x": x})
+    assert y.dtype == np.dtype(np_type)
+    assert y.shape == (2, 3)
+    np.testing.assert_array_equal(y, x)
+
+
+@pytest.mark.parametrize("elem_type,np_type", NUMERIC[:3], ids=["f32", "f64", "f16"])
+def test_identity_nan_inf_survive(elem_type, np_type):
+    sess = session_or_skip(identity_model(elem_type, [4]))
+    x = np.array([np.nan, np.inf, -np.inf, -0.0], dtype=np_type)
+    (y,) = run_or_skip(sess, {"x": x})
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(x))
+    np.testing.assert_array_equal(y[1:], x[1:])
+    assert np.signbit(y[3])
+
+
+NARROW = [
+    (TP.BFLOAT16, "bfloat16"), (TP.FLOAT8E4M3FN, "float8_e4m3fn"), (TP.FLOAT8E4M3FNUZ, "float8_e4m3fnuz"),
+    (TP.FLOAT8E5M2, "float8_e5m2"), (TP.FLOAT8E5M2FNUZ, "float8_e5m2fnuz"),
+]
+
+
+@pytest.mark.parametrize("elem_type,name", NARROW, ids=[n for _, n in NARROW])
+def test_identity_roundtrip_narrow_float(elem_type, name):
+    dt = np.dtype(getattr(ml_dtypes, name))
+    sess = session_or_skip(identity_model(elem_type, [3, 4]))
+    x = RNG.uniform(-4, 4, (3, 4)).astype(dt)
+    (y,) = run_or_skip(sess, {"x": x})
+    assert y.dtype == dt
+    np.testing.assert_array_equal(y.view(np.uint8 if dt.itemsize == 1 else np.uint16),
+                                  x.view(np.uint8 if dt.itemsize == 1 else np.uint16))
+
+
+@pytest.mark.parametrize("elem_type,name,lo,hi", [(TP.INT4, "int4", -8, 7), (TP.UINT4, "uint4", 0, 15)])
+def test_identity_roundtrip_int4(elem_type, name, lo, hi):
+    dt = np.dtype(getattr(ml_dtypes, name))
+    sess = session_or_skip(identity_model(elem_type, [16]))
+    x = np.arange(lo, hi + 1).astype(dt)
+    (y,) = run_or_skip(sess, {"x": x})
+    assert y.dtype == dt
+    np.testing.assert_array_equal(y.astype(np.int64), np.arange(lo, hi + 1))
+
+
+def test_identity_roundtrip_strings():
+    sess = session_or_skip(identity_model(TP.STRING, [2, 2]))
+    for x in (np.array([["a", "bc"], ["", "Ünïcødé ✓"]]),
+              np.array([["a", "bc"], ["", "z"]], dtype=object)):
+        (y,) = run_or_skip(sess, {"x": x})
+        assert y.shape == (2, 2)
+        assert y.tolist() == x.tolist()
+    ref = ort_run(identity_model(TP.STRING, [2, 2]), {"x": np.array([["a", "b"], ["c", "d"]], dtype=object)})
+    (y,) = run_or_skip(sess, {"x": np.array([["a", "b"], ["c", "d"]], dtype=object)})
+    assert y.dtype == ref[0].dtype
+
+
+def test_non_contiguous_and_scalar_and_list_inputs():
+    sess = session_or_skip(identity_model(TP.FLOAT, [3, 2]))
+    base = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (y,) = run_or_skip(sess, {"x": base.T})  # a transposed view
+    np.testing.assert_array_equal(y, base.T)
+    (y,) = run_or_skip(sess, {"x": [[1, 2], [3, 4], [5, 6]]})  # a list becomes float32
+    assert y.dtype == np.float32
+    np.testing.assert_array_equal(y, np.arange(1, 7, dtype=np.float32).reshape(3, 2))
+    sess0 = session_or_skip(identity_model(TP.INT64, []))
+    (y,) = run_or_skip(sess0, {"x": 7})
+    assert y.shape == () and y.dtype == np.int64 and int(y) == 7
+
+
+def test_outputs_are_independent_copies():
+    sess = session_or_skip(identity_model(TP.FLOAT, [4]))
+    x = np.ones(4, np.float32)
+    (y,) = run_or_skip(sess, {"x": x})
+    y[:] = 5  # writable, and writing does not touch the input
+    np.testing.assert_array_equal(x, np.ones(4))
+    (y2,) = run_or_skip(sess, {"x": x})
+    np.testing.assert_array_equal(y2, np.ones(4))
+
+
+def test_empty_tensor():
+    sess = session_or_skip(identity_model(TP.FLOAT, [0, 3]))
+    (y,) = run_or_skip(sess, {"x": np.zeros((0, 3), np.float32)})
+    assert y.shape == (0, 3) and y.dtype == np.float32
+
+
+# ---------------------------------------------------------------- description
+
+def test_get_inputs_outputs():
+    model = make_model(
+        [helper.make_node("Identity", ["a"], ["out_a"]), helper.make_node("Identity", ["b"], ["out_b"])],
+        [helper.make_tensor_value_info("a", TP.FLOAT, ["batch", 3, None]),
+         helper.make_tensor_value_info("b", TP.INT64, [5])],
+        [helper.make_tensor_value_info("out_a", TP.FLOAT, ["batch", 3, None]),
+         helper.make_tensor_value_info("out_b", TP.INT64, [5])],
+        initializers=[helper.make_tensor("w", TP.FLOAT, [1], [1.0])])
+    sess = session_or_skip(model)
+    ins = sess.get_inputs()
+    assert [i.name for i in ins] == ["a", "b"]  # the initializer is not an input
+    assert ins[0].type == "tensor(float)" and ins[1].type == "tensor(int64)"
+    assert ins[0].shape == ["batch", 3, None]
+    assert ins[1].shape == [5]
+    outs = sess.get_outputs()
+    assert [o.name for o in outs] == ["out_a", "out_b"]
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert [(i.name, i.type) for i in ins] == [(i.name, i.type) for i in ref.get_inputs()]
+    assert ins[1].shape == ref.get_inputs()[1].shape
+
+
+def test_output_names_select_and_order():
+    model = make_model(
+        [helper.make_node("Identity", ["a"], ["y1"]), helper.make_node("Identity", ["a"], ["y2"])],
+        [helper.make_tensor_value_info("a", TP.FLOAT, [2])],
+        [helper.make_tensor_value_info("y1", TP.FLOAT, [2]), helper.make_tensor_value_info("y2", TP.FLOAT, [2])])
+    sess = session_or_skip(model)
+    a = np.array([1, 2], np.float32)
+    outs = run_or_skip(sess, {"a": a}, ["y2"])
+    assert len(outs) == 1
+    np.testing.assert_array_equal(outs[0], a)
+    assert len(run_or_skip(sess, {"a": a}, None)) == 2
+
+
+def test_path_bytes_and_modelproto(tmp_path):
+    model = identity_model(TP.FLOAT, [2])
+    model.producer_name = "tessera-test"
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    x = np.array([1.5, -2], np.float32)
+    for src in (str(path), path, model.SerializeToString(), model):
+        try:
+            sess = tessera.InferenceSession(src)
+        except tessera.Unsupported as e:
+            pytest.skip(str(e))
+        np.testing.assert_array_equal(run_or_skip(sess, {"x": x})[0], x)
+    assert sess.get_modelmeta().producer_name == "tessera-test"
+
+
+def test_threads_and_concurrent_runs():
+    model = identity_model(TP.FLOAT, [64])
+    for threads in (1, 2, 0):
+        sess = session_or_skip(model, threads=threads)
+        x = np.arange(64, dtype=np.float32)
+        np.testing.assert_array_equal(run_or_skip(sess, {"x": x})[0], x)
+    # one session, several Python threads at once (run releases the GIL)
+    errors = []
+
+    def worker(k):
+        try:
+            for _ in range(20):
+                x = np.full(64, k, np.float32)
+                (y,) = sess.run(None, {"x": x})
+                if not np.array_equal(x, y):
+                    errors.append(f"thread {k}: wrong result")
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
+
+
+def test_accepts_onnxruntime_session_options():
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 2
+    sess = tessera.InferenceSession(identity_model(TP.FLOAT, [1]).SerializeToString(), so,
+                                    providers=["CPUExecutionProvider"])
+    assert sess.get_session_options().threads == 2
+
+
+def test_version():
+    assert isinstance(tessera.__version__, str) and tessera.__version__
+
+
+# ---------------------------------------------------------------- compare with onnxruntime
+
+def compare(model, feeds, rtol=1e-5, atol=1e-6):
+    sess = session_or_skip(model)
+    got = run_or_skip(sess, feeds)
+    want = ort_run(model, feeds)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
+def test_add_broadcast_vs_onnxruntime():
+    model = make_model([helper.make_node("Add", ["a", "b"], ["c"])],
+                       [helper.make_tensor_value_info("a", TP.FLOAT, [2, 3]),
+                        helper.make_tensor_value_info("b", TP.FLOAT, [3])],
+                       [helper.make_tensor_value_info("c", TP.FLOAT, [2, 3])])
+    compare(model, {"a": sample(np.float32, (2, 3)), "b": sample(np.float32, (3,))})
+
+
+def test_matmul_relu_vs_onnxruntime():
+    w = sample(np.float32, (8, 5))
+    model = make_model([helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])],
+                       [helper.make_tensor_value_info("x", TP.FLOAT, ["n", 8])],
+                       [helper.make_tensor_value_info("y", TP.FLOAT, ["n", 5])],
+                       [onnx.numpy_helper.from_array(w, "w")])
+    compare(model, {"x": sample(np.float32, (3, 8))}, rtol=1e-4, atol=1e-5)
+
+
+def test_gemm_softmax_vs_onnxruntime():
+    w = sample(np.float32, (6, 4))
+    b = sample(np.float32, (4,))
+    model = make_model(
+        [helper.make_node("Gemm", ["x", "w", "b"], ["h"]), helper.make_node("Softmax", ["h"], ["y"], axis=-1)],
+        [helper.make_tensor_value_info("x", TP.FLOAT, [2, 6])],
+        [helper.make_tensor_value_info("y", TP.FLOAT, [2, 4])],
+        [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(b, "b")])
+    compare(model, {"x": sample(np.float32, (2, 6))}, rtol=1e-4, atol=1e-6)
+
+
+def test_cast_to_bfloat16_vs_onnxruntime():
+    model = make_model([helper.make_node("Cast", ["x"], ["y"], to=TP.BFLOAT16)],
+                       [helper.make_tensor_value_info("x", TP.FLOAT, [5])],
+                       [helper.make_tensor_value_info("y", TP.BFLOAT16, [5])])
+    x = np.array([1.0, 1.00390625, -3.14159, 65504.0, 1e-3], np.float32)
+    sess = session_or_skip(model)
+    (y,) = run_or_skip(sess, {"x": x})
+    assert y.dtype == np.dtype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(y, x.astype(ml_dtypes.bfloat16))
+
+
+def test_sequence_output():
+    model = make_model([helper.make_node("SequenceConstruct", ["a", "b"], ["s"])],
+                       [helper.make_tensor_value_info("a", TP.FLOAT, [2]),
+                        helper.make_tensor_value_info("b", TP.FLOAT, [3])],
+                       [helper.make_tensor_sequence_value_info("s", TP.FLOAT, None)])
+    sess = session_or_skip(model)
+    a, b = np.ones(2, np.float32), np.arange(3, dtype=np.float32)
+    (s,) = run_or_skip(sess, {"a": a, "b": b})
+    assert isinstance(s, list) and len(s) == 2
+    np.testing.assert_array_equal(s[0], a)
+    np.testing.assert_array_equal(s[1], b)
+
+
+def test_sequence_input():
+    model = make_model([helper.make_node("SequenceLength", ["s"], ["n"])],
+                       [helper.make_tensor_sequence_value_info("s", TP.FLOAT, None)],
+                       [helper.make_tensor_value_info("n", TP.INT64, [])])
+    sess = session_or_skip(model)
+    (n,) = run_or_skip(sess, {"s": [np.ones(2, np.float32), np.zeros(3, np.float32)]})
+    assert int(n) == 2
+
+
+def test_backend_prepare_and_run():
+    import tessera.backend as tb
+
+    assert tb.supports_device("CPU")
+    assert not tb.supports_device("CUDA")
+    model = make_model([helper.make_node("Identity", ["x"], ["y"])],
+                       [helper.make_tensor_value_info("x", TP.FLOAT, [2]),
+                        helper.make_tensor_value_info("w", TP.FLOAT, [2])],
+                       [helper.make_tensor_value_info("y", TP.FLOAT, [2])],
+                       [helper.make_tensor("w", TP.FLOAT, [2], [1, 2])])
+    try:
+        rep = tb.prepare(model, "CPU")
+    except tessera.Unsupported as e:
+        pytest.skip(str(e))
+    x = np.array([3, 4], np.float32)
+    out = rep.run([x])  # positional: only the non-initializer input
+    np.testing.assert_array_equal(out[0], x)
+    np.testing.assert_array_equal(tb.run_model(model, {"x": x})[0], x)
+    (y,) = tb.run_node(helper.make_node("Identity", ["x"], ["y"]), [x])
+    np.testing.assert_array_equal(y, x)
