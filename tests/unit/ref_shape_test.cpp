@@ -232,3 +232,93 @@ TEST(RefShape, UniqueSortedAndUnsorted) {
 
 }  // namespace
 }  // namespace tessera
+
+// ---- shape inference of the family's schemas ----
+#include "ir/op_registry.h"
+
+namespace tessera {
+namespace {
+
+using ir::Dim;
+using ir::TypeInfo;
+
+// Builds a one-node graph: input 0 of type `x`, constant inputs after it, then infers.
+struct OneNode {
+  ir::Graph g;
+  ir::Node* n;
+  OneNode(const std::string& op, TypeInfo x, std::vector<std::optional<Tensor>> consts,
+          std::map<std::string, Attribute> attrs = {}, int outputs = 1) {
+    n = g.add_node(op, "n");
+    ir::Value* in = g.add_value("x");
+    in->type = std::move(x);
+    g.connect_input(n, in);
+    for (size_t i = 0; i < consts.size(); ++i) {
+      ir::Value* c = g.add_value("c" + std::to_string(i));
+      if (consts[i]) {
+        c->type = TypeInfo::tensor_of(*consts[i]);
+        c->initializer = *consts[i];
+      } else {
+        c->type = TypeInfo::tensor(DType::i64, std::vector<Dim>{Dim()});
+      }
+      g.connect_input(n, c);
+    }
+    for (int i = 0; i < outputs; ++i) g.connect_output(n, g.add_value("y" + std::to_string(i)));
+    n->attrs = std::move(attrs);
+    ir::infer_shapes(g);
+  }
+  const TypeInfo& out(size_t i = 0) const { return n->outputs[i]->type; }
+};
+
+TypeInfo f32(std::vector<Dim> d) { return TypeInfo::tensor(DType::f32, std::move(d)); }
+
+TEST(ShapeInference, ReshapeWithConstantShape) {
+  OneNode a("Reshape", f32({2, 3, 4}), {i64s({0, -1})});
+  EXPECT_EQ(a.out().str(), "float32[2,12]");
+  OneNode b("Reshape", f32({Dim::sym("N"), 3, 4}), {i64s({0, 12})});
+  EXPECT_EQ(b.out().str(), "float32[N,12]");
+  OneNode c("Reshape", f32({2, 3}), {std::nullopt});
+  EXPECT_EQ(c.out().elem, DType::f32);
+}
+
+TEST(ShapeInference, SliceSqueezeUnsqueezeConcat) {
+  OneNode s("Slice", f32({10, 4}), {i64s({-1}), i64s({-100}), i64s({0}), i64s({-3})});
+  EXPECT_EQ(s.out().str(), "float32[4,4]");
+  OneNode q("Squeeze", f32({1, 3, 1}), {i64s({-1})});
+  EXPECT_EQ(q.out().str(), "float32[1,3]");
+  OneNode u("Unsqueeze", f32({3}), {i64s({0, -1})});
+  EXPECT_EQ(u.out().str(), "float32[1,3,1]");
+  OneNode t("Transpose", f32({2, 3, 4}), {}, {{"perm", attr_ints({2, 0, 1})}});
+  EXPECT_EQ(t.out().str(), "float32[4,2,3]");
+  OneNode f("Flatten", f32({2, 3, 4}), {}, {{"axis", attr_i(-1)}});
+  EXPECT_EQ(f.out().str(), "float32[6,4]");
+  OneNode p("Pad", f32({2, 3}), {i64s({1, 0, 2, -1})});
+  EXPECT_EQ(p.out().str(), "float32[5,2]");
+  OneNode sp("Split", f32({7, 2}), {}, {{"num_outputs", attr_i(3)}}, 3);
+  EXPECT_EQ(sp.out(2).str(), "float32[1,2]");
+  EXPECT_THROW(OneNode("Transpose", f32({2, 3}), {}, {{"perm", attr_ints({0})}}), Error);
+}
+
+TEST(ShapeInference, ReductionsAndIndexing) {
+  OneNode r("ReduceSum", f32({2, 3, 4}), {i64s({-1, 0})}, {{"keepdims", attr_i(0)}});
+  EXPECT_EQ(r.out().str(), "float32[3]");
+  OneNode r2("ReduceMax", f32({2, 3}), {});
+  EXPECT_EQ(r2.out().str(), "float32[1,1]");
+  OneNode am("ArgMax", f32({2, 3}), {}, {{"axis", attr_i(1)}});
+  EXPECT_EQ(am.out().str(), "int64[2,1]");
+  OneNode tk("TopK", f32({2, 9}), {Tensor::from_vector<int64_t>({4}, {1})}, {}, 2);
+  EXPECT_EQ(tk.out(1).str(), "int64[2,4]");
+  OneNode g("Gather", f32({5, 6}), {Tensor::from_vector<int64_t>({1, 2, 3, 4}, {2, 2})}, {{"axis", attr_i(1)}});
+  EXPECT_EQ(g.out().str(), "float32[5,2,2]");
+  OneNode nd("GatherND", f32({2, 3, 4}), {Tensor::from_vector<int64_t>({0, 1}, {1, 2})});
+  EXPECT_EQ(nd.out().str(), "float32[1,4]");
+  OneNode sh("Shape", f32({2, 3, 4}), {}, {{"start", attr_i(1)}});
+  EXPECT_EQ(sh.out().str(), "int64[2]");
+  OneNode ex("Expand", f32({3, 1}), {i64s({2, 1, 4})});
+  EXPECT_EQ(ex.out().str(), "float32[2,3,4]");
+  // Unknown input type stays unknown rather than "undefined tensor".
+  OneNode u("ReduceSum", TypeInfo{}, {});
+  EXPECT_EQ(u.out().kind, TypeInfo::Kind::unknown);
+}
+
+}  // namespace
+}  // namespace tessera

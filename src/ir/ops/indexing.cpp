@@ -44,10 +44,7 @@ void infer_gather_nd(InferenceContext& ctx) {
   ctx.set_output(0, t, out);
 }
 
-void add(OpRegistry& r, OpSchema s) {
-  s.family = "indexing";
-  r.add(std::move(s));
-}
+void add(OpRegistry& r, OpSchema s) { add_schema(r, std::move(s), "indexing"); }
 
 }  // namespace
 

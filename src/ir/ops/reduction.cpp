@@ -87,23 +87,19 @@ void register_reduction_schemas(OpRegistry& r) {
   for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
                          "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
     OpSchema s = make_schema(op, 1, 2, 1, 1, infer_reduce, kReduceAttrs);
-    s.family = "reduction";
-    r.add(std::move(s));
+    add_schema(r, std::move(s), "reduction");
   }
   for (const char* op : {"ArgMax", "ArgMin"}) {
     OpSchema s = make_schema(op, 1, 1, 1, 1, infer_arg, {{"axis", K::i}, {"keepdims", K::i}, {"select_last_index", K::i}});
-    s.family = "reduction";
-    r.add(std::move(s));
+    add_schema(r, std::move(s), "reduction");
   }
   {
     OpSchema s = make_schema("TopK", 2, 2, 2, 2, infer_topk, {{"axis", K::i}, {"largest", K::i}, {"sorted", K::i}});
-    s.family = "reduction";
-    r.add(std::move(s));
+    add_schema(r, std::move(s), "reduction");
   }
   for (const char* op : {"CumSum", "CumProd"}) {
     OpSchema s = make_schema(op, 2, 2, 1, 1, infer_same_as_input0, {{"exclusive", K::i}, {"reverse", K::i}});
-    s.family = "reduction";
-    r.add(std::move(s));
+    add_schema(r, std::move(s), "reduction");
   }
 }
 

@@ -22,10 +22,7 @@ DType dtype_from_onnx_code(int64_t c) {
 // Element type of a sequence input (or of a tensor input).
 DType elem_of(const InferenceContext& ctx, size_t i) { return ctx.input_type(i).elem; }
 
-void add(OpRegistry& r, OpSchema s) {
-  s.family = "sequence";
-  r.add(std::move(s));
-}
+void add(OpRegistry& r, OpSchema s) { add_schema(r, std::move(s), "sequence"); }
 
 }  // namespace
 
@@ -51,8 +48,14 @@ void register_sequence_schemas(OpRegistry& r) {
                      {{"axis", K::i}, {"keepdims", K::i}}));
   add(r, make_schema("ConcatFromSequence", 1, 1, 1, 1, [](InferenceContext& c) { c.set_output(0, elem_of(c, 0), std::nullopt); },
                      {{"axis", K::i}, {"new_axis", K::i}}));
-  // SequenceMap's output element types come from its body; left to run time.
-  add(r, make_schema("SequenceMap", 1, -1, 1, -1, nullptr, {{"body", K::g}}));
+  // SequenceMap: output j is a sequence of the body's output j (inferred before this node).
+  add(r, make_schema("SequenceMap", 1, -1, 1, -1, [](InferenceContext& c) {
+        const Attribute* body = c.node().attr("body");
+        const auto* g = body && body->kind == K::g ? dynamic_cast<const Graph*>(body->g.get()) : nullptr;
+        if (!g) return;
+        for (size_t j = 0; j < c.num_outputs() && j < g->outputs.size(); ++j)
+          if (g->outputs[j]) set_sequence_output(c, j, g->outputs[j]->type.elem);
+      }, {{"body", K::g}}));
 }
 
 }  // namespace tessera::ir

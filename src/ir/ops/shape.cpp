@@ -461,10 +461,7 @@ void infer_onehot(InferenceContext& ctx) {
   ctx.set_output(0, t, out);
 }
 
-void add(OpRegistry& r, OpSchema s) {
-  s.family = "shape";
-  r.add(std::move(s));
-}
+void add(OpRegistry& r, OpSchema s) { add_schema(r, std::move(s), "shape"); }
 
 }  // namespace
 

@@ -52,4 +52,22 @@ inline void set_sequence_output(InferenceContext& ctx, size_t i, DType elem) {
   ctx.output(i) = t;
 }
 
+// Wraps an inference function so that outputs whose element type it could not
+// tell (an input of unknown type) stay unknown instead of "tensor of undefined".
+inline InferFn guarded(InferFn f) {
+  if (!f) return f;
+  return [f = std::move(f)](InferenceContext& ctx) {
+    f(ctx);
+    for (auto& t : ctx.outputs())
+      if (t.kind == TypeInfo::Kind::tensor && t.elem == DType::undefined) t = TypeInfo{};
+  };
+}
+
+// Registers s under `family` with a guarded inference function.
+inline void add_schema(OpRegistry& r, OpSchema s, const char* family) {
+  s.family = family;
+  s.infer = guarded(std::move(s.infer));
+  r.add(std::move(s));
+}
+
 }  // namespace tessera::ir::shape_infer

@@ -314,6 +314,11 @@ void pad_kernel(KernelContext& ctx) {
   const std::string mode = ctx.attr_string("mode", "constant");
   ctx.check(mode == "constant" || mode == "reflect" || mode == "edge" || mode == "wrap", "unknown pad mode '",
             mode, "'");
+  enum class Mode { constant, reflect, edge, wrap };
+  const Mode m = mode == "constant" ? Mode::constant
+                 : mode == "reflect" ? Mode::reflect
+                 : mode == "edge"    ? Mode::edge
+                                     : Mode::wrap;
   Shape out_shape(static_cast<size_t>(r));
   for (int64_t d = 0; d < r; ++d) {
     out_shape[size_t(d)] = x.dim(d) + begin[size_t(d)] + end[size_t(d)];
@@ -343,12 +348,12 @@ void pad_kernel(KernelContext& ctx) {
         const int64_t dim = x.dim(d);
         int64_t c = idx[size_t(d)] - begin[size_t(d)];
         if (c < 0 || c >= dim) {
-          if (mode == "constant") {
+          if (m == Mode::constant) {
             inside = false;
             break;
-          } else if (mode == "edge") {
+          } else if (m == Mode::edge) {
             c = std::clamp<int64_t>(c, 0, dim - 1);
-          } else if (mode == "wrap") {
+          } else if (m == Mode::wrap) {
             c = ((c % dim) + dim) % dim;
           } else {  // reflect
             if (dim == 1) c = 0;
