@@ -1,36 +1,36 @@
 #!/usr/bin/env bash
-# The whole test suite: install, build, C++ unit tests, the same under ASan+UBSan (plus ONNX's
-# node tests through the C++ runner), a short libFuzzer run on the model loader, then the Python
-# package (pip install .) with its API / CLI / bad-input tests, ONNX's node tests through onnx's
-# own harness, and the real models against onnxruntime.
+# The whole test suite:
+#   1. install what is needed (apt, pip);
+#   2. C++ unit tests and ONNX's node tests (C++ runner) built with ASan + UBSan;
+#   3. a short libFuzzer run on the model loader (clang, ASan);
+#   4. the Python package (pip install .), then pytest: API, CLI, bad input, ONNX's node tests
+#      through onnx's own harness and tessera.backend, and the real models against onnxruntime.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 export CMAKE_BUILD_PARALLEL_LEVEL=$JOBS
-step() { printf '\n==== %s ====\n' "$*"; }
+step() { printf '\n==== %s  [%s]\n' "$*" "$(date +%T)"; }
 
 step "setup"
 bash scripts/setup.sh
 
-step "C++ build (release) and unit tests"
-cmake --preset release >/dev/null
-cmake --build --preset release -j "$JOBS"
-ctest --preset release -j "$JOBS" --timeout 600
-
-step "ASan + UBSan build, unit tests and node tests"
+step "C++ unit tests and node tests under ASan + UBSan"
 cmake --preset asan-ubsan >/dev/null
 cmake --build --preset asan-ubsan -j "$JOBS" --target tessera_tests tessera_node_tests
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build/asan/tests/tessera_tests --gtest_brief=1
-ASAN_OPTIONS=detect_leaks=1 build/asan/tests/tessera_node_tests --xfail tests/python/node_xfail.txt
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+build/asan/tests/tessera_tests --gtest_brief=1
+build/asan/tests/tessera_node_tests --xfail tests/python/node_xfail.txt
+unset ASAN_OPTIONS UBSAN_OPTIONS
 
-step "libFuzzer: model loader (short run)"
-CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTESSERA_BUILD_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_CLI=OFF >/dev/null
-cmake --build build/fuzz -j "$JOBS" --target fuzz_loader
-mkdir -p build/fuzz/corpus
-build/fuzz/tests/fuzz/fuzz_loader -max_total_time="${FUZZ_SECONDS:-60}" -rss_limit_mb=4096 \
-  build/fuzz/corpus tests/fuzz/seeds
+step "libFuzzer on the model loader (${FUZZ_SECONDS:-60} s)"
+cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DTESSERA_BUILD_FUZZ=ON -DTESSERA_SANITIZE=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_CLI=OFF >/dev/null
+cmake --build build/fuzz -j "$JOBS" --target fuzz_loader fuzz_seeds
+build/fuzz/tests/fuzz/fuzz_loader -max_total_time="${FUZZ_SECONDS:-60}" -rss_limit_mb=4096 -print_final_stats=1 \
+  build/fuzz/tests/fuzz/corpus 2>&1 | tail -n 5
 
-step "Python package (pip install .) and Python tests"
+step "Python package: pip install ."
 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-build-isolation .
+
+step "pytest"
 python3 -m pytest -q -p no:cacheprovider tests/python
