@@ -1,6 +1,8 @@
 // AVX-512F instance of the vector math and row kernels (eltwise_impl.h):
 // 16 lanes, masked tails, vscalefps for the 2^n of exp (handles overflow and
 // subnormal results in one rounding).
+// GCC 12 warns (falsely, GCC PR105593) about _mm512_undefined_ps inside the intrinsics.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include "kernels/x86/eltwise.h"
