@@ -58,10 +58,10 @@ void softmax_portable(const float* x, float* y, int64_t rows, int64_t len) {
     float* yr = y + r * len;
     float mx = -std::numeric_limits<float>::infinity();
     for (int64_t i = 0; i < len; ++i) mx = std::max(mx, xr[i]);
-    float sum = 0;
+    double sum = 0;
     for (int64_t i = 0; i < len; ++i) sum += (yr[i] = std::exp(xr[i] - mx));
-    if (!std::isfinite(mx)) sum = std::numeric_limits<float>::quiet_NaN();
-    const float inv = 1.0f / sum;
+    if (!std::isfinite(mx)) sum = std::numeric_limits<double>::quiet_NaN();
+    const float inv = float(1.0 / sum);
     for (int64_t i = 0; i < len; ++i) yr[i] *= inv;
   }
 }
