@@ -162,22 +162,35 @@ void transpose_x86(KernelContext& ctx) {
 struct Entry {
   const char* op;
   KernelFn fn;
+  size_t min_inputs, max_inputs;
 };
 
 const Entry kEntries[] = {
-    {"Exp", unary_x86<x86::UnaryOp::exp>},
-    {"Erf", unary_x86<x86::UnaryOp::erf>},
-    {"Tanh", unary_x86<x86::UnaryOp::tanh>},
-    {"Sigmoid", unary_x86<x86::UnaryOp::sigmoid>},
-    {"Relu", unary_x86<x86::UnaryOp::relu>},
-    {"Add", binary_x86<x86::BinaryOp::add>},
-    {"Sub", binary_x86<x86::BinaryOp::sub>},
-    {"Mul", binary_x86<x86::BinaryOp::mul>},
-    {"Div", binary_x86<x86::BinaryOp::div>},
-    {"Softmax", softmax_x86},
-    {"LayerNormalization", layernorm_x86},
-    {"Transpose", transpose_x86},
+    {"Exp", unary_x86<x86::UnaryOp::exp>, 1, 1},
+    {"Erf", unary_x86<x86::UnaryOp::erf>, 1, 1},
+    {"Tanh", unary_x86<x86::UnaryOp::tanh>, 1, 1},
+    {"Sigmoid", unary_x86<x86::UnaryOp::sigmoid>, 1, 1},
+    {"Relu", unary_x86<x86::UnaryOp::relu>, 1, 1},
+    {"Add", binary_x86<x86::BinaryOp::add>, 2, 2},
+    {"Sub", binary_x86<x86::BinaryOp::sub>, 2, 2},
+    {"Mul", binary_x86<x86::BinaryOp::mul>, 2, 2},
+    {"Div", binary_x86<x86::BinaryOp::div>, 2, 2},
+    {"Softmax", softmax_x86, 1, 1},
+    {"LayerNormalization", layernorm_x86, 2, 3},
+    {"Transpose", transpose_x86, 1, 1},
 };
+
+// Claims a node whose arity fits and whose inputs are not known to be other
+// than f32 (the kernels still check at run time and fall back).
+bool claims(const Entry& e, const ir::Node& n) {
+  if (n.inputs.size() < e.min_inputs || n.inputs.size() > e.max_inputs) return false;
+  for (const ir::Value* v : n.inputs) {
+    if (!v) continue;
+    if (v->type.kind == ir::TypeInfo::Kind::tensor && v->type.elem != DType::undefined && v->type.elem != DType::f32)
+      return false;
+  }
+  return n.inputs[0] != nullptr;
+}
 
 }  // namespace
 
@@ -191,7 +204,8 @@ KernelFn x86_eltwise_kernel(const std::string& op_type) {
 
 void register_x86_eltwise_bindings();
 void register_x86_eltwise_bindings() {
-  for (const Entry& e : kEntries) add_tuned_kernel("", e.op, {}, e.fn);
+  for (const Entry& e : kEntries)
+    add_tuned_kernel("", e.op, [&e](const ir::Node& n) { return claims(e, n); }, e.fn);
 }
 
 }  // namespace tessera::backends::cpu
