@@ -1,0 +1,211 @@
+// Binds the tuned f32 elementwise / softmax / layer-norm / transpose kernels
+// (src/kernels/x86/eltwise.h) to graph nodes. Each kernel checks at run time
+// what it covers (f32, contiguous layouts, supported broadcasts and axes) and
+// hands everything else to the reference kernel.
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "kernels/ref/registry.h"
+#include "kernels/x86/eltwise.h"
+
+namespace tessera::backends::cpu {
+
+namespace {
+
+namespace x86 = kernels::x86;
+
+void run_ref(KernelContext& ctx) {
+  KernelFn fn = kernels::ref::KernelTable::instance().find("", ctx.op_type());
+  if (!fn) ctx.fail(ErrorCode::internal, "no reference kernel for ", ctx.op_type());
+  fn(ctx);
+}
+
+bool is_f32(const Tensor* t) { return t && t->dtype() == DType::f32; }
+
+template <x86::UnaryOp Op>
+void unary_x86(KernelContext& ctx) {
+  const Tensor* x0 = ctx.input(0);
+  if (ctx.num_inputs() != 1 || !is_f32(x0)) return run_ref(ctx);
+  const Tensor x = x0->contiguous();
+  Tensor& y = ctx.output(0, DType::f32, x.shape());
+  x86::unary_f32(Op, x.data<float>(), y.data<float>(), x.numel(), ctx.pool());
+}
+
+// How `t` (right-aligned against `out`) is read over out viewed as [outer, inner]
+// where inner = prod(out[split:]): full, a row (only the trailing dims from
+// `split` on, leading ones 1), a column (only dims before `split`), or a scalar.
+bool classify(const Shape& t, const Shape& out, size_t split, x86::Bcast& kind) {
+  const size_t r = out.size(), off = r - t.size();
+  bool eq_lead = true, ones_lead = true, eq_trail = true, ones_trail = true;
+  for (size_t j = 0; j < r; ++j) {
+    const int64_t td = j < off ? 1 : t[j - off];
+    if (j < split) {
+      eq_lead = eq_lead && td == out[j];
+      ones_lead = ones_lead && td == 1;
+    } else {
+      eq_trail = eq_trail && td == out[j];
+      ones_trail = ones_trail && td == 1;
+    }
+  }
+  if (eq_lead && eq_trail) kind = x86::Bcast::full;
+  else if (ones_lead && eq_trail) kind = x86::Bcast::row;
+  else if (eq_lead && ones_trail) kind = x86::Bcast::col;
+  else if (ones_lead && ones_trail) kind = x86::Bcast::scalar;
+  else return false;
+  return true;
+}
+
+template <x86::BinaryOp Op>
+void binary_x86(KernelContext& ctx) {
+  const Tensor* a0 = ctx.input(0);
+  const Tensor* b0 = ctx.input(1);
+  if (ctx.num_inputs() != 2 || !is_f32(a0) || !is_f32(b0)) return run_ref(ctx);
+  // Broadcast shape (numpy rules); anything unusual goes to the reference kernel.
+  const Shape &sa = a0->shape(), &sb = b0->shape();
+  const size_t r = std::max(sa.size(), sb.size());
+  Shape out(r);
+  for (size_t j = 0; j < r; ++j) {
+    const int64_t da = j + sa.size() < r ? 1 : sa[j + sa.size() - r];
+    const int64_t db = j + sb.size() < r ? 1 : sb[j + sb.size() - r];
+    if (da != db && da != 1 && db != 1) return run_ref(ctx);  // the reference reports the error
+    out[j] = da == 1 ? db : da;
+  }
+  // Find a split of the output's dims that both operands fit.
+  x86::Bcast ka = x86::Bcast::full, kb = x86::Bcast::full;
+  bool found = false;
+  size_t split = 0;
+  for (size_t s = 0; s <= r && !found; ++s) {
+    found = classify(sa, out, s, ka) && classify(sb, out, s, kb);
+    split = s;
+  }
+  if (!found) return run_ref(ctx);
+  int64_t outer = 1, inner = 1;
+  for (size_t j = 0; j < r; ++j) (j < split ? outer : inner) *= out[j];
+  const Tensor a = a0->contiguous(), b = b0->contiguous();
+  Tensor& y = ctx.output(0, DType::f32, out);
+  if (y.numel() == 0) return;
+  x86::binary_f32(Op, a.data<float>(), ka, b.data<float>(), kb, y.data<float>(), outer, inner, ctx.pool());
+}
+
+int64_t prod(const Shape& s, size_t b, size_t e) {
+  int64_t p = 1;
+  for (size_t i = b; i < e; ++i) p *= s[i];
+  return p;
+}
+
+void softmax_x86(KernelContext& ctx) {
+  const Tensor* x0 = ctx.input(0);
+  if (!is_f32(x0) || x0->rank() == 0) return run_ref(ctx);
+  const int64_t r = x0->rank();
+  const bool legacy = ctx.opset() > 0 && ctx.opset() < 13;
+  int64_t axis = ctx.attr_int("axis", legacy ? 1 : -1);
+  if (axis < -r || axis >= r) return run_ref(ctx);  // the reference reports the error
+  if (axis < 0) axis += r;
+  // Opset >= 13: rows along the last axis only. Opset < 13: [prod(:axis), prod(axis:)] for any axis.
+  if (!legacy && axis != r - 1) return run_ref(ctx);
+  const Tensor x = x0->contiguous();
+  const int64_t len = prod(x.shape(), size_t(axis), size_t(r));
+  Tensor& y = ctx.output(0, DType::f32, x.shape());
+  if (x.numel() == 0 || len == 0) return;
+  x86::softmax_f32(x.data<float>(), y.data<float>(), x.numel() / len, len, ctx.pool());
+}
+
+void layernorm_x86(KernelContext& ctx) {
+  const Tensor* x0 = ctx.input(0);
+  const Tensor* s0 = ctx.input(1);
+  const Tensor* b0 = ctx.input(2);
+  if (!is_f32(x0) || !is_f32(s0) || (ctx.has_input(2) && !is_f32(b0)) || x0->rank() == 0) return run_ref(ctx);
+  for (size_t i = 1; i < ctx.num_outputs(); ++i)
+    if (ctx.output_requested(i)) return run_ref(ctx);  // Mean / InvStdDev outputs
+  if (ctx.attr_int("stash_type", 1) != 1) return run_ref(ctx);
+  const int64_t r = x0->rank();
+  int64_t axis = ctx.attr_int("axis", -1);
+  if (axis < -r || axis >= r) return run_ref(ctx);
+  if (axis < 0) axis += r;
+  const int64_t len = prod(x0->shape(), size_t(axis), size_t(r));
+  if (len == 0 || s0->numel() != len || (b0 && b0->numel() != len)) return run_ref(ctx);
+  const Tensor x = x0->contiguous(), s = s0->contiguous();
+  Tensor b;
+  if (b0) b = b0->contiguous();
+  Tensor& y = ctx.output(0, DType::f32, x.shape());
+  if (x.numel() == 0) return;
+  x86::layernorm_f32(x.data<float>(), s.data<float>(), b0 ? b.data<float>() : nullptr, y.data<float>(),
+                     x.numel() / len, len, ctx.attr_float("epsilon", 1e-5f), ctx.pool());
+}
+
+void transpose_x86(KernelContext& ctx) {
+  const Tensor* x0 = ctx.input(0);
+  if (!is_f32(x0)) return run_ref(ctx);
+  const int64_t r = x0->rank();
+  std::vector<int64_t> perm = ctx.attr_ints("perm");
+  if (perm.empty() && !ctx.has_attr("perm")) {
+    perm.resize(size_t(r));
+    for (int64_t i = 0; i < r; ++i) perm[size_t(i)] = r - 1 - i;
+  }
+  if (int64_t(perm.size()) != r) return run_ref(ctx);
+  std::vector<bool> seen(static_cast<size_t>(r), false);
+  for (int64_t& p : perm) {
+    if (p < -r || p >= r) return run_ref(ctx);
+    if (p < 0) p += r;
+    if (seen[size_t(p)]) return run_ref(ctx);
+    seen[size_t(p)] = true;
+  }
+  const Tensor x = x0->contiguous();
+  Shape out(static_cast<size_t>(r));
+  for (int64_t i = 0; i < r; ++i) out[size_t(i)] = x.dim(perm[size_t(i)]);
+  Tensor& y = ctx.output(0, DType::f32, out);
+  if (x.numel() == 0) return;
+  x86::transpose_f32(x.data<float>(), y.data<float>(), x.shape(), perm, ctx.pool());
+}
+
+struct Entry {
+  const char* op;
+  KernelFn fn;
+  size_t min_inputs, max_inputs;
+};
+
+const Entry kEntries[] = {
+    {"Exp", unary_x86<x86::UnaryOp::exp>, 1, 1},
+    {"Erf", unary_x86<x86::UnaryOp::erf>, 1, 1},
+    {"Tanh", unary_x86<x86::UnaryOp::tanh>, 1, 1},
+    {"Sigmoid", unary_x86<x86::UnaryOp::sigmoid>, 1, 1},
+    {"Relu", unary_x86<x86::UnaryOp::relu>, 1, 1},
+    {"Add", binary_x86<x86::BinaryOp::add>, 2, 2},
+    {"Sub", binary_x86<x86::BinaryOp::sub>, 2, 2},
+    {"Mul", binary_x86<x86::BinaryOp::mul>, 2, 2},
+    {"Div", binary_x86<x86::BinaryOp::div>, 2, 2},
+    {"Softmax", softmax_x86, 1, 1},
+    {"LayerNormalization", layernorm_x86, 2, 3},
+    {"Transpose", transpose_x86, 1, 1},
+};
+
+// Claims a node whose arity fits and whose inputs are not known to be other
+// than f32 (the kernels still check at run time and fall back).
+bool claims(const Entry& e, const ir::Node& n) {
+  if (n.inputs.size() < e.min_inputs || n.inputs.size() > e.max_inputs) return false;
+  for (const ir::Value* v : n.inputs) {
+    if (!v) continue;
+    if (v->type.kind == ir::TypeInfo::Kind::tensor && v->type.elem != DType::undefined && v->type.elem != DType::f32)
+      return false;
+  }
+  return n.inputs[0] != nullptr;
+}
+
+}  // namespace
+
+// The tuned kernel for a default-domain op, or nullptr (tests).
+KernelFn x86_eltwise_kernel(const std::string& op_type);
+KernelFn x86_eltwise_kernel(const std::string& op_type) {
+  for (const Entry& e : kEntries)
+    if (op_type == e.op) return e.fn;
+  return nullptr;
+}
+
+void register_x86_eltwise_bindings();
+void register_x86_eltwise_bindings() {
+  for (const Entry& e : kEntries)
+    add_tuned_kernel("", e.op, [&e](const ir::Node& n) { return claims(e, n); }, e.fn);
+}
+
+}  // namespace tessera::backends::cpu

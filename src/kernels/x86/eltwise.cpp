@@ -1,0 +1,288 @@
+// Dispatch, threading, the portable row kernels and the transpose of eltwise.h.
+#include "kernels/x86/eltwise.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/cpu_features.h"
+
+namespace tessera::kernels::x86 {
+
+// Defined in avx512f/f32_eltwise__avx512f.cpp and avx2/f32_eltwise__avx2.cpp.
+#if defined(__x86_64__) || defined(_M_X64)
+extern const EltwiseKernels kEltwiseKernelsAvx512f;
+extern const EltwiseKernels kEltwiseKernelsAvx2;
+#define TESSERA_ELTWISE_X86 1
+#endif
+
+namespace {
+
+// ---- portable row kernels (std:: math in float) ----
+float unary_scalar(UnaryOp op, float x) {
+  switch (op) {
+    case UnaryOp::exp: return std::exp(x);
+    case UnaryOp::erf: return std::erf(x);
+    case UnaryOp::tanh: return std::tanh(x);
+    case UnaryOp::sigmoid: {
+      const float e = std::exp(-std::fabs(x));
+      const float r = 1.0f / (1.0f + e);
+      return x < 0 ? e * r : (std::isnan(x) ? x : r);
+    }
+    case UnaryOp::relu: return x < 0.0f ? 0.0f : x;
+  }
+  return x;
+}
+
+void unary_portable(UnaryOp op, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = unary_scalar(op, x[i]);
+}
+
+void binary_portable(BinaryOp op, const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float u = a[i * sa], v = b[i * sb];
+    switch (op) {
+      case BinaryOp::add: y[i] = u + v; break;
+      case BinaryOp::sub: y[i] = u - v; break;
+      case BinaryOp::mul: y[i] = u * v; break;
+      case BinaryOp::div: y[i] = u / v; break;
+    }
+  }
+}
+
+void softmax_portable(const float* x, float* y, int64_t rows, int64_t len) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < len; ++i) mx = std::max(mx, xr[i]);
+    double sum = 0;
+    for (int64_t i = 0; i < len; ++i) sum += (yr[i] = std::exp(xr[i] - mx));
+    if (!std::isfinite(mx)) sum = std::numeric_limits<double>::quiet_NaN();
+    const float inv = float(1.0 / sum);
+    for (int64_t i = 0; i < len; ++i) yr[i] *= inv;
+  }
+}
+
+void layernorm_portable(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t len,
+                        float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    double s = 0, q = 0;
+    for (int64_t i = 0; i < len; ++i) s += xr[i];
+    const double mean = len ? s / double(len) : 0.0;
+    for (int64_t i = 0; i < len; ++i) q += (xr[i] - mean) * (xr[i] - mean);
+    const float m = float(mean), inv = float(1.0 / std::sqrt((len ? q / double(len) : 0.0) + eps));
+    for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - m) * inv * scale[i] + (bias ? bias[i] : 0.0f);
+  }
+}
+
+const EltwiseKernels kPortable = {unary_portable, binary_portable, softmax_portable, layernorm_portable};
+
+std::atomic<int> g_forced{-1};
+
+constexpr int64_t kGrain = 16384;  // elements per task: below this, threading costs more than it saves
+
+int64_t row_grain(int64_t len) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)); }
+
+}  // namespace
+
+const char* eltwise_isa_name(EltIsa isa) {
+  switch (isa) {
+    case EltIsa::portable: return "portable";
+    case EltIsa::avx2: return "avx2";
+    case EltIsa::avx512f: return "avx512f";
+  }
+  return "?";
+}
+
+bool eltwise_isa_available(EltIsa isa) {
+  const CpuFeatures& f = cpu_features();
+  switch (isa) {
+    case EltIsa::portable: return true;
+#ifdef TESSERA_ELTWISE_X86
+    case EltIsa::avx2: return f.avx2 && f.fma;
+    case EltIsa::avx512f: return f.avx512f && f.avx512dq && f.avx512bw && f.avx512vl;
+#else
+    default: (void)f; return false;
+#endif
+  }
+  return false;
+}
+
+EltIsa eltwise_isa() {
+  const int forced = g_forced.load(std::memory_order_relaxed);
+  if (forced >= 0) return EltIsa(forced);
+  static const EltIsa best = eltwise_isa_available(EltIsa::avx512f) ? EltIsa::avx512f
+                             : eltwise_isa_available(EltIsa::avx2)  ? EltIsa::avx2
+                                                                    : EltIsa::portable;
+  return best;
+}
+
+void force_eltwise_isa(EltIsa isa, bool reset) {
+  g_forced.store(reset || !eltwise_isa_available(isa) ? -1 : int(isa), std::memory_order_relaxed);
+}
+
+const EltwiseKernels& eltwise_kernels(EltIsa isa) {
+#ifdef TESSERA_ELTWISE_X86
+  if (isa == EltIsa::avx512f && eltwise_isa_available(isa)) return kEltwiseKernelsAvx512f;
+  if (isa == EltIsa::avx2 && eltwise_isa_available(isa)) return kEltwiseKernelsAvx2;
+#endif
+  (void)isa;
+  return kPortable;
+}
+
+void unary_f32(UnaryOp op, const float* x, float* y, int64_t n, ThreadPool* pool) {
+  const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
+  parallel_for(pool, n, kGrain, [&](int64_t b, int64_t e) { k.unary(op, x + b, y + b, e - b); });
+}
+
+void binary_f32(BinaryOp op, const float* a, Bcast ka, const float* b, Bcast kb, float* y, int64_t outer,
+                int64_t inner, ThreadPool* pool) {
+  const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
+  auto inner_stride = [](Bcast c) { return c == Bcast::full || c == Bcast::row ? int64_t(1) : int64_t(0); };
+  auto outer_stride = [inner](Bcast c) {
+    return c == Bcast::full ? inner : c == Bcast::col ? int64_t(1) : int64_t(0);
+  };
+  const int64_t sa = inner_stride(ka), sb = inner_stride(kb), oa = outer_stride(ka), ob = outer_stride(kb);
+  if (ka == Bcast::full && kb == Bcast::full) {  // one flat range, split anywhere
+    parallel_for(pool, outer * inner, kGrain, [&](int64_t s, int64_t e) { k.binary(op, a + s, 1, b + s, 1, y + s, e - s); });
+    return;
+  }
+  parallel_for(pool, outer, row_grain(inner), [&](int64_t s, int64_t e) {
+    for (int64_t o = s; o < e; ++o) k.binary(op, a + o * oa, sa, b + o * ob, sb, y + o * inner, inner);
+  });
+}
+
+void softmax_f32(const float* x, float* y, int64_t rows, int64_t len, ThreadPool* pool) {
+  const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
+  parallel_for(pool, rows, row_grain(len),
+               [&](int64_t b, int64_t e) { k.softmax_rows(x + b * len, y + b * len, e - b, len); });
+}
+
+void layernorm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t len,
+                   float eps, ThreadPool* pool) {
+  const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
+  parallel_for(pool, rows, row_grain(len), [&](int64_t b, int64_t e) {
+    k.layernorm_rows(x + b * len, scale, bias, y + b * len, e - b, len, eps);
+  });
+}
+
+// ---- transpose ----
+// Drops size-1 axes and merges input axes that stay adjacent in the output, then
+// either copies contiguous runs (innermost axis kept) or transposes 2-D tiles of
+// the (output-innermost, input-innermost) axis pair, tile by tile, so that both
+// the reads and the writes of a tile stay in L1.
+void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape, const std::vector<int64_t>& perm,
+                   ThreadPool* pool) {
+  const size_t r0 = shape.size();
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  if (numel == 0) return;
+  // Keep axes with size > 1, in output order.
+  std::vector<int64_t> keep_in;  // input axes kept, in input order
+  for (size_t i = 0; i < r0; ++i)
+    if (shape[i] != 1) keep_in.push_back(int64_t(i));
+  std::vector<int64_t> new_index(r0, -1);
+  for (size_t j = 0; j < keep_in.size(); ++j) new_index[size_t(keep_in[j])] = int64_t(j);
+  std::vector<int64_t> p;  // perm over kept axes
+  for (int64_t a : perm)
+    if (shape[size_t(a)] != 1) p.push_back(new_index[size_t(a)]);
+  std::vector<int64_t> d;
+  for (int64_t a : keep_in) d.push_back(shape[size_t(a)]);
+  // Merge: output positions j, j+1 with p[j+1] == p[j] + 1 are one axis.
+  {
+    std::vector<int64_t> group_of(d.size());  // input axis -> merged group (by output order)
+    std::vector<int64_t> gdim, gfirst;        // per group: size, first input axis
+    for (size_t j = 0; j < p.size(); ++j) {
+      if (j > 0 && p[j] == p[j - 1] + 1) {
+        gdim.back() *= d[size_t(p[j])];
+      } else {
+        gdim.push_back(d[size_t(p[j])]);
+        gfirst.push_back(p[j]);
+      }
+      group_of[size_t(p[j])] = int64_t(gdim.size()) - 1;
+    }
+    // Groups in input order give the new input axes.
+    std::vector<int64_t> order(gdim.size());
+    for (size_t g = 0; g < order.size(); ++g) order[g] = int64_t(g);
+    std::sort(order.begin(), order.end(), [&](int64_t u, int64_t v) { return gfirst[size_t(u)] < gfirst[size_t(v)]; });
+    std::vector<int64_t> in_pos(order.size());
+    for (size_t k = 0; k < order.size(); ++k) in_pos[size_t(order[k])] = int64_t(k);
+    d.assign(order.size(), 0);
+    p.assign(order.size(), 0);
+    for (size_t g = 0; g < order.size(); ++g) {
+      d[size_t(in_pos[g])] = gdim[g];
+      p[g] = in_pos[g];
+    }
+    (void)group_of;
+  }
+  const int64_t r = int64_t(d.size());
+  if (r <= 1) {  // a pure copy
+    parallel_for(pool, numel, 1 << 16, [&](int64_t b, int64_t e) { std::memcpy(y + b, x + b, size_t(e - b) * 4); });
+    return;
+  }
+  std::vector<int64_t> is(static_cast<size_t>(r)), os_in(static_cast<size_t>(r));  // input strides; output stride of each input axis
+  is[size_t(r - 1)] = 1;
+  for (int64_t i = r - 2; i >= 0; --i) is[size_t(i)] = is[size_t(i + 1)] * d[size_t(i + 1)];
+  {
+    int64_t s = 1;
+    for (int64_t j = r - 1; j >= 0; --j) {
+      os_in[size_t(p[size_t(j)])] = s;
+      s *= d[size_t(p[size_t(j)])];
+    }
+  }
+  const int64_t A = r - 1;             // input-innermost axis (input stride 1)
+  const int64_t B = p[size_t(r - 1)];  // output-innermost axis (output stride 1)
+  const int64_t dA = d[size_t(A)], dB = d[size_t(B)], isB = is[size_t(B)], osA = os_in[size_t(A)];
+  // The other axes, enumerated as one outer index.
+  std::vector<int64_t> od, oi, oo;
+  for (int64_t k = 0; k < r; ++k)
+    if (k != A && k != B) {
+      od.push_back(d[size_t(k)]);
+      oi.push_back(is[size_t(k)]);
+      oo.push_back(os_in[size_t(k)]);
+    }
+  auto offsets = [&](int64_t o, int64_t& xoff, int64_t& yoff) {
+    xoff = yoff = 0;
+    for (int64_t k = int64_t(od.size()) - 1; k >= 0; --k) {
+      const int64_t q = o % od[size_t(k)];
+      o /= od[size_t(k)];
+      xoff += q * oi[size_t(k)];
+      yoff += q * oo[size_t(k)];
+    }
+  };
+  if (A == B) {  // the innermost axis stays innermost: copy runs of dA floats
+    parallel_for(pool, numel / dA, std::max<int64_t>(1, 16384 / dA), [&](int64_t s, int64_t e) {
+      for (int64_t o = s; o < e; ++o) {
+        int64_t xoff, yoff;
+        offsets(o, xoff, yoff);
+        std::memcpy(y + yoff, x + xoff, size_t(dA) * sizeof(float));
+      }
+    });
+    return;
+  }
+  const int64_t outer = numel / (dA * dB);
+  constexpr int64_t T = 32;
+  const int64_t tb = (dB + T - 1) / T;
+  parallel_for(pool, outer * tb, std::max<int64_t>(1, 4096 / (T * dA)), [&](int64_t s, int64_t e) {
+    for (int64_t task = s; task < e; ++task) {
+      const int64_t b0 = (task % tb) * T, b1 = std::min(dB, b0 + T);
+      int64_t xoff, yoff;
+      offsets(task / tb, xoff, yoff);
+      for (int64_t a0 = 0; a0 < dA; a0 += T) {
+        const int64_t a1 = std::min(dA, a0 + T);
+        for (int64_t a = a0; a < a1; ++a) {
+          const float* xs = x + xoff + a + b0 * isB;
+          float* yd = y + yoff + a * osA + b0;
+          for (int64_t b = 0; b < b1 - b0; ++b) yd[b] = xs[b * isB];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace tessera::kernels::x86

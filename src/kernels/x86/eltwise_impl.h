@@ -1,0 +1,273 @@
+// Vector math and row kernels written once over a SIMD traits struct `O`
+// (f32_eltwise__avx512f.cpp, f32_eltwise__avx2.cpp). Include it ONLY inside an
+// anonymous namespace of an ISA translation unit, after defining the traits:
+// every function here then has internal linkage and is compiled for that ISA
+// alone (no ISA-flagged inline function can leak into generic code). It uses no
+// std:: templates for the same reason.
+//
+// Traits O provide: V, C (a lane condition), W (lanes), load, loadn(p, n, fill),
+// store, storen(p, v, n), set1, add, sub, mul, div, fma(a, b, c) = a*b+c,
+// max(a, b) / min(a, b) (return b when either is NaN), abs, copysign(mag, sgn),
+// lt, le, gt, isnan, blend(c, t, f), round (to nearest), scale2(p, n) = p * 2^n
+// for integral n in [-150, 129], hsum, hmax.
+//
+// Max errors (tested bounds, see eltwise.h): exp <= 1.5 ulp, erf <= 2.5, tanh <= 2.5, sigmoid <= 3.
+
+template <class O>
+struct Math {
+  using V = typename O::V;
+
+  // e^x: n = round(x / ln2), r = x - n ln2 (Cody-Waite, two-part ln2, |r| <= ln2/2),
+  // e^r by its degree-7 Taylor polynomial (truncation < 0.05 ulp), times 2^n.
+  static V exp(V x) {
+    const V xc = O::max(O::set1(-104.0f), O::min(O::set1(89.0f), x));  // NaN stays NaN (min/max return b)
+    const V n = O::round(O::mul(xc, O::set1(1.44269504088896341f)));
+    V r = O::fma(n, O::set1(-0.693359375f), xc);
+    r = O::fma(n, O::set1(2.12194440e-4f), r);
+    V p = O::set1(1.0f / 5040.0f);
+    p = O::fma(p, r, O::set1(1.0f / 720.0f));
+    p = O::fma(p, r, O::set1(1.0f / 120.0f));
+    p = O::fma(p, r, O::set1(1.0f / 24.0f));
+    p = O::fma(p, r, O::set1(1.0f / 6.0f));
+    p = O::fma(p, r, O::set1(0.5f));
+    p = O::fma(p, r, O::set1(1.0f));
+    p = O::fma(p, r, O::set1(1.0f));
+    const V y = O::scale2(p, n);
+    return O::blend(O::isnan(x), x, y);
+  }
+
+  // erf: |x| <= 1: x * P6(x^2) (relative fit error 1.2e-9); 1 < |x| < 3.92:
+  // P14(|x| - 2.46) (absolute fit error 6.6e-9, against results >= 0.84);
+  // beyond: +-1 (erf(3.92) rounds to 1 in f32). Coefficients fitted for this file
+  // by iteratively reweighted least squares on Chebyshev nodes.
+  static V erf(V x) {
+    const V a = O::abs(x);
+    const V s = O::mul(a, a);
+    V p = O::set1(7.889468571e-05f);
+    p = O::fma(p, s, O::set1(-8.020954541e-04f));
+    p = O::fma(p, s, O::set1(5.189549453e-03f));
+    p = O::fma(p, s, O::set1(-2.685445301e-02f));
+    p = O::fma(p, s, O::set1(1.128360042e-01f));
+    p = O::fma(p, s, O::set1(-3.761262717e-01f));
+    p = O::fma(p, s, O::set1(1.128379167e+00f));
+    const V small = O::mul(a, p);
+    const V u = O::sub(O::min(O::set1(3.92f), a), O::set1(2.46f));
+    V q = O::set1(1.090819338e-06f);
+    q = O::fma(q, u, O::set1(1.063687556e-07f));
+    q = O::fma(q, u, O::set1(-1.730690768e-05f));
+    q = O::fma(q, u, O::set1(2.462655134e-05f));
+    q = O::fma(q, u, O::set1(7.576054647e-05f));
+    q = O::fma(q, u, O::set1(-2.994052788e-04f));
+    q = O::fma(q, u, O::set1(3.559846703e-04f));
+    q = O::fma(q, u, O::set1(4.590622361e-04f));
+    q = O::fma(q, u, O::set1(-2.937226351e-03f));
+    q = O::fma(q, u, O::set1(6.799711659e-03f));
+    q = O::fma(q, u, O::set1(-9.914168583e-03f));
+    q = O::fma(q, u, O::set1(9.832413165e-03f));
+    q = O::fma(q, u, O::set1(-6.534521836e-03f));
+    q = O::fma(q, u, O::set1(2.656240378e-03f));
+    q = O::fma(q, u, O::set1(9.994966464e-01f));
+    q = O::min(O::set1(1.0f), q);
+    V y = O::blend(O::le(a, O::set1(1.0f)), small, q);
+    y = O::blend(O::gt(a, O::set1(3.92f)), O::set1(1.0f), y);
+    y = O::copysign(y, x);
+    return O::blend(O::isnan(x), x, y);
+  }
+
+  // tanh: |x| < 0.625: x * P5(x^2) (relative fit error 3.7e-9); else
+  // 1 - 2 / (e^{2|x|} + 1), |x| clamped to 9.5 (tanh rounds to 1 beyond 9.01).
+  static V tanh(V x) {
+    const V a = O::abs(x);
+    const V s = O::mul(a, a);
+    V p = O::set1(-5.672764236e-03f);
+    p = O::fma(p, s, O::set1(2.060351427e-02f));
+    p = O::fma(p, s, O::set1(-5.372537440e-02f));
+    p = O::fma(p, s, O::set1(1.333118819e-01f));
+    p = O::fma(p, s, O::set1(-3.333326355e-01f));
+    p = O::fma(p, s, O::set1(9.999999963e-01f));
+    const V small = O::mul(a, p);
+    const V e = exp(O::mul(O::set1(2.0f), O::min(O::set1(9.5f), a)));
+    const V big = O::sub(O::set1(1.0f), O::div(O::set1(2.0f), O::add(e, O::set1(1.0f))));
+    V y = O::blend(O::lt(a, O::set1(0.625f)), small, big);
+    y = O::copysign(y, x);
+    return O::blend(O::isnan(x), x, y);
+  }
+
+  // sigmoid: e = e^{-|x|}, r = 1 / (1 + e); x >= 0: r, else e * r (no overflow,
+  // keeps tiny results for very negative x).
+  static V sigmoid(V x) {
+    const V e = exp(O::sub(O::set1(0.0f), O::abs(x)));
+    const V r = O::div(O::set1(1.0f), O::add(O::set1(1.0f), e));
+    const V y = O::blend(O::lt(x, O::set1(0.0f)), O::mul(e, r), r);
+    return O::blend(O::isnan(x), x, y);
+  }
+
+  static V relu(V x) { return O::max(O::set1(0.0f), x); }  // NaN and -0 pass through, as x < 0 ? 0 : x
+};
+
+template <class O>
+typename O::V apply_unary(tessera::kernels::x86::UnaryOp op, typename O::V v) {
+  using tessera::kernels::x86::UnaryOp;
+  switch (op) {
+    case UnaryOp::exp: return Math<O>::exp(v);
+    case UnaryOp::erf: return Math<O>::erf(v);
+    case UnaryOp::tanh: return Math<O>::tanh(v);
+    case UnaryOp::sigmoid: return Math<O>::sigmoid(v);
+    case UnaryOp::relu: return Math<O>::relu(v);
+  }
+  return v;
+}
+
+template <class O, tessera::kernels::x86::UnaryOp Op>
+void unary_loop(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + O::W <= n; i += O::W) O::store(y + i, apply_unary<O>(Op, O::load(x + i)));
+  if (i < n) O::storen(y + i, apply_unary<O>(Op, O::loadn(x + i, n - i, 0.0f)), n - i);
+}
+
+template <class O>
+void unary_kernel(tessera::kernels::x86::UnaryOp op, const float* x, float* y, int64_t n) {
+  using tessera::kernels::x86::UnaryOp;
+  switch (op) {
+    case UnaryOp::exp: unary_loop<O, UnaryOp::exp>(x, y, n); break;
+    case UnaryOp::erf: unary_loop<O, UnaryOp::erf>(x, y, n); break;
+    case UnaryOp::tanh: unary_loop<O, UnaryOp::tanh>(x, y, n); break;
+    case UnaryOp::sigmoid: unary_loop<O, UnaryOp::sigmoid>(x, y, n); break;
+    case UnaryOp::relu: unary_loop<O, UnaryOp::relu>(x, y, n); break;
+  }
+}
+
+template <class O, tessera::kernels::x86::BinaryOp Op>
+typename O::V apply_binary(typename O::V a, typename O::V b) {
+  using tessera::kernels::x86::BinaryOp;
+  if constexpr (Op == BinaryOp::add) return O::add(a, b);
+  else if constexpr (Op == BinaryOp::sub) return O::sub(a, b);
+  else if constexpr (Op == BinaryOp::mul) return O::mul(a, b);
+  else return O::div(a, b);
+}
+
+// SA, SB: 1 = a vector operand, 0 = a broadcast scalar.
+template <class O, tessera::kernels::x86::BinaryOp Op, int SA, int SB>
+void binary_loop(const float* a, const float* b, float* y, int64_t n) {
+  using V = typename O::V;
+  const V av = O::set1(a[0]), bv = O::set1(b[0]);
+  int64_t i = 0;
+  for (; i + O::W <= n; i += O::W) {
+    const V x = SA ? O::load(a + i) : av;
+    const V z = SB ? O::load(b + i) : bv;
+    O::store(y + i, apply_binary<O, Op>(x, z));
+  }
+  if (i < n) {
+    const V x = SA ? O::loadn(a + i, n - i, 1.0f) : av;
+    const V z = SB ? O::loadn(b + i, n - i, 1.0f) : bv;
+    O::storen(y + i, apply_binary<O, Op>(x, z), n - i);
+  }
+}
+
+template <class O, tessera::kernels::x86::BinaryOp Op>
+void binary_dispatch(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n) {
+  if (sa && sb) binary_loop<O, Op, 1, 1>(a, b, y, n);
+  else if (sa) binary_loop<O, Op, 1, 0>(a, b, y, n);
+  else if (sb) binary_loop<O, Op, 0, 1>(a, b, y, n);
+  else binary_loop<O, Op, 0, 0>(a, b, y, n);
+}
+
+template <class O>
+void binary_kernel(tessera::kernels::x86::BinaryOp op, const float* a, int64_t sa, const float* b, int64_t sb,
+                   float* y, int64_t n) {
+  using tessera::kernels::x86::BinaryOp;
+  switch (op) {
+    case BinaryOp::add: binary_dispatch<O, BinaryOp::add>(a, sa, b, sb, y, n); break;
+    case BinaryOp::sub: binary_dispatch<O, BinaryOp::sub>(a, sa, b, sb, y, n); break;
+    case BinaryOp::mul: binary_dispatch<O, BinaryOp::mul>(a, sa, b, sb, y, n); break;
+    case BinaryOp::div: binary_dispatch<O, BinaryOp::div>(a, sa, b, sb, y, n); break;
+  }
+}
+
+// Softmax per row: max, exp(x - max) with the sum, then scale by 1 / sum. A NaN
+// or +inf in a row makes the sum NaN, so the whole row is NaN (as the reference).
+template <class O>
+void softmax_rows_kernel(const float* x, float* y, int64_t rows, int64_t len) {
+  using V = typename O::V;
+  const float ninf = -__builtin_inff();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    V m0 = O::set1(ninf), m1 = m0;
+    int64_t i = 0;
+    for (; i + 2 * O::W <= len; i += 2 * O::W) {
+      m0 = O::max(m0, O::load(xr + i));
+      m1 = O::max(m1, O::load(xr + i + O::W));
+    }
+    for (; i < len; i += O::W) m0 = O::max(m0, O::loadn(xr + i, len - i, ninf));
+    const float mxs = O::hmax(O::max(m0, m1));
+    const V mx = O::set1(mxs);
+    V s0 = O::set1(0.0f), s1 = s0;
+    i = 0;
+    for (; i + 2 * O::W <= len; i += 2 * O::W) {
+      const V e0 = Math<O>::exp(O::sub(O::load(xr + i), mx));
+      const V e1 = Math<O>::exp(O::sub(O::load(xr + i + O::W), mx));
+      O::store(yr + i, e0);
+      O::store(yr + i + O::W, e1);
+      s0 = O::add(s0, e0);
+      s1 = O::add(s1, e1);
+    }
+    for (; i < len; i += O::W) {
+      const V e = Math<O>::exp(O::sub(O::loadn(xr + i, len - i, ninf), mx));
+      O::storen(yr + i, e, len - i);
+      s0 = O::add(s0, e);  // masked-off lanes hold exp(-inf - mx) = 0 when mx is finite
+    }
+    // A max that is not finite (a +inf, NaN or all -inf row) makes the row NaN, as in the reference.
+    float sum = O::hsum(O::add(s0, s1));
+    if (!(mxs > ninf && mxs < -ninf)) sum = __builtin_nanf("");
+    const V inv = O::set1(1.0f / sum);
+    i = 0;
+    for (; i + O::W <= len; i += O::W) O::store(yr + i, O::mul(O::load(yr + i), inv));
+    if (i < len) O::storen(yr + i, O::mul(O::loadn(yr + i, len - i, 0.0f), inv), len - i);
+  }
+}
+
+// LayerNorm per row, two passes for the statistics (mean, then the squared deviations).
+template <class O>
+void layernorm_rows_kernel(const float* x, const float* scale, const float* bias, float* y, int64_t rows,
+                           int64_t len, float eps) {
+  using V = typename O::V;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    V s0 = O::set1(0.0f), s1 = s0;
+    int64_t i = 0;
+    for (; i + 2 * O::W <= len; i += 2 * O::W) {
+      s0 = O::add(s0, O::load(xr + i));
+      s1 = O::add(s1, O::load(xr + i + O::W));
+    }
+    for (; i < len; i += O::W) s0 = O::add(s0, O::loadn(xr + i, len - i, 0.0f));
+    const float mean = len ? O::hsum(O::add(s0, s1)) / float(len) : 0.0f;
+    const V mv = O::set1(mean);
+    V q0 = O::set1(0.0f), q1 = q0;
+    i = 0;
+    for (; i + 2 * O::W <= len; i += 2 * O::W) {
+      const V d0 = O::sub(O::load(xr + i), mv), d1 = O::sub(O::load(xr + i + O::W), mv);
+      q0 = O::fma(d0, d0, q0);
+      q1 = O::fma(d1, d1, q1);
+    }
+    for (; i < len; i += O::W) {
+      const V d = O::sub(O::loadn(xr + i, len - i, mean), mv);
+      q0 = O::fma(d, d, q0);
+    }
+    const float var = len ? O::hsum(O::add(q0, q1)) / float(len) : 0.0f;
+    const V inv = O::set1(1.0f / __builtin_sqrtf(var + eps));
+    i = 0;
+    for (; i + O::W <= len; i += O::W) {
+      V v = O::mul(O::mul(O::sub(O::load(xr + i), mv), inv), O::load(scale + i));
+      if (bias) v = O::add(v, O::load(bias + i));
+      O::store(yr + i, v);
+    }
+    if (i < len) {
+      const int64_t n = len - i;
+      V v = O::mul(O::mul(O::sub(O::loadn(xr + i, n, 0.0f), mv), inv), O::loadn(scale + i, n, 0.0f));
+      if (bias) v = O::add(v, O::loadn(bias + i, n, 0.0f));
+      O::storen(yr + i, v, n);
+    }
+  }
+}

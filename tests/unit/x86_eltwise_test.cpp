@@ -1,0 +1,341 @@
+// Tuned x86 elementwise kernels (src/kernels/x86/eltwise.h,
+// src/backends/cpu/x86_eltwise_bindings.cpp): vector math ULP bounds against
+// double-precision std:: functions over dense sweeps, and every tuned kernel
+// against its reference kernel on random data and edge sizes, under each ISA
+// this CPU has.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/x86/eltwise.h"
+#include "tests/unit/kernel_harness.h"
+
+namespace tessera::backends::cpu {
+KernelFn x86_eltwise_kernel(const std::string& op_type);
+}
+
+namespace {
+
+using namespace tessera;
+using tessera::kernels::x86::EltIsa;
+using tessera::kernels::x86::UnaryOp;
+namespace x86 = tessera::kernels::x86;
+using tessera::testing::attr_f;
+using tessera::testing::attr_i;
+using tessera::testing::attr_ints;
+
+std::vector<EltIsa> isas() {
+  std::vector<EltIsa> v;
+  for (EltIsa i : {EltIsa::portable, EltIsa::avx2, EltIsa::avx512f})
+    if (x86::eltwise_isa_available(i)) v.push_back(i);
+  return v;
+}
+
+struct ForceIsa {
+  explicit ForceIsa(EltIsa i) { x86::force_eltwise_isa(i); }
+  ~ForceIsa() { x86::force_eltwise_isa(EltIsa::portable, true); }
+};
+
+// ---------------------------------------------------------------- ULP sweeps
+
+double ref_of(UnaryOp op, double x) {
+  switch (op) {
+    case UnaryOp::exp: return std::exp(x);
+    case UnaryOp::erf: return std::erf(x);
+    case UnaryOp::tanh: return std::tanh(x);
+    case UnaryOp::sigmoid: return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
+    case UnaryOp::relu: return x < 0 ? 0.0 : x;
+  }
+  return 0;
+}
+
+// Distance of y from the exact value in units of the ulp of the rounded result.
+double ulp_error(float y, double exact) {
+  const float r = float(exact);
+  if (std::isinf(r)) return y == r ? 0.0 : 1e30;
+  const double ar = std::fabs(double(r));
+  const double ulp = ar < double(std::numeric_limits<float>::min()) ? std::ldexp(1.0, -149)
+                                                                     : std::ldexp(1.0, std::ilogb(ar) - 23);
+  return std::fabs(double(y) - exact) / ulp;
+}
+
+std::vector<float> sweep_inputs() {
+  std::vector<float> v;
+  // every 4099th bit pattern (both signs, all exponents, subnormals, inf, NaN)
+  for (uint64_t b = 0; b <= 0xFFFFFFFFull; b += 4099) {
+    uint32_t u = uint32_t(b);
+    float f;
+    std::memcpy(&f, &u, 4);
+    v.push_back(f);
+  }
+  // dense over the interesting range
+  for (int i = -600000; i <= 600000; ++i) v.push_back(float(i) * (20.0f / 600000.0f));
+  for (float f : {0.0f, -0.0f, 1.0f, -1.0f, 0.625f, -0.625f, 3.92f, -3.92f, 9.01f, 88.72f, 88.73f, 89.0f, -87.33f,
+                  -87.34f, -103.0f, -103.97f, -104.0f, -150.0f, 1e-45f, -1e-45f, 1e-38f, 1e-30f, 1e-10f})
+    v.push_back(f);
+  v.push_back(std::numeric_limits<float>::infinity());
+  v.push_back(-std::numeric_limits<float>::infinity());
+  v.push_back(std::numeric_limits<float>::quiet_NaN());
+  v.push_back(-std::numeric_limits<float>::quiet_NaN());
+  return v;
+}
+
+void check_ulp(UnaryOp op, const char* name, double bound) {
+  static const std::vector<float> xs = sweep_inputs();
+  std::vector<double> exact(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) exact[i] = ref_of(op, double(xs[i]));
+  for (EltIsa isa : isas()) {
+    std::vector<float> y(xs.size());
+    x86::eltwise_kernels(isa).unary(op, xs.data(), y.data(), int64_t(xs.size()));
+    double worst = 0;
+    float worst_x = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (std::isnan(exact[i])) {
+        ASSERT_TRUE(std::isnan(y[i])) << name << " " << x86::eltwise_isa_name(isa) << " x=" << xs[i];
+        continue;
+      }
+      const double e = ulp_error(y[i], exact[i]);
+      if (e > worst) worst = e, worst_x = xs[i];
+    }
+    EXPECT_LE(worst, bound) << name << " " << x86::eltwise_isa_name(isa) << " worst at x=" << worst_x;
+    std::printf("[ ulp ] %-8s %-9s max %.3f ulp (at x=%.9g)\n", name, x86::eltwise_isa_name(isa), worst,
+                double(worst_x));
+  }
+}
+
+TEST(X86EltwiseMath, ExpUlp) { check_ulp(UnaryOp::exp, "exp", 1.5); }
+TEST(X86EltwiseMath, ErfUlp) { check_ulp(UnaryOp::erf, "erf", 2.5); }
+TEST(X86EltwiseMath, TanhUlp) { check_ulp(UnaryOp::tanh, "tanh", 2.5); }
+TEST(X86EltwiseMath, SigmoidUlp) { check_ulp(UnaryOp::sigmoid, "sigmoid", 3.0); }
+
+TEST(X86EltwiseMath, Specials) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {inf, -inf, 0.0f, -0.0f};
+  for (EltIsa isa : isas()) {
+    const auto& k = x86::eltwise_kernels(isa);
+    std::vector<float> y(x.size());
+    k.unary(UnaryOp::exp, x.data(), y.data(), 4);
+    EXPECT_EQ(y[0], inf);
+    EXPECT_EQ(y[1], 0.0f);
+    EXPECT_EQ(y[2], 1.0f);
+    k.unary(UnaryOp::erf, x.data(), y.data(), 4);
+    EXPECT_EQ(y[0], 1.0f);
+    EXPECT_EQ(y[1], -1.0f);
+    EXPECT_TRUE(y[3] == 0.0f && std::signbit(y[3]));
+    k.unary(UnaryOp::tanh, x.data(), y.data(), 4);
+    EXPECT_EQ(y[0], 1.0f);
+    EXPECT_EQ(y[1], -1.0f);
+    k.unary(UnaryOp::sigmoid, x.data(), y.data(), 4);
+    EXPECT_EQ(y[0], 1.0f);
+    EXPECT_EQ(y[1], 0.0f);
+    EXPECT_EQ(y[2], 0.5f);
+  }
+}
+
+// ---------------------------------------------------------------- kernels vs reference
+
+Tensor rand_f32(const Shape& s, std::mt19937& g, float lo = -3.0f, float hi = 3.0f) {
+  Tensor t(DType::f32, s);
+  std::uniform_real_distribution<float> d(lo, hi);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = d(g);
+  return t;
+}
+
+class PoolCtx : public tessera::testing::TestKernelContext {
+ public:
+  using TestKernelContext::TestKernelContext;
+  ThreadPool* pool() const override { return pool_; }
+  ThreadPool* pool_ = nullptr;
+};
+
+ThreadPool& test_pool() {
+  static ThreadPool p(3);
+  return p;
+}
+
+std::vector<DataValue> run_tuned(const std::string& op, std::vector<DataValue> in,
+                                 std::map<std::string, Attribute> attrs = {}, size_t nout = 1, int opset = 23,
+                                 bool threaded = false) {
+  KernelFn fn = backends::cpu::x86_eltwise_kernel(op);
+  EXPECT_NE(fn, nullptr) << op;
+  PoolCtx ctx(op, std::move(in), std::move(attrs), nout, opset);
+  if (threaded) ctx.pool_ = &test_pool();
+  fn(ctx);
+  return std::move(ctx.outputs());
+}
+
+// |got - want| <= rel * |want| + abs, NaN where the reference has NaN.
+void expect_close(const Tensor& got, const Tensor& want, double rel, double abs, const std::string& what) {
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const Tensor g = got.contiguous(), w = want.contiguous();
+  int bad = 0;
+  for (int64_t i = 0; i < g.numel() && bad < 5; ++i) {
+    const double a = g.at_double(i), b = w.at_double(i);
+    if (std::isnan(b)) {
+      if (!std::isnan(a)) ++bad, ADD_FAILURE() << what << " [" << i << "] want NaN got " << a;
+      continue;
+    }
+    if (std::isinf(b) ? a != b : !(std::fabs(a - b) <= rel * std::fabs(b) + abs))
+      ++bad, ADD_FAILURE() << what << " [" << i << "] got " << a << " want " << b;
+  }
+}
+
+const std::vector<int64_t> kSizes = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 1000, 1009, 4099};
+
+TEST(X86Eltwise, UnaryMatchesRef) {
+  std::mt19937 g(1);
+  for (EltIsa isa : isas()) {
+    ForceIsa f(isa);
+    for (const char* op : {"Exp", "Erf", "Tanh", "Sigmoid", "Relu"})
+      for (int64_t n : kSizes) {
+        Tensor x = rand_f32({n}, g, -12.0f, 12.0f);
+        if (n > 3) x.data<float>()[2] = std::numeric_limits<float>::quiet_NaN();
+        const auto want = tessera::testing::run_ref(op, {x});
+        const auto got = run_tuned(op, {x}, {}, 1, 23, n > 1000);
+        expect_close(got[0].tensor, want[0].tensor, 6e-7, 1e-37,
+                     std::string(op) + " n=" + std::to_string(n) + " " + x86::eltwise_isa_name(isa));
+      }
+  }
+}
+
+TEST(X86Eltwise, BinaryMatchesRef) {
+  std::mt19937 g(2);
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{17}, {17}},          {{1000}, {1000}},         {{3, 5, 17}, {17}},      {{3, 5, 17}, {5, 17}},
+      {{4, 33}, {1}},        {{1}, {4, 33}},           {{}, {9, 16}},           {{9, 16}, {}},
+      {{2, 7, 1}, {2, 7, 15}}, {{128, 768}, {1, 1, 768}}, {{7, 1}, {1, 31}},   {{1, 12, 65}, {1, 12, 1}},
+      {{3, 1, 5}, {1, 4, 1}},  {{1009, 16}, {1009, 16}}, {{5, 1009}, {1009}},  {{0, 4}, {4}}};
+  for (EltIsa isa : isas()) {
+    ForceIsa f(isa);
+    for (const char* op : {"Add", "Sub", "Mul", "Div"})
+      for (const auto& [sa, sb] : shapes) {
+        const Tensor a = rand_f32(sa, g), b = rand_f32(sb, g, 0.5f, 3.0f);
+        const auto want = tessera::testing::run_ref(op, {a, b});
+        const auto got = run_tuned(op, {a, b}, {}, 1, 23, true);
+        expect_close(got[0].tensor, want[0].tensor, 1e-7, 0, std::string(op) + " " + a.describe() + " " + b.describe());
+      }
+  }
+  // Non-f32 and mismatched shapes go to the reference (same results, same errors).
+  Tensor ia = Tensor::from_vector<int32_t>({1, 2, 3}, {3}), ib = Tensor::from_vector<int32_t>({4, 5, 6}, {3});
+  expect_close(run_tuned("Add", {ia, ib})[0].tensor, tessera::testing::run_ref("Add", {ia, ib})[0].tensor, 0, 0, "int Add");
+  EXPECT_THROW(run_tuned("Add", {rand_f32({3}, g), rand_f32({4}, g)}), Error);
+}
+
+TEST(X86Eltwise, SoftmaxMatchesRef) {
+  std::mt19937 g(3);
+  for (EltIsa isa : isas()) {
+    ForceIsa f(isa);
+    for (int64_t len : kSizes)
+      for (int64_t rows : {1, 3, 64}) {
+        Tensor x = rand_f32({rows, len}, g, -20.0f, 20.0f);
+        if (rows == 3) x.data<float>()[len + len / 2] = std::numeric_limits<float>::quiet_NaN();  // row 1 NaN
+        if (rows == 3 && len > 1) x.data<float>()[2 * len + 1] = std::numeric_limits<float>::infinity();
+        const auto want = tessera::testing::run_ref("Softmax", {x});
+        const auto got = run_tuned("Softmax", {x}, {}, 1, 23, rows == 64);
+        expect_close(got[0].tensor, want[0].tensor, 2e-6, 1e-12,
+                     "Softmax " + x.describe() + " " + x86::eltwise_isa_name(isa));
+      }
+    // other axes (reference at run time), legacy opset coercion, all -inf row
+    const Tensor x = rand_f32({3, 4, 5}, g);
+    for (int64_t axis : {0, 1, -1, 2})
+      for (int opset : {11, 13}) {
+        const auto want = tessera::testing::run_ref("Softmax", {x}, {{"axis", attr_i(axis)}}, 1, opset);
+        const auto got = run_tuned("Softmax", {x}, {{"axis", attr_i(axis)}}, 1, opset);
+        expect_close(got[0].tensor, want[0].tensor, 2e-6, 1e-12, "Softmax axis " + std::to_string(axis));
+      }
+    Tensor m(DType::f32, {2, 17});
+    for (int64_t i = 0; i < 34; ++i) m.data<float>()[i] = i < 17 ? -std::numeric_limits<float>::infinity() : 1.0f;
+    expect_close(run_tuned("Softmax", {m})[0].tensor, tessera::testing::run_ref("Softmax", {m})[0].tensor, 1e-6, 0, "-inf row");
+  }
+}
+
+TEST(X86Eltwise, LayerNormMatchesRef) {
+  std::mt19937 g(4);
+  for (EltIsa isa : isas()) {
+    ForceIsa f(isa);
+    for (int64_t len : kSizes)
+      for (bool with_bias : {true, false}) {
+        const Tensor x = rand_f32({5, len}, g, -4.0f, 6.0f), s = rand_f32({len}, g), b = rand_f32({len}, g);
+        std::vector<DataValue> in = {x, s};
+        if (with_bias) in.push_back(b);
+        const std::map<std::string, Attribute> at = {{"epsilon", attr_f(1e-3f)}};
+        const auto want = tessera::testing::run_ref("LayerNormalization", in, at);
+        const auto got = run_tuned("LayerNormalization", in, at, 1, 23, true);
+        expect_close(got[0].tensor, want[0].tensor, 1e-5, 2e-5, "LayerNorm " + x.describe());
+      }
+    // axis 1 of a rank-3 input normalizes over the last two dims
+    const Tensor x = rand_f32({3, 4, 5}, g), s = rand_f32({4, 5}, g), b = rand_f32({4, 5}, g);
+    const std::map<std::string, Attribute> at = {{"axis", attr_i(1)}};
+    expect_close(run_tuned("LayerNormalization", {x, s, b}, at)[0].tensor,
+                 tessera::testing::run_ref("LayerNormalization", {x, s, b}, at)[0].tensor, 1e-5, 2e-5, "LayerNorm axis 1");
+    // Mean / InvStdDev requested: the reference computes all three
+    const auto want3 = tessera::testing::run_ref("LayerNormalization", {x, s, b}, at, 3);
+    const auto got3 = run_tuned("LayerNormalization", {x, s, b}, at, 3);
+    for (size_t i = 0; i < 3; ++i) expect_close(got3[i].tensor, want3[i].tensor, 1e-5, 2e-5, "LayerNorm stats");
+  }
+}
+
+TEST(X86Eltwise, TransposeMatchesRef) {
+  std::mt19937 g(5);
+  const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {
+      {{17, 33}, {1, 0}},         {{1000, 3}, {1, 0}},          {{64, 65}, {1, 0}},
+      {{2, 3, 4}, {0, 2, 1}},     {{2, 3, 4}, {2, 0, 1}},       {{2, 3, 4}, {1, 0, 2}},
+      {{1, 12, 65, 64}, {0, 2, 1, 3}}, {{2, 12, 17, 64}, {0, 1, 3, 2}}, {{3, 1, 5, 1}, {3, 2, 0, 1}},
+      {{4, 5, 6, 7}, {3, 1, 2, 0}}, {{7}, {0}},                  {{2, 3, 4}, {-1, 0, 1}},
+      {{2, 0, 3}, {2, 1, 0}},     {{5, 7, 9}, {}}};
+  for (const auto& [shape, perm] : cases) {
+    const Tensor x = rand_f32(shape, g);
+    std::map<std::string, Attribute> at;
+    if (!perm.empty()) at["perm"] = attr_ints(perm);
+    const auto want = tessera::testing::run_ref("Transpose", {x}, at);
+    for (bool threaded : {false, true}) {
+      const auto got = run_tuned("Transpose", {x}, at, 1, 23, threaded);
+      expect_close(got[0].tensor, want[0].tensor, 0, 0, "Transpose " + x.describe());
+    }
+  }
+  EXPECT_THROW(run_tuned("Transpose", {rand_f32({2, 3}, g)}, {{"perm", attr_ints({0, 0})}}), Error);
+}
+
+// Quick timing against the reference kernels (set TESSERA_ELTWISE_TIMING=1).
+TEST(X86Eltwise, Timing) {
+  if (!std::getenv("TESSERA_ELTWISE_TIMING")) GTEST_SKIP() << "set TESSERA_ELTWISE_TIMING=1";
+  std::mt19937 g(6);
+  auto time = [](auto&& f) {
+    f();
+    const auto t0 = std::chrono::steady_clock::now();
+    int it = 0;
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(200)) f(), ++it;
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / it;
+  };
+  struct Case {
+    std::string op;
+    std::vector<DataValue> in;
+    std::map<std::string, Attribute> at;
+  };
+  const Tensor act = rand_f32({128, 3072}, g), h = rand_f32({128, 768}, g), row = rand_f32({768}, g),
+               sc = rand_f32({12, 128, 128}, g), q = rand_f32({1, 128, 12, 64}, g);
+  const std::vector<Case> cases = {
+      {"Erf", {act}, {}},      {"Tanh", {act}, {}},        {"Sigmoid", {act}, {}},  {"Exp", {act}, {}},
+      {"Relu", {act}, {}},     {"Add", {h, row}, {}},      {"Mul", {act, act}, {}}, {"Div", {h, row}, {}},
+      {"Softmax", {sc}, {}},   {"LayerNormalization", {h, row, row}, {}},
+      {"Transpose", {q}, {{"perm", attr_ints({0, 2, 1, 3})}}}, {"Transpose", {h}, {{"perm", attr_ints({1, 0})}}}};
+  for (const auto& c : cases) {
+    const double tr = time([&] { tessera::testing::run_ref(c.op, c.in, c.at); });
+    const double tt = time([&] { run_tuned(c.op, c.in, c.at); });
+    std::printf("[ time ] %-20s %-22s ref %9.1f us  tuned %8.1f us  x%.1f (%s, 1 thread)\n", c.op.c_str(),
+                c.in[0].tensor.describe().c_str(), tr, tt, tr / tt, x86::eltwise_isa_name(x86::eltwise_isa()));
+  }
+}
+
+}  // namespace
