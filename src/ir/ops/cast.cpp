@@ -1,6 +1,6 @@
 // Schemas and shape inference: cast family (Cast, CastLike, BitCast).
 #include "ir/op_registry.h"
-#include "ir/ops/dtype_attr.h"
+#include "core/dtype_attr.h"
 
 namespace tessera::ir {
 namespace {

@@ -1,7 +1,7 @@
 // Schemas and shape inference: misc family (Identity, Constant, Dropout, Size,
 // EyeLike, Optional, OptionalHasElement, OptionalGetElement).
 #include "ir/op_registry.h"
-#include "ir/ops/dtype_attr.h"
+#include "core/dtype_attr.h"
 
 namespace tessera::ir {
 namespace {

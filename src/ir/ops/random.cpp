@@ -1,6 +1,6 @@
 // Schemas and shape inference: random family.
 #include "ir/op_registry.h"
-#include "ir/ops/dtype_attr.h"
+#include "core/dtype_attr.h"
 
 namespace tessera::ir {
 namespace {

@@ -1,5 +1,6 @@
 // Schemas and shape inference: sequence family. Sequence-typed values carry
 // their element type; their tensors' shapes are known only at run time.
+#include "core/dtype_attr.h"
 #include "ir/op_registry.h"
 #include "ir/ops/shape_infer_util.h"
 
@@ -10,14 +11,6 @@ using K = Attribute::Kind;
 
 namespace {
 
-DType dtype_from_onnx_code(int64_t c) {
-  static const DType kCodes[] = {DType::undefined, DType::f32, DType::u8, DType::i8, DType::u16, DType::i16,
-                                 DType::i32, DType::i64, DType::string, DType::boolean, DType::f16, DType::f64,
-                                 DType::u32, DType::u64, DType::c64, DType::c128, DType::bf16, DType::f8e4m3fn,
-                                 DType::f8e4m3fnuz, DType::f8e5m2, DType::f8e5m2fnuz, DType::u4, DType::i4,
-                                 DType::f4e2m1, DType::f8e8m0, DType::u2, DType::i2};
-  return (c >= 0 && c < int64_t(std::size(kCodes))) ? kCodes[c] : DType::undefined;
-}
 
 // Element type of a sequence input (or of a tensor input).
 DType elem_of(const InferenceContext& ctx, size_t i) { return ctx.input_type(i).elem; }
@@ -30,7 +23,7 @@ void register_sequence_schemas(OpRegistry& r) {
   add(r, make_schema("SequenceConstruct", 1, -1, 1, 1,
                      [](InferenceContext& c) { set_sequence_output(c, 0, elem_of(c, 0)); }));
   add(r, make_schema("SequenceEmpty", 0, 0, 1, 1,
-                     [](InferenceContext& c) { set_sequence_output(c, 0, dtype_from_onnx_code(c.attr_int("dtype", 1))); },
+                     [](InferenceContext& c) { set_sequence_output(c, 0, dtype_from_type_code(c.attr_int("dtype", 1))); },
                      {{"dtype", K::i}}));
   add(r, make_schema("SequenceAt", 2, 2, 1, 1,
                      [](InferenceContext& c) { c.set_output(0, elem_of(c, 0), std::nullopt); }));

@@ -12,7 +12,7 @@
 #include <limits>
 
 #include "core/kernel_context.h"
-#include "kernels/ref/dtype_attr.h"
+#include "core/dtype_attr.h"
 #include "kernels/ref/elementwise_util.h"
 #include "kernels/ref/registry.h"
 

@@ -2,7 +2,7 @@
 // Optional, OptionalHasElement, OptionalGetElement).
 #include <random>
 
-#include "kernels/ref/dtype_attr.h"
+#include "core/dtype_attr.h"
 #include "kernels/ref/elementwise_util.h"
 #include "kernels/ref/registry.h"
 

@@ -56,39 +56,6 @@ inline bool is_std_float(DType t) {
   return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16;
 }
 
-// Maps an ONNX TensorProto data-type code (as found in attributes such as
-// output_dtype, to, dtype) to a DType. Attributes arrive with ONNX's numbering.
-inline DType dtype_from_onnx_code(int64_t code) {
-  switch (code) {
-    case 1: return DType::f32;
-    case 2: return DType::u8;
-    case 3: return DType::i8;
-    case 4: return DType::u16;
-    case 5: return DType::i16;
-    case 6: return DType::i32;
-    case 7: return DType::i64;
-    case 8: return DType::string;
-    case 9: return DType::boolean;
-    case 10: return DType::f16;
-    case 11: return DType::f64;
-    case 12: return DType::u32;
-    case 13: return DType::u64;
-    case 14: return DType::c64;
-    case 15: return DType::c128;
-    case 16: return DType::bf16;
-    case 17: return DType::f8e4m3fn;
-    case 18: return DType::f8e4m3fnuz;
-    case 19: return DType::f8e5m2;
-    case 20: return DType::f8e5m2fnuz;
-    case 21: return DType::u4;
-    case 22: return DType::i4;
-    case 23: return DType::f4e2m1;
-    case 24: return DType::f8e8m0;
-    case 25: return DType::u2;
-    case 26: return DType::i2;
-    default: return DType::undefined;
-  }
-}
 
 // Integer range of an integer dtype (as doubles).
 inline bool int_range(DType t, double& lo, double& hi) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/dtype_attr.h"
 #include "kernels/ref/misc_conv.h"
 #include "kernels/ref/misc_util.h"
 #include "kernels/ref/registry.h"
@@ -70,7 +71,7 @@ void quantize_linear(KernelContext& ctx) {
   DType out = DType::u8;
   const int64_t od = ctx.attr_int("output_dtype", 0);
   if (od != 0) {
-    out = dtype_from_onnx_code(od);
+    out = dtype_from_type_code(od);
     ctx.check(out != DType::undefined, "unknown output_dtype ", od);
   }
   if (zp) {
@@ -86,7 +87,7 @@ void quantize_linear(KernelContext& ctx) {
   const bool saturate = ctx.attr_int("saturate", 1) != 0;
   // Precision of the division: the input's type, or `precision` when given.
   DType prec = x.dtype() == DType::i32 ? scale.dtype() : x.dtype();
-  if (const int64_t p = ctx.attr_int("precision", 0); p != 0) prec = dtype_from_onnx_code(p);
+  if (const int64_t p = ctx.attr_int("precision", 0); p != 0) prec = dtype_from_type_code(p);
   const std::vector<float> xv = to_floats(x), sv = to_floats(scale);
   const std::vector<float> zv = zp ? to_floats(*zp) : std::vector<float>(sv.size(), 0.f);
   Tensor& y = ctx.output(0, out, x.shape());
@@ -126,7 +127,7 @@ void dequantize_linear(KernelContext& ctx) {
   }
   DType out = scale.dtype();
   if (const int64_t od = ctx.attr_int("output_dtype", 0); od != 0) {
-    out = dtype_from_onnx_code(od);
+    out = dtype_from_type_code(od);
     ctx.check(is_std_float(out), "unsupported output_dtype ", od);
   }
   QuantParamIndex idx(ctx, x.shape(), scale);

@@ -4,6 +4,7 @@
 // sequence; their tensors are shared, never modified in place.
 #include <algorithm>
 
+#include "core/dtype_attr.h"
 #include "kernels/ref/registry.h"
 #include "kernels/ref/shape_util.h"
 
@@ -13,38 +14,6 @@ using namespace shape_util;
 
 namespace {
 
-// ONNX TensorProto.DataType codes (dtype attributes stay in ONNX form).
-DType dtype_from_onnx_code(int64_t c) {
-  switch (c) {
-    case 1: return DType::f32;
-    case 2: return DType::u8;
-    case 3: return DType::i8;
-    case 4: return DType::u16;
-    case 5: return DType::i16;
-    case 6: return DType::i32;
-    case 7: return DType::i64;
-    case 8: return DType::string;
-    case 9: return DType::boolean;
-    case 10: return DType::f16;
-    case 11: return DType::f64;
-    case 12: return DType::u32;
-    case 13: return DType::u64;
-    case 14: return DType::c64;
-    case 15: return DType::c128;
-    case 16: return DType::bf16;
-    case 17: return DType::f8e4m3fn;
-    case 18: return DType::f8e4m3fnuz;
-    case 19: return DType::f8e5m2;
-    case 20: return DType::f8e5m2fnuz;
-    case 21: return DType::u4;
-    case 22: return DType::i4;
-    case 23: return DType::f4e2m1;
-    case 24: return DType::f8e8m0;
-    case 25: return DType::u2;
-    case 26: return DType::i2;
-    default: return DType::undefined;
-  }
-}
 
 const DataValue& seq_input(const KernelContext& ctx, size_t i) {
   const DataValue* v = ctx.input_value(i);
@@ -75,7 +44,7 @@ void sequence_construct(KernelContext& ctx) {
 }
 
 void sequence_empty(KernelContext& ctx) {
-  const DType e = dtype_from_onnx_code(ctx.attr_int("dtype", 1));
+  const DType e = dtype_from_type_code(ctx.attr_int("dtype", 1));
   ctx.check(e != DType::undefined, "unknown dtype code ", ctx.attr_int("dtype", 1));
   ctx.set_output(0, DataValue::make_sequence({}, e));
 }

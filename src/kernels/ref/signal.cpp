@@ -4,6 +4,7 @@
 #include <complex>
 #include <numbers>
 
+#include "core/dtype_attr.h"
 #include "kernels/ref/misc_util.h"
 #include "kernels/ref/registry.h"
 
@@ -131,7 +132,7 @@ void stft(KernelContext& ctx) {
 }
 
 DType window_dtype(const KernelContext& ctx) {
-  const DType t = dtype_from_onnx_code(ctx.attr_int("output_datatype", 1));
+  const DType t = dtype_from_type_code(ctx.attr_int("output_datatype", 1));
   ctx.check(t != DType::undefined && t != DType::string && !is_complex(t), "unsupported output_datatype");
   return t;
 }

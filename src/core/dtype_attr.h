@@ -1,8 +1,8 @@
-// (IR copy of kernels/ref/dtype_attr.h: the two layers may not include each other.)
 // Element-type attributes (Cast's `to`, EyeLike's / RandomNormal's `dtype`).
 // The model carries them as TensorProto.DataType codes; a frontend may instead
 // hand over a TYPE_PROTO attribute whose element type is already a DType. Both
-// are accepted here.
+// are accepted here. Shared by the IR's type inference and the kernels, which
+// may not include each other.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "core/attribute.h"
 #include "core/dtype.h"
 
-namespace tessera::ir {
+namespace tessera {
 
 inline DType dtype_from_type_code(int64_t code) {
   switch (code) {
@@ -52,4 +52,4 @@ inline DType dtype_from_attr(const Attribute* a) {
   return DType::undefined;
 }
 
-}  // namespace tessera::ir
+}  // namespace tessera
