@@ -27,8 +27,7 @@ struct Match {
   ir::Value* out = nullptr;
   std::vector<int64_t> kernel, strides, dilations, pads;
   int64_t group = 1;
-  std::string act;
-  float lo = 0, hi = 0;
+  std::optional<FusedActivation> act;
 };
 
 bool match_conv(const ir::Graph& g, ir::Node* n, Match& m) {
@@ -82,20 +81,10 @@ void absorb(const ir::Graph& g, Match& m, const std::vector<const ir::Node*>& ta
       c = sole_consumer(g, m.out);
     }
   }
-  if (is_onnx_op(c, "Relu")) {
-    m.act = "Relu";
+  if (auto act = match_activation(c, m.out)) {
+    m.act = *act;
     m.absorbed.push_back(c);
     m.out = c->outputs[0];
-  } else if (is_onnx_op(c, "Clip") && c->inputs[0] == m.out) {
-    auto lo = c->inputs.size() > 1 && c->inputs[1] ? constant_scalar(c->inputs[1]) : std::optional<float>(-3.4e38f);
-    auto hi = c->inputs.size() > 2 && c->inputs[2] ? constant_scalar(c->inputs[2]) : std::optional<float>(3.4e38f);
-    if (lo && hi) {
-      m.act = "Clip";
-      m.lo = *lo;
-      m.hi = *hi;
-      m.absorbed.push_back(c);
-      m.out = c->outputs[0];
-    }
   }
 }
 
@@ -123,17 +112,7 @@ void rewrite(ir::Graph& g, const Match& m) {
   gi.kind = Attribute::Kind::i;
   gi.i = m.group;
   f->attrs["group"] = gi;
-  if (!m.act.empty()) {
-    Attribute s, lo, hi;
-    s.kind = Attribute::Kind::s;
-    s.s = m.act;
-    lo.kind = hi.kind = Attribute::Kind::f;
-    lo.f = m.lo;
-    hi.f = m.hi;
-    f->attrs["activation"] = s;
-    f->attrs["clip_min"] = lo;
-    f->attrs["clip_max"] = hi;
-  }
+  if (m.act) set_activation_attrs(f, *m.act);
   g.connect_input(f, x);
   g.connect_input(f, w);
   g.connect_input(f, b);

@@ -21,8 +21,7 @@ struct Match {
   ir::Value* out = nullptr;
   Tensor weights;  // K x N, row-major, alpha applied
   std::optional<Tensor> bias;
-  std::string act;
-  float clip_min = 0, clip_max = 0;
+  std::optional<FusedActivation> act;
 };
 
 Tensor bias_vector(const Tensor& c, int64_t n, float beta) {
@@ -86,20 +85,10 @@ void absorb_epilogue(const ir::Graph& g, Match& m) {
       c = sole_consumer(g, m.out);
     }
   }
-  if (is_onnx_op(c, "Relu")) {
-    m.act = "Relu";
+  if (auto act = match_activation(c, m.out)) {
+    m.act = *act;
     m.absorbed.push_back(c);
     m.out = c->outputs[0];
-  } else if (is_onnx_op(c, "Clip") && c->inputs[0] == m.out) {
-    auto lo = c->inputs.size() > 1 && c->inputs[1] ? constant_scalar(c->inputs[1]) : std::optional<float>(-3.4e38f);
-    auto hi = c->inputs.size() > 2 && c->inputs[2] ? constant_scalar(c->inputs[2]) : std::optional<float>(3.4e38f);
-    if (lo && hi) {
-      m.act = "Clip";
-      m.clip_min = *lo;
-      m.clip_max = *hi;
-      m.absorbed.push_back(c);
-      m.out = c->outputs[0];
-    }
   }
 }
 
@@ -136,18 +125,7 @@ void rewrite(ir::Graph& g, Match& m) {
   set_i("N", n);
   set_i("kc", PackedB::native_kc());
   set_i("nr", PackedB::native_nr());
-  if (!m.act.empty()) {
-    Attribute s;
-    s.kind = Attribute::Kind::s;
-    s.s = m.act;
-    f->attrs["activation"] = s;
-    Attribute lo, hi;
-    lo.kind = hi.kind = Attribute::Kind::f;
-    lo.f = m.clip_min;
-    hi.f = m.clip_max;
-    f->attrs["clip_min"] = lo;
-    f->attrs["clip_max"] = hi;
-  }
+  if (m.act) set_activation_attrs(f, *m.act);
   g.connect_input(f, a);
   g.connect_input(f, pv);
   if (bv) g.connect_input(f, bv);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 
 #include "ir/graph.h"
 
@@ -34,6 +35,36 @@ inline std::optional<float> constant_scalar(const ir::Value* v) {
   if (!v || !v->initializer || v->initializer->dtype() != DType::f32 || v->initializer->numel() != 1)
     return std::nullopt;
   return v->initializer->data<float>()[0];
+}
+
+// An activation a fused op applies in its epilogue ("Relu", or "Clip" with bounds).
+struct FusedActivation {
+  std::string op;
+  float lo = 0, hi = 0;
+};
+
+// `c` as an activation of `x` the fused kernels can apply: Relu, or Clip with
+// constant (or absent) bounds.
+inline std::optional<FusedActivation> match_activation(const ir::Node* c, const ir::Value* x) {
+  if (is_onnx_op(c, "Relu")) return FusedActivation{"Relu"};
+  if (!is_onnx_op(c, "Clip") || c->inputs.empty() || c->inputs[0] != x) return std::nullopt;
+  auto lo = c->inputs.size() > 1 && c->inputs[1] ? constant_scalar(c->inputs[1]) : std::optional<float>(-3.4e38f);
+  auto hi = c->inputs.size() > 2 && c->inputs[2] ? constant_scalar(c->inputs[2]) : std::optional<float>(3.4e38f);
+  if (!lo || !hi) return std::nullopt;
+  return FusedActivation{"Clip", *lo, *hi};
+}
+
+// Writes the activation / clip_min / clip_max attributes of a fused node.
+inline void set_activation_attrs(ir::Node* f, const FusedActivation& a) {
+  Attribute s, lo, hi;
+  s.kind = Attribute::Kind::s;
+  s.s = a.op;
+  lo.kind = hi.kind = Attribute::Kind::f;
+  lo.f = a.lo;
+  hi.f = a.hi;
+  f->attrs["activation"] = s;
+  f->attrs["clip_min"] = lo;
+  f->attrs["clip_max"] = hi;
 }
 
 }  // namespace tessera::passes
