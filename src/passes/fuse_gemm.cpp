@@ -34,15 +34,16 @@ bool match_root(const ir::Graph& g, ir::Node* n, Match& m) {
   if (n->inputs.size() < 2 || !is_f32(n->inputs[0]) || !n->inputs[1] || !is_constant(g, n->inputs[1])) return false;
   const Tensor& w = *n->inputs[1]->initializer;
   if (w.dtype() != DType::f32 || w.rank() != 2) return false;
+  // A of unknown rank is fine for MatMul: FusedGemm keeps A's leading dims
+  // (a 1-D A gives [N], as MatMul does).
   const auto& ashape = n->inputs[0]->type.shape;
-  if (!ashape || ashape->size() < 1) return false;
+  if (ashape && ashape->empty()) return false;
   if (is_onnx_op(n, "MatMul")) {
-    if (ashape->size() < 2) return false;  // a 1-D A drops a dim: leave it to the plain kernel
     m.weights = w.contiguous();
   } else if (is_onnx_op(n, "Gemm")) {
     const Attribute* ta = n->attr("transA");
     if (ta && ta->i != 0) return false;
-    if (ashape->size() != 2) return false;
+    if (!ashape || ashape->size() != 2) return false;
     const Attribute* tb = n->attr("transB");
     const Attribute* al = n->attr("alpha");
     const Attribute* be = n->attr("beta");
@@ -72,13 +73,19 @@ bool match_root(const ir::Graph& g, ir::Node* n, Match& m) {
   return m.out != nullptr;
 }
 
+// The bias may be folded only when broadcasting it does not add dims to the output.
+bool rank_at_least(const ir::Value* a, int64_t r) {
+  return r <= 1 || (a->type.shape && int64_t(a->type.shape->size()) >= r);
+}
+
 void absorb_epilogue(const ir::Graph& g, Match& m) {
   const int64_t n = m.weights.dim(1);
   ir::Node* c = sole_consumer(g, m.out);
   if (!m.bias && is_onnx_op(c, "Add")) {
     ir::Value* other = c->inputs[0] == m.out ? c->inputs[1] : c->inputs[0];
     if (other && is_constant(g, other) && other->initializer->dtype() == DType::f32 &&
-        other->initializer->numel() == n && other->initializer->dim(-1) == n) {
+        other->initializer->numel() == n && other->initializer->dim(-1) == n &&
+        rank_at_least(m.a, other->initializer->rank())) {
       m.bias = other->initializer->contiguous().reshape({n});
       m.absorbed.push_back(c);
       m.out = c->outputs[0];
