@@ -10,6 +10,7 @@
 
 #include "frontend/onnx/onnx_loader.h"
 #include "ir/op_registry.h"
+#include "passes/pass_manager.h"
 #include "tessera/tessera.h"
 #include "tools/commands.h"
 
@@ -20,6 +21,7 @@ namespace {
 struct InfoOptions {
   std::string model;
   bool ir = false;
+  std::string dump_after;  // a pass name, or "import"
 };
 
 std::string human(double v, const char* unit) {
@@ -118,6 +120,13 @@ std::string value_line(const ir::Value* v) {
 }
 
 void print_info(const InfoOptions& o) {
+  if (!o.dump_after.empty() && o.dump_after != "import") {
+    const auto names = passes::pass_names();
+    std::string known = "import";
+    for (const std::string& n : names) known += ", " + n;
+    check_arg(std::find(names.begin(), names.end(), o.dump_after) != names.end(), "--dump-after: no pass named '",
+              o.dump_after, "' (passes, in order: ", known, ")");
+  }
   ir::Model model = frontend::onnx::load_file(o.model);
   ir::Graph& g = *model.graph;
   std::string inference_note;
@@ -162,6 +171,15 @@ void print_info(const InfoOptions& o) {
     Session session(o.model, SessionOptions{.threads = 1});
     std::cout << "\n" << session.graph_text();
   }
+  if (!o.dump_after.empty()) {
+    std::string text;
+    if (o.dump_after == "import") {
+      text = ir::to_string(g);
+    } else {
+      passes::run_pipeline(model, 99, o.dump_after, &text);
+    }
+    std::cout << "\ngraph after " << o.dump_after << ":\n" << text;
+  }
 }
 
 }  // namespace
@@ -171,6 +189,17 @@ void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Describe a model: inputs, outputs, ops, parameters, FLOPs");
   cmd->add_option("model", opts->model, "the .onnx file")->required();
   cmd->add_flag("--ir", opts->ir, "also print the IR after import and optimization");
+  cmd->add_option("--dump-after", opts->dump_after,
+                  "print the graph after this pass ('import' for before any; `tessera info --passes` lists them)");
+  cmd->add_flag_callback(
+      "--passes",
+      [] {
+        std::cout << "import";
+        for (const std::string& n : passes::pass_names()) std::cout << " " << n;
+        std::cout << "\n";
+        throw CLI::Success();
+      },
+      "list the optimization passes in order and exit");
   cmd->callback([opts] { print_info(*opts); });
 }
 

@@ -6,6 +6,7 @@
 #include <new>
 #include <thread>
 
+#include "runtime/cost_model.h"
 #include "runtime/memory_planner.h"
 #include "runtime/session_impl.h"
 
@@ -14,8 +15,8 @@ namespace tessera {
 namespace runtime {
 
 namespace {
-int64_t now_us(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+double now_us(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // How a feed or a graph input's declared type reads in messages.
@@ -263,7 +264,7 @@ void RunState::exec(Frame& f, bool main) {
     if (main && recording_)
       for (int s : cn.touches) touch(f.slots[size_t(s)], int(k));
     NodeContext ctx(*this, f, cn, int(k), main);
-    const int64_t t_start = profiling_ ? now_us(s_.t0_) : 0;
+    const double t_start = profiling_ ? now_us(s_.t0_) : 0;
     try {
       cn.fn(ctx);
     } catch (const Error& e) {
@@ -273,10 +274,14 @@ void RunState::exec(Frame& f, bool main) {
     } catch (const std::exception& e) {
       throw Error(ErrorCode::runtime, e.what(), cn.name, cn.node->op_type);
     }
-    if (profiling_)
-      events.push_back({cn.name, cn.node->op_type, t_start, now_us(s_.t0_) - t_start,
-                        std::hash<std::thread::id>{}(std::this_thread::get_id())});
     auto& outs = ctx.outs();
+    if (profiling_) {
+      const double t_end = now_us(s_.t0_);
+      const NodeCost cost = node_cost(ctx, outs);
+      events.push_back({cn.name, cn.node->op_type, t_start, t_end - t_start,
+                        std::hash<std::thread::id>{}(std::this_thread::get_id()), cost.flops, cost.bytes,
+                        cost.shapes});
+    }
     for (size_t i = 0; i < outs.size(); ++i) {
       if (cn.requested[i] && outs[i].kind == DataValue::Kind::none)
         throw Error(ErrorCode::internal,

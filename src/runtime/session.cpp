@@ -121,7 +121,7 @@ SessionImpl::SessionImpl(ir::Model model, const SessionOptions& opts)
 }
 
 SessionImpl::~SessionImpl() {
-  if (opts_.enable_profiling) {
+  if (opts_.enable_profiling && !profile_.empty()) {
     try {
       write_profile();
     } catch (...) {
@@ -228,6 +228,16 @@ size_t SessionImpl::num_cached_plans() const {
   return plans_.size();
 }
 
+std::vector<runtime::ProfileEvent> SessionImpl::profile_events() const {
+  std::lock_guard lock(profile_mutex_);
+  return profile_;
+}
+
+void SessionImpl::clear_profile() const {
+  std::lock_guard lock(profile_mutex_);
+  profile_.clear();
+}
+
 void SessionImpl::write_profile() const {
   if (!opts_.enable_profiling) return;
   const std::string path = opts_.profile_path.empty() ? "tessera_profile.json" : opts_.profile_path;
@@ -242,7 +252,7 @@ void SessionImpl::write_profile() const {
                         {"dur", e.dur_us},
                         {"pid", 0},
                         {"tid", e.tid},
-                        {"args", {{"op", e.op}}}});
+                        {"args", {{"op", e.op}, {"shapes", e.shapes}, {"flops", e.flops}, {"bytes", e.bytes}}}});
     }
   }
   nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};

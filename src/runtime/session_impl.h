@@ -71,8 +71,10 @@ struct Plan {
 
 struct ProfileEvent {
   std::string name, op;
-  int64_t start_us = 0, dur_us = 0;
+  double start_us = 0, dur_us = 0;  // microseconds since the session started
   uint64_t tid = 0;
+  double flops = 0, bytes = 0;  // runtime/cost_model.h
+  std::string shapes;
 };
 
 class RunState;
@@ -104,6 +106,9 @@ class SessionImpl {
   size_t last_fallback_bytes() const { return last_fallback_bytes_.load(); }
   // Writes the Chrome trace now (also done when the session ends).
   void write_profile() const;
+  // The profile so far (one event per executed node, in run order), and forgetting it (e.g. after warm-up).
+  std::vector<runtime::ProfileEvent> profile_events() const;
+  void clear_profile() const;
 
  private:
   friend class runtime::RunState;
