@@ -3,9 +3,9 @@
 // creation time. With --compare onnxruntime the comparison runs in Python
 // (python -m tessera.bench), where onnxruntime's own API is available: both
 // sessions in one process, alternating runs, medians and the ratio.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -30,11 +30,20 @@ struct BenchOptions {
 
 [[noreturn]] void hand_over_to_python(const BenchOptions& o) {
   check_arg(o.compare == "onnxruntime", "--compare: only 'onnxruntime' is supported, got '", o.compare, "'");
-  check_arg(o.inputs.empty(), "--compare onnxruntime makes its own random inputs; --input is not supported with it");
+  check_arg(o.inputs.empty(),
+            "--compare onnxruntime makes its own random inputs; --input is not supported with it");
   const char* py = std::getenv("TESSERA_PYTHON");
-  std::vector<std::string> args = {py && *py ? py : "python3", "-m", "tessera.bench", o.model, "--runs",
-                                   std::to_string(o.runs), "--warmup", std::to_string(o.warmup), "--seed",
-                                   std::to_string(o.seed), "--threads"};
+  std::vector<std::string> args = {py && *py ? py : "python3",
+                                   "-m",
+                                   "tessera.bench",
+                                   o.model,
+                                   "--runs",
+                                   std::to_string(o.runs),
+                                   "--warmup",
+                                   std::to_string(o.warmup),
+                                   "--seed",
+                                   std::to_string(o.seed),
+                                   "--threads"};
   for (int t : o.threads) args.push_back(std::to_string(t));
   for (const std::string& d : o.dims) args.insert(args.end(), {"--dim", d});
   std::vector<char*> argv;
@@ -42,15 +51,17 @@ struct BenchOptions {
   argv.push_back(nullptr);
   std::fflush(stdout);
   execvp(argv[0], argv.data());
-  throw Error(ErrorCode::io, cat("--compare onnxruntime runs '", args[0], " -m tessera.bench' (the Python package ",
-                                 "'tessera' and onnxruntime): could not start it: ", std::strerror(errno)));
+  throw Error(ErrorCode::io,
+              cat("--compare onnxruntime runs '", args[0], " -m tessera.bench' (the Python package ",
+                  "'tessera' and onnxruntime): could not start it: ", std::strerror(errno)));
 }
 
 void bench_model(const BenchOptions& o) {
   check_arg(o.runs >= 1 && o.warmup >= 0, "--runs must be at least 1 and --warmup non-negative");
   for (int t : o.threads) check_arg(t >= 0, "--threads must be non-negative");
   if (!o.compare.empty()) hand_over_to_python(o);
-  std::printf("%7s %11s %9s %9s %9s %10s\n", "threads", "median ms", "p90 ms", "min ms", "create ms", "arena MiB");
+  std::printf("%7s %11s %9s %9s %9s %10s\n", "threads", "median ms", "p90 ms", "min ms", "create ms",
+              "arena MiB");
   for (int t : o.threads) {
     SessionOptions so;
     so.threads = t;

@@ -57,7 +57,8 @@ Rates rates(double us, double flops, double bytes, double total_us, const kernel
 
 void profile_model(const ProfileOptions& o) {
   check_arg(o.runs >= 1, "--runs must be at least 1");
-  check_arg(o.warmup >= 0 && o.threads >= 0 && o.top >= 0, "--warmup, --threads and --top must be non-negative");
+  check_arg(o.warmup >= 0 && o.threads >= 0 && o.top >= 0,
+            "--warmup, --threads and --top must be non-negative");
   SessionOptions so;
   so.threads = o.threads;
   so.optimization_level = o.optimization_level;
@@ -65,7 +66,8 @@ void profile_model(const ProfileOptions& o) {
   so.profile_path = o.trace;
   const auto t0 = std::chrono::steady_clock::now();
   Session session(o.model, so);
-  const double create_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double create_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const SessionImpl& impl = session.impl();
   const auto feeds = make_feeds(session, o.inputs, o.dims, o.seed);
 
@@ -80,7 +82,8 @@ void profile_model(const ProfileOptions& o) {
   for (int i = 0; i < o.runs; ++i) {
     const auto t1 = std::chrono::steady_clock::now();
     session.run(feeds);
-    run_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
+    run_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
   }
   const std::vector<runtime::ProfileEvent> events = impl.profile_events();
   if (o.trace.empty()) impl.clear_profile();  // nothing to write when the session ends
@@ -120,26 +123,28 @@ void profile_model(const ProfileOptions& o) {
 
   double flops_total = 0;
   for (const Row& r : op_rows) flops_total += r.flops;
-  std::printf("model %s  threads %d  runs %d (after %d warm-up)\n", o.model.c_str(), impl.pool()->num_threads(),
-              o.runs, o.warmup);
-  std::printf("session creation %.1f ms; run median %.3f ms, p90 %.3f ms; sum of node medians %.3f ms; %.3f GFLOP "
-              "per run = %.1f GFLOP/s\n",
-              create_ms, percentile(run_ms, 0.5), percentile(run_ms, 0.9), total_us * 1e-3, flops_total * 1e-9,
-              flops_total / (percentile(run_ms, 0.5) * 1e6));
-  std::printf("roofline: peak %.1f GFLOP/s (%s FMA, measured), bandwidth %.1f GB/s (triad, measured), ridge %.2f "
-              "FLOP/byte\n\n",
-              ceil.peak_gflops, ceil.isa.c_str(), ceil.bandwidth_gbs,
-              ceil.bandwidth_gbs > 0 ? ceil.peak_gflops / ceil.bandwidth_gbs : 0.0);
+  std::printf("model %s  threads %d  runs %d (after %d warm-up)\n", o.model.c_str(),
+              impl.pool()->num_threads(), o.runs, o.warmup);
+  std::printf(
+      "session creation %.1f ms; run median %.3f ms, p90 %.3f ms; sum of node medians %.3f ms; %.3f GFLOP "
+      "per run = %.1f GFLOP/s\n",
+      create_ms, percentile(run_ms, 0.5), percentile(run_ms, 0.9), total_us * 1e-3, flops_total * 1e-9,
+      flops_total / (percentile(run_ms, 0.5) * 1e6));
+  std::printf(
+      "roofline: peak %.1f GFLOP/s (%s FMA, measured), bandwidth %.1f GB/s (triad, measured), ridge %.2f "
+      "FLOP/byte\n\n",
+      ceil.peak_gflops, ceil.isa.c_str(), ceil.bandwidth_gbs,
+      ceil.bandwidth_gbs > 0 ? ceil.peak_gflops / ceil.bandwidth_gbs : 0.0);
 
-  std::printf("%-24s %6s %10s %7s %9s %8s %8s %7s\n", "op", "nodes", "ms", "share", "GFLOP/s", "GB/s", "FLOP/B",
-              "%roof");
+  std::printf("%-24s %6s %10s %7s %9s %8s %8s %7s\n", "op", "nodes", "ms", "share", "GFLOP/s", "GB/s",
+              "FLOP/B", "%roof");
   for (const Row& r : op_rows) {
     const Rates x = rates(r.us[0], r.flops, r.bytes, total_us, ceil);
     std::printf("%-24s %6d %10.3f %6.1f%% %9.1f %8.1f %8.2f %6.0f%%\n", r.op.c_str(), r.count, x.ms, x.share,
                 x.gflops, x.gbs, x.ai, x.roof);
   }
-  std::printf("\n%-10s %7s %9s %8s %8s %7s  %-18s %s\n", "ms", "share", "GFLOP/s", "GB/s", "FLOP/B", "%roof", "op",
-              "node  [shapes]");
+  std::printf("\n%-10s %7s %9s %8s %8s %7s  %-18s %s\n", "ms", "share", "GFLOP/s", "GB/s", "FLOP/B", "%roof",
+              "op", "node  [shapes]");
   for (size_t i = 0; i < nodes.size() && int(i) < o.top; ++i) {
     const Row& r = nodes[i];
     const Rates x = rates(r.us[0], r.flops, r.bytes, total_us, ceil);

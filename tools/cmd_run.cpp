@@ -124,8 +124,9 @@ void run_model(const RunOptions& o) {
     }
   }
   char buf[200];
-  std::snprintf(buf, sizeof buf, "session: %.3f ms  run: median %.3f ms over %d run%s (min %.3f ms, max %.3f ms)\n",
-                load_ms, median, o.repeat, o.repeat == 1 ? "" : "s", *lo, *hi);
+  std::snprintf(buf, sizeof buf,
+                "session: %.3f ms  run: median %.3f ms over %d run%s (min %.3f ms, max %.3f ms)\n", load_ms,
+                median, o.repeat, o.repeat == 1 ? "" : "s", *lo, *hi);
   std::cout << buf;
 }
 

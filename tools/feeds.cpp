@@ -57,13 +57,14 @@ Tensor random_tensor(const ValueInfo& vi, const std::map<std::string, int64_t>& 
 
 }  // namespace
 
-std::map<std::string, DataValue> make_feeds(const Session& session, const std::vector<std::string>& input_specs,
+std::map<std::string, DataValue> make_feeds(const Session& session,
+                                            const std::vector<std::string>& input_specs,
                                             const std::vector<std::string>& dim_specs, uint64_t seed) {
   std::map<std::string, int64_t> dims;
   for (const std::string& spec : dim_specs) {
     const size_t eq = spec.find('=');
-    check_arg(eq != std::string::npos && eq > 0 && eq + 1 < spec.size(), "--dim expects NAME=VALUE, got '", spec,
-              "'");
+    check_arg(eq != std::string::npos && eq > 0 && eq + 1 < spec.size(), "--dim expects NAME=VALUE, got '",
+              spec, "'");
     int64_t v = 0;
     try {
       size_t used = 0;

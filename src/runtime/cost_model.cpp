@@ -4,7 +4,9 @@ namespace tessera::runtime {
 
 namespace {
 
-double numel(const Tensor* t) { return t ? double(t->numel()) : 0.0; }
+double numel(const Tensor* t) {
+  return t ? double(t->numel()) : 0.0;
+}
 
 std::string shape_text(const Tensor& t) {
   std::string s = cat(dtype_name(t.dtype()), "[");

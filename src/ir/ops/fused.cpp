@@ -6,7 +6,11 @@
 //     (attributes K, N, kc, nr describe it; see kernels/x86/gemm.h).
 //   FusedConv(X, W, B?, Residual?) -> act(conv(X, W) + B + Residual)
 //     Conv's attributes, pads explicit, plus the activation.
+//   FusedElementwise(X0, X1, ...) -> program(X0, X1, ...), inputs broadcast (numpy)
+//     a chain of f32 elementwise ops; attributes program, num_registers
+//     (encoding in core/ew_program.h).
 // activation: "" | "Relu" | "Clip" (clip_min, clip_max).
+#include "core/ew_program.h"
 #include "ir/op_registry.h"
 
 namespace tessera::ir {
@@ -36,7 +40,8 @@ void infer_fused_conv(InferenceContext& ctx) {
   std::vector<Dim> out{(*x)[0], (*w)[0]};
   for (int i = 0; i < 2; ++i) {
     const Dim& in = (*x)[size_t(2 + i)];
-    out.push_back(in.known() ? Dim((in.value + p[size_t(i)] + p[size_t(i + 2)] - d[size_t(i)] * (k[size_t(i)] - 1) - 1) /
+    out.push_back(in.known() ? Dim((in.value + p[size_t(i)] + p[size_t(i + 2)] -
+                                    d[size_t(i)] * (k[size_t(i)] - 1) - 1) /
                                        s[size_t(i)] +
                                    1)
                              : Dim());
@@ -44,23 +49,46 @@ void infer_fused_conv(InferenceContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), out);
 }
 
+void infer_fused_elementwise(InferenceContext& ctx) {
+  const int64_t regs = ctx.attr_int("num_registers", -1);
+  if (!ew_decode(ctx.attr_ints("program"), int64_t(ctx.num_inputs()), regs))
+    ctx.fail("malformed elementwise program for ", ctx.num_inputs(), " inputs and ", regs, " registers");
+  std::optional<std::vector<Dim>> shape = ctx.input_shape(0);
+  for (size_t i = 1; i < ctx.num_inputs() && shape; ++i) shape = broadcast_shapes(shape, ctx.input_shape(i));
+  ctx.set_output(0, ctx.input_dtype(0), shape);
+}
+
 }  // namespace
 
 void register_fused_schemas(OpRegistry& r) {
   using K = Attribute::Kind;
   OpSchema g = make_schema("FusedGemm", 2, 3, 1, 1, infer_fused_gemm,
-                           {{"K", K::i}, {"N", K::i}, {"kc", K::i}, {"nr", K::i}, {"activation", K::s},
-                            {"clip_min", K::f}, {"clip_max", K::f}},
+                           {{"K", K::i},
+                            {"N", K::i},
+                            {"kc", K::i},
+                            {"nr", K::i},
+                            {"activation", K::s},
+                            {"clip_min", K::f},
+                            {"clip_max", K::f}},
                            "tessera");
   g.family = "fused";
   r.add(g);
   OpSchema c = make_schema("FusedConv", 2, 4, 1, 1, infer_fused_conv,
-                           {{"kernel_shape", K::ints}, {"strides", K::ints}, {"dilations", K::ints},
-                            {"pads", K::ints}, {"group", K::i}, {"activation", K::s}, {"clip_min", K::f},
+                           {{"kernel_shape", K::ints},
+                            {"strides", K::ints},
+                            {"dilations", K::ints},
+                            {"pads", K::ints},
+                            {"group", K::i},
+                            {"activation", K::s},
+                            {"clip_min", K::f},
                             {"clip_max", K::f}},
                            "tessera");
   c.family = "fused";
   r.add(c);
+  OpSchema e = make_schema("FusedElementwise", 1, 64, 1, 1, infer_fused_elementwise,
+                           {{"program", K::ints}, {"num_registers", K::i}}, "tessera");
+  e.family = "fused";
+  r.add(e);
 }
 
 }  // namespace tessera::ir

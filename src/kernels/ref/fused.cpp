@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/ew_program.h"
+#include "kernels/ref/broadcast.h"
 #include "kernels/ref/registry.h"
 #include "kernels/x86/gemm.h"
 
@@ -75,7 +77,8 @@ void fused_conv(KernelContext& ctx) {
               for (int64_t q = 0; q < ks[1]; ++q) {
                 const int64_t iy = oy * st[0] - pd[0] + r * dl[0], ix = ox * st[1] - pd[1] + q * dl[1];
                 if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
-                s += double(xp[((bi * c + gi * cg + ci) * h + iy) * wd + ix]) * wp[((o * cg + ci) * ks[0] + r) * ks[1] + q];
+                s += double(xp[((bi * c + gi * cg + ci) * h + iy) * wd + ix]) *
+                     wp[((o * cg + ci) * ks[0] + r) * ks[1] + q];
               }
           const int64_t idx = ((bi * oc + o) * oh + oy) * ow + ox;
           if (res) s += rc.data<float>()[idx];
@@ -83,10 +86,42 @@ void fused_conv(KernelContext& ctx) {
         }
 }
 
+// Evaluates the program element by element in float (each instruction rounds
+// as the unfused op would), inputs broadcast numpy-style.
+void fused_elementwise(KernelContext& ctx) {
+  const int64_t n_in = int64_t(ctx.num_inputs());
+  const auto prog = ew_decode(ctx.attr_ints("program"), n_in, ctx.attr_int("num_registers", -1));
+  ctx.check(prog.has_value(), "malformed elementwise program");
+  std::vector<Tensor> in;
+  std::vector<Shape> shapes;
+  for (int64_t i = 0; i < n_in; ++i) {
+    const Tensor& t = ctx.required_input(size_t(i));
+    ctx.check(t.dtype() == DType::f32, "FusedElementwise takes float32, input ", i, " is ", t.describe());
+    in.push_back(t.contiguous());
+    shapes.push_back(t.shape());
+  }
+  const BroadcastIndexer bi(broadcast_shape(shapes), shapes);
+  Tensor& y = ctx.output(0, DType::f32, bi.shape());
+  float* yp = y.data<float>();
+  std::vector<float> regs(size_t(ctx.attr_int("num_registers", 0)));
+  bi.for_each([&](int64_t o, const int64_t* idx) {
+    auto get = [&](int32_t k) {
+      return k < n_in ? in[size_t(k)].data<float>()[idx[k]] : regs[size_t(k - n_in)];
+    };
+    float v = 0;
+    for (const EwInstr& ins : *prog) {
+      v = ew_apply(ins.op, get(ins.a), ins.b >= 0 ? get(ins.b) : 0.0f);
+      if (ins.dst >= 0) regs[size_t(ins.dst - n_in)] = v;
+    }
+    yp[o] = v;
+  });
+}
+
 }  // namespace
 
 void register_fused_kernels(KernelTable& t) {
   t.add("FusedGemm", fused_gemm, "tessera");
+  t.add("FusedElementwise", fused_elementwise, "tessera");
   t.add("FusedConv", fused_conv, "tessera");
 }
 

@@ -14,7 +14,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // A scalar chain set the compiler may vectorize as it likes: the portable
 // build's ceiling is what portable code can reach.
@@ -27,7 +29,9 @@ double fma_peak_loop_portable(long iters, float* sink) {
   return double(iters) * 16 * 2;
 }
 
-int threads_of(ThreadPool* pool) { return pool ? pool->num_threads() : 1; }
+int threads_of(ThreadPool* pool) {
+  return pool ? pool->num_threads() : 1;
+}
 
 }  // namespace
 
@@ -67,8 +71,10 @@ Ceilings measure_ceilings(ThreadPool* pool, double budget_ms) {
       while (!flops.compare_exchange_weak(cur, cur + done)) {
       }
     };
-    if (pool) pool->run(nt, body);
-    else body(0);
+    if (pool)
+      pool->run(nt, body);
+    else
+      body(0);
     c.peak_gflops = std::max(c.peak_gflops, flops.load() / seconds_since(t0) * 1e-9);
     for (float s : sinks) sink += s;
   }
