@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include "core/strided_copy.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -110,6 +112,10 @@ Tensor Tensor::clone() const {
     if (is_contiguous()) {
       if constexpr (std::is_trivially_copyable_v<T>) std::memcpy(dst, src, size_t(numel_) * es);
       else std::copy(src, src + numel_, dst);
+      return;
+    }
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      strided_copy(src, 0, strides_, dst, shape_, es);
       return;
     }
     for (int64_t i = 0; i < numel_; ++i) {
