@@ -58,7 +58,8 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   strides_ = contiguous_strides(shape_);
   const size_t n = size_t(numel_);
   const size_t esize = dtype_size(dtype);
-  check_arg(n <= kMaxTensorBytes / esize, "refusing to allocate tensor ", dtype_name(dtype), shape_str(shape_));
+  if (n > kMaxTensorBytes / esize)  // (no check_arg: its message would be built for every tensor)
+    throw Error(ErrorCode::invalid_argument, cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape_)));
   if (dtype == DType::string) {
     auto* p = new std::string[std::max<size_t>(n, 1)];
     storage_ = std::shared_ptr<void>(p, [](void* q) { delete[] static_cast<std::string*>(q); });
@@ -66,6 +67,14 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
     storage_ = allocate_storage(n * esize);
     std::memset(storage_.get(), 0, n * esize);
   }
+}
+
+Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+  if (dtype == DType::string || dtype == DType::undefined) return Tensor(dtype, std::move(shape));
+  const int64_t n = shape_numel(shape);
+  if (size_t(n) > kMaxTensorBytes / dtype_size(dtype))
+    throw Error(ErrorCode::invalid_argument, cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape)));
+  return view(dtype, std::move(shape), allocate_storage(size_t(n) * dtype_size(dtype)), 0);
 }
 
 Tensor Tensor::borrow(DType dtype, Shape shape, void* data) {

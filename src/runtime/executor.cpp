@@ -52,7 +52,9 @@ class RunState {
   void exec(Frame& f, bool main);
   std::vector<DataValue> run_subgraph(const CompiledNode& cn, Frame& f, const Subgraph& sg,
                                       const std::vector<DataValue>& inputs);
-  Tensor allocate(bool main, int node, const CompiledNode& cn, size_t out, DType dtype, const Shape& shape);
+  // zeroed: clear the buffer (KernelContext::output) or not (output_for_overwrite).
+  Tensor allocate(bool main, int node, const CompiledNode& cn, size_t out, DType dtype, const Shape& shape,
+                  bool zeroed);
   const DataValue* resolve(Frame& f, ValueRef r) const {
     if (r.slot < 0) return nullptr;
     Frame* fr = &f;
@@ -117,7 +119,12 @@ class NodeContext final : public KernelContext {
   bool output_requested(size_t i) const override { return i < cn_.requested.size() && cn_.requested[i]; }
   Tensor& output(size_t i, DType dtype, const Shape& shape) override {
     if (i >= outs_.size()) fail(ErrorCode::internal, "kernel wrote output ", i, " of ", outs_.size());
-    outs_[i] = DataValue(rs_.allocate(main_, index_, cn_, i, dtype, shape));
+    outs_[i] = DataValue(rs_.allocate(main_, index_, cn_, i, dtype, shape, true));
+    return outs_[i].tensor;
+  }
+  Tensor& output_for_overwrite(size_t i, DType dtype, const Shape& shape) override {
+    if (i >= outs_.size()) fail(ErrorCode::internal, "kernel wrote output ", i, " of ", outs_.size());
+    outs_[i] = DataValue(rs_.allocate(main_, index_, cn_, i, dtype, shape, false));
     return outs_[i].tensor;
   }
   void set_output(size_t i, DataValue v) override {
@@ -145,20 +152,21 @@ class NodeContext final : public KernelContext {
 };
 
 Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t out, DType dtype,
-                          const Shape& shape) {
+                          const Shape& shape, bool zeroed) {
+  const auto fresh = [&] { return zeroed ? Tensor(dtype, shape) : Tensor::uninitialized(dtype, shape); };
   const bool plannable = main && out < cn.graph_output.size() && !cn.graph_output[out] &&
                          dtype != DType::string && dtype != DType::undefined;
   if (!plannable) {
-    Tensor t(dtype, shape);
+    Tensor t = fresh();
     fallback_bytes += t.nbytes();
     return t;
   }
   const int64_t numel = shape_numel(shape);
-  check_arg(size_t(numel) <= (size_t(64) << 30) / dtype_size(dtype), "refusing to allocate tensor ",
-            dtype_name(dtype), shape_str(shape));
+  if (size_t(numel) > (size_t(64) << 30) / dtype_size(dtype))
+    throw Error(ErrorCode::invalid_argument, cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape)));
   const size_t nbytes = size_t(numel) * dtype_size(dtype);
   if (recording_) {
-    Tensor t(dtype, shape);
+    Tensor t = fresh();
     fallback_bytes += nbytes;
     if (nbytes > 0) {
       const int r = int(records_.size());
@@ -169,13 +177,13 @@ Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t ou
   }
   auto it = plan_->placement.find({node, int(out)});
   if (it == plan_->placement.end() || it->second.size != nbytes) {  // unplanned or dynamic
-    Tensor t(dtype, shape);
+    Tensor t = fresh();
     fallback_bytes += nbytes;
     return t;
   }
   if (!arena_) arena_ = allocate_storage(plan_->arena_size);
   Tensor t = Tensor::view(dtype, shape, arena_, it->second.offset);
-  std::memset(t.raw_data(), 0, nbytes);  // same contract as a fresh Tensor
+  if (zeroed) std::memset(t.raw_data(), 0, nbytes);  // same contract as a fresh Tensor
   arena_bytes += nbytes;
   return t;
 }
@@ -243,6 +251,10 @@ void RunState::check_aliases(int node, size_t out, DataValue& v) {
   auto fix = [&](Tensor& t) {
     if (t.storage().get() != arena_.get()) return;
     const size_t off = t.byte_offset();
+    // Usually the output is the node's own planned buffer: no scan needed.
+    if (auto own = plan_->placement.find(self);
+        own != plan_->placement.end() && off >= own->second.offset && off < own->second.offset + own->second.size)
+      return;
     for (const auto& [key, slot] : plan_->placement) {
       if (off < slot.offset || off >= slot.offset + slot.size || node < slot.first || node > slot.last) continue;
       if (key == self) return;

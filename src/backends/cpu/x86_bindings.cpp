@@ -45,7 +45,8 @@ void fused_gemm_x86(KernelContext& ctx) {
   const Tensor a = a0.contiguous();
   Shape os = a.shape();
   os.back() = n;
-  Tensor& y = ctx.output(0, DType::f32, os);
+  // The GEMM writes every element of C when K > 0 (beta = 0 never reads it).
+  Tensor& y = k > 0 ? ctx.output_for_overwrite(0, DType::f32, os) : ctx.output(0, DType::f32, os);
   const int64_t m = k ? a.numel() / k : shape_numel(os) / std::max<int64_t>(n, 1);
   const auto packed = kernels::x86::PackedB::view(bp.data<float>(), k, n, kc, nr, bp.storage());
   kernels::x86::GemmEpilogue ep;
@@ -113,7 +114,7 @@ void matmul_x86(KernelContext& ctx) {
   const Tensor a = a0.contiguous(), b = b0.contiguous();
   Shape os = a.shape();
   os.back() = n;
-  Tensor& y = ctx.output(0, DType::f32, os);
+  Tensor& y = k > 0 ? ctx.output_for_overwrite(0, DType::f32, os) : ctx.output(0, DType::f32, os);
   const int64_t batch = m ? a.numel() / std::max<int64_t>(m * k, 1) : 0;
   if (b_shared) {
     // fold the batch into M: one GEMM

@@ -31,7 +31,7 @@ void unary_x86(KernelContext& ctx) {
   const Tensor* x0 = ctx.input(0);
   if (ctx.num_inputs() != 1 || !is_f32(x0)) return run_ref(ctx);
   const Tensor x = x0->contiguous();
-  Tensor& y = ctx.output(0, DType::f32, x.shape());
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, x.shape());
   x86::unary_f32(Op, x.data<float>(), y.data<float>(), x.numel(), ctx.pool());
 }
 
@@ -91,7 +91,7 @@ void binary_x86(KernelContext& ctx) {
   int64_t outer = 1, inner = 1;
   for (size_t j = 0; j < r; ++j) (j < split ? outer : inner) *= out[j];
   const Tensor a = a0->contiguous(), b = b0->contiguous();
-  Tensor& y = ctx.output(0, DType::f32, out);
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, out);
   if (y.numel() == 0) return;
   x86::binary_f32(Op, a.data<float>(), ka, b.data<float>(), kb, y.data<float>(), outer, inner, ctx.pool());
 }
@@ -114,7 +114,7 @@ void softmax_x86(KernelContext& ctx) {
   if (!legacy && axis != r - 1) return run_ref(ctx);
   const Tensor x = x0->contiguous();
   const int64_t len = prod(x.shape(), size_t(axis), size_t(r));
-  Tensor& y = ctx.output(0, DType::f32, x.shape());
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, x.shape());
   if (x.numel() == 0 || len == 0) return;
   x86::softmax_f32(x.data<float>(), y.data<float>(), x.numel() / len, len, ctx.pool());
 }
@@ -136,7 +136,7 @@ void layernorm_x86(KernelContext& ctx) {
   const Tensor x = x0->contiguous(), s = s0->contiguous();
   Tensor b;
   if (b0) b = b0->contiguous();
-  Tensor& y = ctx.output(0, DType::f32, x.shape());
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, x.shape());
   if (x.numel() == 0) return;
   x86::layernorm_f32(x.data<float>(), s.data<float>(), b0 ? b.data<float>() : nullptr, y.data<float>(),
                      x.numel() / len, len, ctx.attr_float("epsilon", 1e-5f), ctx.pool());
@@ -162,7 +162,7 @@ void transpose_x86(KernelContext& ctx) {
   const Tensor x = x0->contiguous();
   Shape out(static_cast<size_t>(r));
   for (int64_t i = 0; i < r; ++i) out[size_t(i)] = x.dim(perm[size_t(i)]);
-  Tensor& y = ctx.output(0, DType::f32, out);
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, out);
   if (x.numel() == 0) return;
   x86::transpose_f32(x.data<float>(), y.data<float>(), x.shape(), perm, ctx.pool());
 }
@@ -210,7 +210,7 @@ void fused_elementwise_x86(KernelContext& ctx) {
     keep.push_back(ctx.input(size_t(i))->contiguous());
     ops.push_back({keep.back().data<float>(), kinds[size_t(i)]});
   }
-  Tensor& y = ctx.output(0, DType::f32, out);
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, out);
   if (y.numel() == 0) return;
   x86::ew_program_f32(*prog, regs, ops, y.data<float>(), outer, inner, ctx.pool());
 }
