@@ -49,12 +49,21 @@ void strided_copy(const void* src, int64_t base, const std::vector<int64_t>& str
       std::memcpy(o, from, size_t(inner * es));
     } else {
       switch (elem_size) {
-        case 1: copy_run<uint8_t>(from, inner_stride, o, inner); break;
-        case 2: copy_run<uint16_t>(from, inner_stride, o, inner); break;
-        case 4: copy_run<uint32_t>(from, inner_stride, o, inner); break;
-        case 8: copy_run<uint64_t>(from, inner_stride, o, inner); break;
+        case 1:
+          copy_run<uint8_t>(from, inner_stride, o, inner);
+          break;
+        case 2:
+          copy_run<uint16_t>(from, inner_stride, o, inner);
+          break;
+        case 4:
+          copy_run<uint32_t>(from, inner_stride, o, inner);
+          break;
+        case 8:
+          copy_run<uint64_t>(from, inner_stride, o, inner);
+          break;
         default:
-          for (int64_t i = 0; i < inner; ++i) std::memcpy(o + i * es, from + i * inner_stride * es, elem_size);
+          for (int64_t i = 0; i < inner; ++i)
+            std::memcpy(o + i * es, from + i * inner_stride * es, elem_size);
       }
     }
     o += inner * es;

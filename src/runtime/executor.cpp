@@ -22,10 +22,14 @@ double now_us(std::chrono::steady_clock::time_point t0) {
 // How a feed or a graph input's declared type reads in messages.
 std::string describe_value(const DataValue& v) {
   switch (v.kind) {
-    case DataValue::Kind::tensor: return v.tensor.describe();
-    case DataValue::Kind::sequence: return cat("sequence of ", v.sequence.size(), " tensors");
-    case DataValue::Kind::optional_none: return "an empty optional";
-    case DataValue::Kind::none: return "nothing";
+    case DataValue::Kind::tensor:
+      return v.tensor.describe();
+    case DataValue::Kind::sequence:
+      return cat("sequence of ", v.sequence.size(), " tensors");
+    case DataValue::Kind::optional_none:
+      return "an empty optional";
+    case DataValue::Kind::none:
+      return "nothing";
   }
   return "?";
 }
@@ -163,7 +167,8 @@ Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t ou
   }
   const int64_t numel = shape_numel(shape);
   if (size_t(numel) > (size_t(64) << 30) / dtype_size(dtype))
-    throw Error(ErrorCode::invalid_argument, cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape)));
+    throw Error(ErrorCode::invalid_argument,
+                cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape)));
   const size_t nbytes = size_t(numel) * dtype_size(dtype);
   if (recording_) {
     Tensor t = fresh();
@@ -191,7 +196,8 @@ Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t ou
 void RunState::touch_tensor(const Tensor& t, int node) {
   if (!t.storage()) return;
   auto it = rec_by_storage_.find(t.storage().get());
-  if (it != rec_by_storage_.end()) records_[size_t(it->second)].last = std::max(records_[size_t(it->second)].last, node);
+  if (it != rec_by_storage_.end())
+    records_[size_t(it->second)].last = std::max(records_[size_t(it->second)].last, node);
 }
 
 void RunState::touch(const DataValue& v, int node) {
@@ -221,8 +227,8 @@ std::shared_ptr<const Plan> RunState::make_plan() const {
   auto plan = std::make_shared<Plan>();
   plan->arena_size = mp.arena_size;
   for (size_t i = 0; i < planned.size(); ++i)
-    plan->placement[{planned[i]->node, planned[i]->out}] = {mp.offsets[i], planned[i]->size, planned[i]->first,
-                                                            planned[i]->last};
+    plan->placement[{planned[i]->node, planned[i]->out}] = {mp.offsets[i], planned[i]->size,
+                                                            planned[i]->first, planned[i]->last};
   plan->aliases = aliases_;
   return plan;
 }
@@ -252,14 +258,16 @@ void RunState::check_aliases(int node, size_t out, DataValue& v) {
     if (t.storage().get() != arena_.get()) return;
     const size_t off = t.byte_offset();
     // Usually the output is the node's own planned buffer: no scan needed.
-    if (auto own = plan_->placement.find(self);
-        own != plan_->placement.end() && off >= own->second.offset && off < own->second.offset + own->second.size)
+    if (auto own = plan_->placement.find(self); own != plan_->placement.end() && off >= own->second.offset &&
+                                                off < own->second.offset + own->second.size)
       return;
     for (const auto& [key, slot] : plan_->placement) {
-      if (off < slot.offset || off >= slot.offset + slot.size || node < slot.first || node > slot.last) continue;
+      if (off < slot.offset || off >= slot.offset + slot.size || node < slot.first || node > slot.last)
+        continue;
       if (key == self) return;
       auto it = plan_->aliases.find(self);
-      if (it != plan_->aliases.end() && std::find(it->second.begin(), it->second.end(), key) != it->second.end())
+      if (it != plan_->aliases.end() &&
+          std::find(it->second.begin(), it->second.end(), key) != it->second.end())
         return;
       break;
     }
@@ -297,8 +305,8 @@ void RunState::exec(Frame& f, bool main) {
     for (size_t i = 0; i < outs.size(); ++i) {
       if (cn.requested[i] && outs[i].kind == DataValue::Kind::none)
         throw Error(ErrorCode::internal,
-                    cat("the kernel did not produce output ", i, " ('", cn.node->outputs[i]->name, "')"), cn.name,
-                    cn.node->op_type);
+                    cat("the kernel did not produce output ", i, " ('", cn.node->outputs[i]->name, "')"),
+                    cn.name, cn.node->op_type);
       if (main && outs[i].kind != DataValue::Kind::none) check_aliases(int(k), i, outs[i]);
       if (cn.outputs[i] >= 0) f.slots[size_t(cn.outputs[i])] = std::move(outs[i]);
     }
@@ -311,7 +319,8 @@ std::vector<DataValue> RunState::run_subgraph(const CompiledNode& cn, Frame& f, 
   const auto* g = dynamic_cast<const ir::Graph*>(&sg);
   bool own = false;
   for (const ir::Graph* x : cn.node->subgraphs()) own |= (x == g);
-  if (!own) throw Error(ErrorCode::internal, "run_subgraph: not a subgraph of this node", cn.name, cn.node->op_type);
+  if (!own)
+    throw Error(ErrorCode::internal, "run_subgraph: not a subgraph of this node", cn.name, cn.node->op_type);
   auto it = s_.compiled_.find(g);
   check(it != s_.compiled_.end(), ErrorCode::internal, "subgraph '", g->name, "' was not compiled");
   const CompiledGraph& cg = *it->second;
@@ -347,12 +356,14 @@ void SessionImpl::validate_feeds(const std::map<std::string, DataValue>& feeds) 
     if (!in) {
       std::string names;
       for (const ValueInfo& vi : inputs_) names += (names.empty() ? "" : ", ") + vi.name;
-      throw Error(ErrorCode::invalid_argument, cat("unknown input '", name, "' (the model's inputs: ", names, ")"));
+      throw Error(ErrorCode::invalid_argument,
+                  cat("unknown input '", name, "' (the model's inputs: ", names, ")"));
     }
     const ir::TypeInfo& t = in->type;
     const std::string expected = t.str();
     auto bad = [&]() {
-      throw Error(ErrorCode::invalid_argument, cat("input '", name, "': expected ", expected, ", got ", runtime::describe_value(v)));
+      throw Error(ErrorCode::invalid_argument,
+                  cat("input '", name, "': expected ", expected, ", got ", runtime::describe_value(v)));
     };
     auto check_tensor = [&](const Tensor& x) {
       if (t.elem != DType::undefined && x.dtype() != t.elem) bad();
@@ -425,7 +436,8 @@ std::vector<DataValue> SessionImpl::run(const std::map<std::string, DataValue>& 
       if (found == g.outputs.size()) {
         std::string names;
         for (const ValueInfo& vi : outputs_) names += (names.empty() ? "" : ", ") + vi.name;
-        throw Error(ErrorCode::invalid_argument, cat("unknown output '", n, "' (the model's outputs: ", names, ")"));
+        throw Error(ErrorCode::invalid_argument,
+                    cat("unknown output '", n, "' (the model's outputs: ", names, ")"));
       }
       wanted.push_back(found);
     }

@@ -87,3 +87,40 @@ def test_fuse_elementwise(build):
         for g, w in zip(got, want):
             assert g.shape == w.shape
             assert rel_err(g, w) < 1e-5
+
+
+def attention_block(scale_op="Div", with_mask=True):
+    """BERT-style self-attention core: Q K^T / sqrt(d) + mask -> Softmax -> . V, heads split by Reshape/Transpose."""
+    b, l, h, d = 2, 11, 4, 8
+    nodes = [helper.make_node("Reshape", ["q", "shp"], ["q4"]), helper.make_node("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["k", "shp"], ["k4"]), helper.make_node("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["v", "shp"], ["v4"]), helper.make_node("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
+             helper.make_node("MatMul", ["qh", "kt"], ["s"]),
+             helper.make_node(scale_op, ["s", "c"], ["ss"])]
+    last = "ss"
+    inputs = [_f("q", [b, l, h * d]), _f("k", [b, l, h * d]), _f("v", [b, l, h * d])]
+    if with_mask:
+        nodes.append(helper.make_node("Add", ["ss", "mask"], ["sm"]))
+        inputs.append(_f("mask", [b, 1, 1, l]))
+        last = "sm"
+    nodes += [helper.make_node("Softmax", [last], ["p"], axis=-1), helper.make_node("MatMul", ["p", "vh"], ["o"])]
+    c = math.sqrt(d) if scale_op == "Div" else 1 / math.sqrt(d)
+    inits = [numpy_helper.from_array(np.array([b, l, h, d], np.int64), "shp"), _c("c", c)]
+    return _model(nodes, inputs, [_f("o", [b, h, l, d])], inits)
+
+
+@pytest.mark.parametrize("scale_op,with_mask", [("Div", True), ("Mul", False)])
+def test_fuse_attention(scale_op, with_mask):
+    model = attention_block(scale_op, with_mask)
+    sess = tessera.InferenceSession(model)
+    text = sess.graph_text()
+    assert text.count("tessera.FusedAttention(") == 1, text
+    assert "Softmax(" not in text
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    feeds = {a.name: RNG.standard_normal([d for d in a.shape]).astype(np.float32) for a in ref.get_inputs()}
+    if with_mask:
+        feeds["mask"] = np.where(RNG.random(feeds["mask"].shape) < 0.3, -1e4, 0).astype(np.float32)
+    want = ref.run(None, feeds)[0]
+    for threads in (1, 2):
+        got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
+        assert rel_err(got, want) < 1e-5

@@ -32,14 +32,15 @@ class PoolCtx : public tessera::testing::TestKernelContext {
 TEST(EwProgram, DecodeRejectsMalformed) {
   // x0 + x1 -> r2; erf(r2) -> out
   EXPECT_TRUE(ew_decode({int64_t(EwOp::add), 2, 0, 1, int64_t(EwOp::erf), -1, 2, -1}, 2, 1));
-  EXPECT_FALSE(ew_decode({}, 1, 0));                                          // empty
-  EXPECT_FALSE(ew_decode({int64_t(EwOp::add), -1, 0}, 2, 0));                 // not 4 per instruction
-  EXPECT_FALSE(ew_decode({99, -1, 0, 1}, 2, 0));                             // bad op code
-  EXPECT_FALSE(ew_decode({int64_t(EwOp::add), -1, 0, 5}, 2, 0));             // operand out of range
-  EXPECT_FALSE(ew_decode({int64_t(EwOp::exp), -1, 0, 1}, 2, 0));             // unary with a second operand
-  EXPECT_FALSE(ew_decode({int64_t(EwOp::exp), -1, 2, -1}, 2, 1));            // register read before written
-  EXPECT_FALSE(ew_decode({int64_t(EwOp::exp), 0, 0, -1, int64_t(EwOp::exp), -1, 0, -1}, 2, 1));  // writes an input
-  EXPECT_FALSE(ew_decode({int64_t(EwOp::exp), 2, 0, -1}, 2, 1));             // last must write the output
+  EXPECT_FALSE(ew_decode({}, 1, 0));                               // empty
+  EXPECT_FALSE(ew_decode({int64_t(EwOp::add), -1, 0}, 2, 0));      // not 4 per instruction
+  EXPECT_FALSE(ew_decode({99, -1, 0, 1}, 2, 0));                   // bad op code
+  EXPECT_FALSE(ew_decode({int64_t(EwOp::add), -1, 0, 5}, 2, 0));   // operand out of range
+  EXPECT_FALSE(ew_decode({int64_t(EwOp::exp), -1, 0, 1}, 2, 0));   // unary with a second operand
+  EXPECT_FALSE(ew_decode({int64_t(EwOp::exp), -1, 2, -1}, 2, 1));  // register read before written
+  EXPECT_FALSE(
+      ew_decode({int64_t(EwOp::exp), 0, 0, -1, int64_t(EwOp::exp), -1, 0, -1}, 2, 1));  // writes an input
+  EXPECT_FALSE(ew_decode({int64_t(EwOp::exp), 2, 0, -1}, 2, 1));  // last must write the output
 }
 
 Tensor rand_f32(const Shape& s, std::mt19937& g) {
@@ -85,7 +86,8 @@ TEST(FusedElementwise, TunedMatchesReferenceOnRandomPrograms) {
       const int64_t b = ew_arity(op) == 2 ? int64_t(g() % uint64_t(avail)) : -1;
       prog.insert(prog.end(), {int64_t(op), dst, a, b});
     }
-    const std::map<std::string, Attribute> attrs = {{"program", attr_ints(prog)}, {"num_registers", attr_i(n_ins - 1)}};
+    const std::map<std::string, Attribute> attrs = {{"program", attr_ints(prog)},
+                                                    {"num_registers", attr_i(n_ins - 1)}};
     tessera::testing::TestKernelContext rc("FusedElementwise", inputs, attrs, 1);
     ref(rc);
     const Tensor& want = rc.outputs()[0].tensor;
@@ -100,11 +102,12 @@ TEST(FusedElementwise, TunedMatchesReferenceOnRandomPrograms) {
       int bad = 0;
       for (int64_t i = 0; i < want.numel() && bad < 3; ++i) {
         const float w = want.data<float>()[i], r = got.data<float>()[i];
-        const bool ok = std::isnan(w) ? std::isnan(r)
+        const bool ok = std::isnan(w)   ? std::isnan(r)
                         : std::isinf(w) ? r == w
                                         : std::fabs(r - w) <= 2e-5f * std::fabs(w) + 2e-6f;
-        if (!ok) ++bad, ADD_FAILURE() << "trial " << trial << " isa " << x86::eltwise_isa_name(isa) << " [" << i
-                                      << "] got " << r << " want " << w;
+        if (!ok)
+          ++bad, ADD_FAILURE() << "trial " << trial << " isa " << x86::eltwise_isa_name(isa) << " [" << i
+                               << "] got " << r << " want " << w;
       }
       ++checked;
     }

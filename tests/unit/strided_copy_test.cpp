@@ -1,12 +1,12 @@
 // core/strided_copy against a per-element walk, over random views: sliced,
 // stepped (also negative), broadcast (stride 0), permuted, with size-1 dims,
 // for every element size the dtypes use.
+#include "core/strided_copy.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
-
-#include "core/strided_copy.h"
 
 namespace {
 

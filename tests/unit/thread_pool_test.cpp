@@ -2,6 +2,8 @@
 // back-to-back jobs (spinning workers) and after the workers fell asleep;
 // exceptions reach the caller; nested calls run inline; callers on several
 // threads are serialized.
+#include "core/thread_pool.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,8 +12,6 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
-
-#include "core/thread_pool.h"
 
 namespace tessera {
 namespace {

@@ -9,6 +9,9 @@
 //   FusedElementwise(X0, X1, ...) -> program(X0, X1, ...), inputs broadcast (numpy)
 //     a chain of f32 elementwise ops; attributes program, num_registers
 //     (encoding in core/ew_program.h).
+//   FusedAttention(Q[..., Lq, D], K, V[..., Lk, Dv], Mask?) -> softmax(scale Q K^T + Mask) V  [..., Lq, Dv]
+//     K is [..., Lk, D], or [..., D, Lk] with k_transposed = 1; Mask broadcasts
+//     to [..., Lq, Lk]; the leading dims of Q, K and V are equal.
 // activation: "" | "Relu" | "Clip" (clip_min, clip_max).
 #include "core/ew_program.h"
 #include "ir/op_registry.h"
@@ -58,6 +61,18 @@ void infer_fused_elementwise(InferenceContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), shape);
 }
 
+void infer_fused_attention(InferenceContext& ctx) {
+  const auto& q = ctx.input_shape(0);
+  const auto& v = ctx.input_shape(2);
+  if (!q || !v || q->empty() || v->empty()) {
+    ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
+    return;
+  }
+  std::vector<Dim> out = *q;
+  out.back() = v->back();
+  ctx.set_output(0, ctx.input_dtype(0), out);
+}
+
 }  // namespace
 
 void register_fused_schemas(OpRegistry& r) {
@@ -89,6 +104,10 @@ void register_fused_schemas(OpRegistry& r) {
                            {{"program", K::ints}, {"num_registers", K::i}}, "tessera");
   e.family = "fused";
   r.add(e);
+  OpSchema at = make_schema("FusedAttention", 3, 4, 1, 1, infer_fused_attention,
+                            {{"scale", K::f}, {"k_transposed", K::i}}, "tessera");
+  at.family = "fused";
+  r.add(at);
 }
 
 }  // namespace tessera::ir

@@ -2,6 +2,7 @@
 // loops in double — the oracle the tuned CPU versions are tested against.
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/ew_program.h"
 #include "kernels/ref/broadcast.h"
@@ -117,11 +118,84 @@ void fused_elementwise(KernelContext& ctx) {
   });
 }
 
+// Runs one reference kernel on given inputs (FusedAttention is defined as the
+// composition of the ops it replaces, so every shape, broadcast and error is
+// exactly theirs).
+class SubCall : public KernelContext {
+ public:
+  SubCall(const KernelContext& parent, std::string op, std::vector<DataValue> in,
+          std::map<std::string, Attribute> attrs = {})
+      : parent_(parent), op_(std::move(op)), in_(std::move(in)), attrs_(std::move(attrs)), out_(1) {}
+  const std::string& node_name() const override { return parent_.node_name(); }
+  const std::string& op_type() const override { return op_; }
+  int opset() const override { return 23; }
+  size_t num_inputs() const override { return in_.size(); }
+  const Tensor* input(size_t i) const override {
+    return i < in_.size() && in_[i].is_tensor() ? &in_[i].tensor : nullptr;
+  }
+  const DataValue* input_value(size_t i) const override { return i < in_.size() ? &in_[i] : nullptr; }
+  size_t num_outputs() const override { return 1; }
+  bool output_requested(size_t i) const override { return i == 0; }
+  Tensor& output(size_t i, DType dtype, const Shape& shape) override {
+    out_.at(i) = DataValue(Tensor(dtype, shape));
+    return out_[i].tensor;
+  }
+  void set_output(size_t i, DataValue v) override { out_.at(i) = std::move(v); }
+  const Attribute* attr(std::string_view n) const override {
+    auto it = attrs_.find(std::string(n));
+    return it == attrs_.end() ? nullptr : &it->second;
+  }
+  std::vector<DataValue> run_subgraph(const Subgraph&, const std::vector<DataValue>&) override {
+    fail(ErrorCode::internal, "no subgraphs here");
+  }
+  Tensor run() {
+    KernelFn fn = KernelTable::instance().find("", op_);
+    if (!fn) fail(ErrorCode::internal, "no reference kernel for ", op_);
+    fn(*this);
+    return out_[0].tensor;
+  }
+
+ private:
+  const KernelContext& parent_;
+  std::string op_;
+  std::vector<DataValue> in_;
+  std::map<std::string, Attribute> attrs_;
+  std::vector<DataValue> out_;
+};
+
+// MatMul(Q, K^T) * scale (+ Mask) -> Softmax(-1) -> MatMul(., V), each step the reference op.
+void fused_attention(KernelContext& ctx) {
+  const Tensor& q = ctx.required_input(0);
+  Tensor k = ctx.required_input(1);
+  const Tensor& v = ctx.required_input(2);
+  if (ctx.attr_int("k_transposed", 0) == 0) {
+    ctx.check(k.rank() >= 2, "K must have rank >= 2, got ", k.describe());
+    std::vector<int64_t> perm(static_cast<size_t>(k.rank()));
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = int64_t(i);
+    std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+    Attribute pa;
+    pa.kind = Attribute::Kind::ints;
+    pa.ints = perm;
+    k = SubCall(ctx, "Transpose", {k}, {{"perm", pa}}).run();
+  }
+  Tensor s = SubCall(ctx, "MatMul", {q, k}).run();
+  const float scale = ctx.attr_float("scale", 1.0f);
+  if (scale != 1.0f) s = SubCall(ctx, "Mul", {s, Tensor::scalar<float>(scale)}).run();
+  if (const Tensor* mask = ctx.input(3)) s = SubCall(ctx, "Add", {s, *mask}).run();
+  Attribute axis;
+  axis.kind = Attribute::Kind::i;
+  axis.i = -1;
+  const Tensor p = SubCall(ctx, "Softmax", {s}, {{"axis", axis}}).run();
+  const Tensor o = SubCall(ctx, "MatMul", {p, v}).run();
+  ctx.set_output(0, DataValue(o));
+}
+
 }  // namespace
 
 void register_fused_kernels(KernelTable& t) {
   t.add("FusedGemm", fused_gemm, "tessera");
   t.add("FusedElementwise", fused_elementwise, "tessera");
+  t.add("FusedAttention", fused_attention, "tessera");
   t.add("FusedConv", fused_conv, "tessera");
 }
 

@@ -1,0 +1,35 @@
+// Fused scaled-dot-product attention, f32:
+//   O[b] = softmax(scale * Q[b] K[b]^T + mask[b]) V[b]      per batch index b
+// Queries go in blocks of up to 32 rows; for each block the scores against all
+// keys are formed in a per-thread buffer (32 x Lk floats, L2-resident for
+// Lk up to several thousand), masked, softmaxed and multiplied by V straight
+// into the output — the Lq x Lk score matrix is never materialized. Tasks
+// are (batch index, query block) pairs spread over the pool; the GEMMs run
+// single-threaded inside a task.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/thread_pool.h"
+
+namespace tessera::kernels::x86 {
+
+struct AttentionArgs {
+  int64_t batch = 1, lq = 0, lk = 0, d = 0, dv = 0;
+  const float* q = nullptr;  // [batch, lq, d]
+  const float* k = nullptr;  // [batch, lk, d], or [batch, d, lk] when k_transposed
+  bool k_transposed = false;
+  const float* v = nullptr;  // [batch, lk, dv]
+  float scale = 1.0f;
+  // Additive mask (optional): element (b, i, j) at mask[mask_base[b] + i * mask_q_stride + j *
+  // mask_k_stride], strides 0 where it broadcasts; mask_k_stride is 0 or 1.
+  const float* mask = nullptr;
+  std::vector<int64_t> mask_base;
+  int64_t mask_q_stride = 0, mask_k_stride = 0;
+  float* out = nullptr;  // [batch, lq, dv]
+};
+
+void attention_f32(const AttentionArgs& a, ThreadPool* pool);
+
+}  // namespace tessera::kernels::x86
