@@ -53,6 +53,26 @@ def random_feeds(inputs, dims: dict | None = None, seed: int = 0) -> dict:
     return feeds
 
 
+def with_probe_outputs(model):
+    """A copy of an onnx.ModelProto with the float inputs of its output-producing nodes added as outputs, so
+    a comparison also covers the network when a head is degenerate (ViT's classifier is zero-initialized:
+    its logits are all 0 whatever the encoder computes)."""
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    known = {o.name for o in g.output} | {i.name for i in g.input} | {t.name for t in g.initializer}
+    producers = {o: n for n in g.node for o in n.output}
+    for out in list(g.output):
+        node = producers.get(out.name)
+        for x in (node.input if node is not None else []):
+            if x and x not in known:
+                g.output.append(onnx.helper.make_tensor_value_info(x, onnx.TensorProto.FLOAT, None))
+                known.add(x)
+    return m
+
+
 def rel_err(a, b) -> float:
     a = np.asarray(a, np.float64)
     b = np.asarray(b, np.float64)
@@ -60,9 +80,10 @@ def rel_err(a, b) -> float:
     return float(np.max(np.abs(a - b))) / scale if a.size else 0.0
 
 
-def compare(path: str, threads: int, runs: int = 20, warmup: int = 2, feeds: dict | None = None,
+def compare(path, threads: int, runs: int = 20, warmup: int = 2, feeds: dict | None = None,
             dims: dict | None = None, seed: int = 1) -> dict:
-    """Times Tessera and onnxruntime on one model; returns the figures as a dict."""
+    """Times Tessera and onnxruntime on one model (a path, or serialized model bytes); returns the figures
+    as a dict."""
     import onnxruntime as ort
 
     import tessera
