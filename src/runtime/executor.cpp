@@ -87,6 +87,7 @@ class RunState {
 
   size_t arena_bytes = 0, fallback_bytes = 0;
   std::vector<ProfileEvent> events;
+  std::map<int, std::vector<DataValue>> shape_cache;  // recorded for the plan
 
  private:
   void touch_tensor(const Tensor& t, int node);
@@ -230,6 +231,7 @@ std::shared_ptr<const Plan> RunState::make_plan() const {
     plan->placement[{planned[i]->node, planned[i]->out}] = {mp.offsets[i], planned[i]->size,
                                                             planned[i]->first, planned[i]->last};
   plan->aliases = aliases_;
+  plan->shape_cache = shape_cache;
   return plan;
 }
 
@@ -281,6 +283,14 @@ void RunState::exec(Frame& f, bool main) {
   const CompiledGraph& cg = *f.cg;
   for (size_t k = 0; k < cg.nodes.size(); ++k) {
     const CompiledNode& cn = cg.nodes[k];
+    if (main && cn.shape_only && !recording_) {
+      if (auto hit = plan_->shape_cache.find(int(k)); hit != plan_->shape_cache.end()) {
+        for (size_t i = 0; i < cn.outputs.size(); ++i)
+          if (cn.outputs[i] >= 0) f.slots[size_t(cn.outputs[i])] = hit->second[i];
+        for (int s : cn.release) f.slots[size_t(s)] = DataValue();
+        continue;
+      }
+    }
     if (main && recording_)
       for (int s : cn.touches) touch(f.slots[size_t(s)], int(k));
     NodeContext ctx(*this, f, cn, int(k), main);
@@ -309,6 +319,25 @@ void RunState::exec(Frame& f, bool main) {
                     cn.name, cn.node->op_type);
       if (main && outs[i].kind != DataValue::Kind::none) check_aliases(int(k), i, outs[i]);
       if (cn.outputs[i] >= 0) f.slots[size_t(cn.outputs[i])] = std::move(outs[i]);
+    }
+    if (main && recording_ && cn.shape_only) {
+      // Small results only; owned copies (the recording run's buffers are its own).
+      constexpr size_t kMaxCachedBytes = size_t(64) << 10;
+      std::vector<DataValue> cached;
+      size_t bytes = 0;
+      bool ok = true;
+      for (size_t i = 0; i < cn.outputs.size() && ok; ++i) {
+        const DataValue* v = cn.outputs[i] >= 0 ? &f.slots[size_t(cn.outputs[i])] : nullptr;
+        if (!v || v->kind == DataValue::Kind::none) {
+          cached.emplace_back();
+          continue;
+        }
+        ok = v->is_tensor() && v->tensor.dtype() != DType::string;
+        if (ok) bytes += v->tensor.nbytes();
+        ok = ok && bytes <= kMaxCachedBytes;
+        if (ok) cached.emplace_back(v->tensor.clone());
+      }
+      if (ok) shape_cache[int(k)] = std::move(cached);
     }
     for (int s : cn.release) f.slots[size_t(s)] = DataValue();
   }

@@ -41,6 +41,7 @@ struct CompiledNode {
   std::vector<bool> graph_output;    // output is an output of its graph
   std::vector<int> touches;          // local slots read by the node, its subgraphs included
   std::vector<int> release;          // local slots whose last use is this node
+  bool shape_only = false;           // outputs depend on input shapes only (runtime/shape_only.h)
 };
 
 struct CompiledGraph {
@@ -67,6 +68,8 @@ struct Plan {
   // which: a planned run accepts exactly these aliases into the arena.
   std::map<Key, std::vector<Key>> aliases;
   size_t arena_size = 0;
+  // Outputs of shape-only nodes (by node index) from the recording run, reused by later runs.
+  std::map<int, std::vector<DataValue>> shape_cache;
 };
 
 struct ProfileEvent {

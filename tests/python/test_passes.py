@@ -124,3 +124,34 @@ def test_fuse_attention(scale_op, with_mask):
     for threads in (1, 2):
         got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
         assert rel_err(got, want) < 1e-5
+
+
+def _shape_arith_model():
+    """y = Reshape(x * 2, [-1, seq]) with the shape computed from Shape(x) at run time, plus a data-dependent
+    branch: z = ConstantOfShape(Shape(NonZero(x > 0))) — its length depends on x's values, not its shape."""
+    i64 = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["seq"], axis=0),
+             helper.make_node("Unsqueeze", ["seq", "zero_ax"], ["seq1"]),
+             helper.make_node("Concat", ["minus1", "seq1"], ["shp"], axis=0),
+             helper.make_node("Mul", ["x", "two"], ["x2"]), helper.make_node("Reshape", ["x2", "shp"], ["y"]),
+             helper.make_node("Greater", ["x", "zerof"], ["pos"]), helper.make_node("NonZero", ["pos"], ["nz"]),
+             helper.make_node("Shape", ["nz"], ["nzs"]), helper.make_node("Gather", ["nzs", "one"], ["count"], axis=0),
+             helper.make_node("Unsqueeze", ["count", "zero_ax"], ["count1"]),
+             helper.make_node("ConstantOfShape", ["count1"], ["z"],
+                              value=numpy_helper.from_array(np.array([7], np.int64)))]
+    inits = [i64("one", 1), i64("zero_ax", [0]), i64("minus1", [-1]), _c("two", 2.0), _c("zerof", 0.0)]
+    g = helper.make_graph(nodes, "g", [_f("x", ["batch", "seq"])],
+                          [_f("y", None), helper.make_tensor_value_info("z", TensorProto.INT64, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
+
+
+def test_shape_only_nodes_are_cached_per_shape_but_not_data():
+    model = _shape_arith_model()
+    sess = tessera.InferenceSession(model)
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for shape in [(2, 5), (2, 5), (2, 5), (3, 4), (2, 5)]:
+        x = RNG.standard_normal(shape).astype(np.float32)  # a different count of positives each time
+        want = ref.run(None, {"x": x})
+        got = sess.run(None, {"x": x})
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and np.array_equal(g, w)
