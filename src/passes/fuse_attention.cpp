@@ -1,7 +1,8 @@
 // fuse_attention: scaled-dot-product attention as exporters write it,
-//   MatMul(Q, Kt) [-> Div(., c) | Mul(., c)] [-> Add(., Mask)] -> Softmax(axis -1) -> MatMul(., V)
+//   MatMul(Q, Kt) [-> Div(., c) | Mul(., c)] [-> Where(Cond, ., fill) | Where(Cond, fill, .)]
+//     [-> Add(., Mask)] -> Softmax(axis -1) -> MatMul(., V)
 // (c a constant scalar; Kt is K already transposed, as PyTorch exports it),
-// becomes one tessera.FusedAttention(Q, Kt, V, Mask?) {scale, k_transposed = 1}:
+// becomes one tessera.FusedAttention(Q, Kt, V, Mask?, Cond?) {scale, k_transposed = 1, keep_where, fill}:
 // the scores are formed, masked, softmaxed and applied to V a block of queries
 // at a time without materializing the Lq x Lk matrix. A scale applied to Q
 // before the MatMul (ViT) simply stays in front of the fused node. The
@@ -32,6 +33,9 @@ struct Match {
   ir::Node *m1 = nullptr, *m2 = nullptr;
   std::vector<ir::Node*> chain;  // scale / mask / softmax nodes between them
   ir::Value* mask = nullptr;
+  ir::Value* cond = nullptr;  // Where(cond, S, fill) (keep_where) or Where(cond, fill, S)
+  bool keep_where = false;
+  float fill = 0.0f;
   float scale = 1.0f;
 };
 
@@ -60,6 +64,22 @@ bool match(const ir::Graph& g, ir::Node* sm, Match& m) {
     }
     if (!m.mask || !is_f32(m.mask)) return false;
   }
+  if (is_onnx_op(p, "Where") && p->inputs.size() == 3) {
+    // masked_fill as exported: one branch a constant scalar, the other the scores.
+    for (int side = 1; side <= 2; ++side) {
+      const auto fill = constant_scalar(p->inputs[size_t(3 - side)]);
+      ir::Node* q = chain_producer(g, p->inputs[size_t(side)], p);
+      if (fill && (is_onnx_op(q, "MatMul") || is_onnx_op(q, "Div") || is_onnx_op(q, "Mul"))) {
+        m.cond = p->inputs[0];
+        m.keep_where = side == 1;
+        m.fill = *fill;
+        m.chain.push_back(p);
+        p = q;
+        break;
+      }
+    }
+    if (!m.cond || m.cond->type.elem != DType::boolean) return false;
+  }
   if (is_onnx_op(p, "Div") || is_onnx_op(p, "Mul")) {
     const bool div = is_onnx_op(p, "Div");
     const auto c1 = constant_scalar(p->inputs[1]);
@@ -82,9 +102,10 @@ bool match(const ir::Graph& g, ir::Node* sm, Match& m) {
   if (!rq || *rq < 2 || rk != rq || rv != rq) return false;
   for (const ir::Value* v : {m.m1->inputs[0], m.m1->inputs[1], m.m2->inputs[1]})
     if (!is_f32(v)) return false;
-  if (m.mask) {
-    const auto rm = rank_of(m.mask);
-    if (!rm || *rm > *rq) return false;  // a mask that adds dims would change the result's shape
+  for (const ir::Value* extra : {m.mask, m.cond}) {
+    if (!extra) continue;
+    const auto re = rank_of(extra);
+    if (!re || *re > *rq) return false;  // one that adds dims would change the result's shape
   }
   return true;
 }
@@ -114,7 +135,17 @@ void fuse_attention(ir::Graph& g) {
     f->attrs["scale"] = sc;
     f->attrs["k_transposed"] = kt_attr;
     for (ir::Value* x : {q, kt, v}) g.connect_input(f, x);
-    if (m.mask) g.connect_input(f, m.mask);
+    if (m.mask || m.cond) g.connect_input(f, m.mask);  // may be omitted (nullptr) when only cond is there
+    if (m.cond) {
+      g.connect_input(f, m.cond);
+      Attribute kw, fl;
+      kw.kind = Attribute::Kind::i;
+      kw.i = m.keep_where ? 1 : 0;
+      fl.kind = Attribute::Kind::f;
+      fl.f = m.fill;
+      f->attrs["keep_where"] = kw;
+      f->attrs["fill"] = fl;
+    }
     g.connect_output(f, out);
   }
   g.remove_unused_values();

@@ -109,9 +109,22 @@ def attention_block(scale_op="Div", with_mask=True):
     return _model(nodes, inputs, [_f("o", [b, h, l, d])], inits)
 
 
-@pytest.mark.parametrize("scale_op,with_mask", [("Div", True), ("Mul", False)])
+def causal_attention_block():
+    """GPT-2's export: scores / sqrt(d), then Where(Not(Trilu(ones)), -inf-ish, scores) before Softmax."""
+    b, h, l, d = 1, 3, 9, 8
+    nodes = [helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Div", ["s", "c"], ["ss"]),
+             helper.make_node("Trilu", ["ones"], ["lower"], upper=0), helper.make_node("Not", ["lower"], ["future"]),
+             helper.make_node("Where", ["future", "neg", "ss"], ["sm"]),
+             helper.make_node("Softmax", ["sm"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["o"])]
+    inputs = [_f("q", [b, h, l, d]), _f("kt", [b, h, d, l]), _f("v", [b, h, l, d])]
+    inits = [_c("c", math.sqrt(d)), _c("neg", -3.4e38),
+             numpy_helper.from_array(np.ones((l, l), np.bool_), "ones")]
+    return _model(nodes, inputs, [_f("o", [b, h, l, d])], inits)
+
+
+@pytest.mark.parametrize("scale_op,with_mask", [("Div", True), ("Mul", False), ("causal", False)])
 def test_fuse_attention(scale_op, with_mask):
-    model = attention_block(scale_op, with_mask)
+    model = causal_attention_block() if scale_op == "causal" else attention_block(scale_op, with_mask)
     sess = tessera.InferenceSession(model)
     text = sess.graph_text()
     assert text.count("tessera.FusedAttention(") == 1, text

@@ -15,6 +15,40 @@ void run_ref(KernelContext& ctx) {
   fn(ctx);
 }
 
+// Indexes `t` broadcast to the scores [lead..., Lq, Lk] (lead = Q's leading dims); false if it does not
+// broadcast or its last axis is not contiguous. `keep` holds the contiguous copy the operand points into.
+template <typename T>
+bool score_operand(const Tensor& t, const Tensor& q, int64_t lk, int64_t batch, Tensor& keep,
+                   kernels::x86::ScoreOperand<T>& op) {
+  const int64_t r = q.rank(), mr = t.rank();
+  if (mr > r) return false;
+  keep = t.contiguous();
+  std::vector<int64_t> st(static_cast<size_t>(r), 0);
+  Shape sshape = q.shape();
+  sshape.back() = lk;
+  int64_t stride = 1;
+  for (int64_t i = mr - 1; i >= 0; --i) {
+    const int64_t dim = keep.dim(i), full = sshape[size_t(r - mr + i)];
+    if (dim != 1 && dim != full) return false;  // the reference reports the error
+    st[size_t(r - mr + i)] = dim == 1 ? 0 : stride;
+    stride *= dim;
+  }
+  op.q_stride = st[size_t(r - 2)];
+  op.k_stride = st[size_t(r - 1)];
+  if (op.k_stride > 1) return false;
+  op.base.resize(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t rem = b, off = 0;
+    for (int64_t i = r - 3; i >= 0; --i) {
+      off += (rem % q.dim(i)) * st[size_t(i)];
+      rem /= q.dim(i);
+    }
+    op.base[size_t(b)] = off;
+  }
+  op.data = keep.data<T>();
+  return true;
+}
+
 void fused_attention_x86(KernelContext& ctx) {
   const Tensor* q0 = ctx.input(0);
   const Tensor* k0 = ctx.input(1);
@@ -39,35 +73,13 @@ void fused_attention_x86(KernelContext& ctx) {
   a.dv = v0->dim(-1);
   if ((a.k_transposed ? k0->dim(-2) : k0->dim(-1)) != a.d || v0->dim(-2) != a.lk) return run_ref(ctx);
   a.scale = ctx.attr_float("scale", 1.0f);
-  Tensor mask;
-  if (m0) {
-    // Strides of the mask broadcast to the scores [lead..., Lq, Lk] (right-aligned, 0 where it broadcasts).
-    const int64_t mr = m0->rank();
-    if (mr > r) return run_ref(ctx);
-    mask = m0->contiguous();
-    std::vector<int64_t> st(static_cast<size_t>(r), 0);
-    Shape sshape = q0->shape();
-    sshape.back() = a.lk;
-    int64_t stride = 1;
-    for (int64_t i = mr - 1; i >= 0; --i) {
-      const int64_t dim = mask.dim(i), full = sshape[size_t(r - mr + i)];
-      if (dim != 1 && dim != full) return run_ref(ctx);  // the reference reports the error
-      st[size_t(r - mr + i)] = dim == 1 ? 0 : stride;
-      stride *= dim;
-    }
-    a.mask_q_stride = st[size_t(r - 2)];
-    a.mask_k_stride = st[size_t(r - 1)];
-    if (a.mask_k_stride > 1) return run_ref(ctx);
-    a.mask_base.resize(static_cast<size_t>(batch));
-    for (int64_t b = 0; b < batch; ++b) {
-      int64_t rem = b, off = 0;
-      for (int64_t i = r - 3; i >= 0; --i) {
-        off += (rem % q0->dim(i)) * st[size_t(i)];
-        rem /= q0->dim(i);
-      }
-      a.mask_base[size_t(b)] = off;
-    }
-    a.mask = mask.data<float>();
+  Tensor mask, cond;
+  if (m0 && !score_operand(*m0, *q0, a.lk, batch, mask, a.mask)) return run_ref(ctx);
+  if (const Tensor* c0 = ctx.input(4)) {
+    if (c0->dtype() != DType::boolean || !score_operand(*c0, *q0, a.lk, batch, cond, a.cond))
+      return run_ref(ctx);
+    a.keep_where = ctx.attr_int("keep_where", 0) != 0;
+    a.fill = ctx.attr_float("fill", 0.0f);
   }
   const Tensor q = q0->contiguous(), k = k0->contiguous(), v = v0->contiguous();
   a.q = q.data<float>();

@@ -9,9 +9,10 @@
 //   FusedElementwise(X0, X1, ...) -> program(X0, X1, ...), inputs broadcast (numpy)
 //     a chain of f32 elementwise ops; attributes program, num_registers
 //     (encoding in core/ew_program.h).
-//   FusedAttention(Q[..., Lq, D], K, V[..., Lk, Dv], Mask?) -> softmax(scale Q K^T + Mask) V  [..., Lq, Dv]
-//     K is [..., Lk, D], or [..., D, Lk] with k_transposed = 1; Mask broadcasts
-//     to [..., Lq, Lk]; the leading dims of Q, K and V are equal.
+//   FusedAttention(Q[..., Lq, D], K, V[..., Lk, Dv], Mask?, Cond?) -> softmax(S') V  [..., Lq, Dv]
+//     S = scale Q K^T; S' = Where(Cond, S, fill) if keep_where else Where(Cond, fill, S); S' += Mask.
+//     K is [..., Lk, D], or [..., D, Lk] with k_transposed = 1; Mask (f32) and
+//     Cond (bool) broadcast to [..., Lq, Lk].
 // activation: "" | "Relu" | "Clip" (clip_min, clip_max).
 #include "core/ew_program.h"
 #include "ir/op_registry.h"
@@ -104,8 +105,9 @@ void register_fused_schemas(OpRegistry& r) {
                            {{"program", K::ints}, {"num_registers", K::i}}, "tessera");
   e.family = "fused";
   r.add(e);
-  OpSchema at = make_schema("FusedAttention", 3, 4, 1, 1, infer_fused_attention,
-                            {{"scale", K::f}, {"k_transposed", K::i}}, "tessera");
+  OpSchema at =
+      make_schema("FusedAttention", 3, 5, 1, 1, infer_fused_attention,
+                  {{"scale", K::f}, {"k_transposed", K::i}, {"keep_where", K::i}, {"fill", K::f}}, "tessera");
   at.family = "fused";
   r.add(at);
 }

@@ -181,6 +181,11 @@ void fused_attention(KernelContext& ctx) {
   Tensor s = SubCall(ctx, "MatMul", {q, k}).run();
   const float scale = ctx.attr_float("scale", 1.0f);
   if (scale != 1.0f) s = SubCall(ctx, "Mul", {s, Tensor::scalar<float>(scale)}).run();
+  if (const Tensor* cond = ctx.input(4)) {
+    const Tensor fill = Tensor::scalar<float>(ctx.attr_float("fill", 0.0f));
+    s = ctx.attr_int("keep_where", 0) ? SubCall(ctx, "Where", {*cond, s, fill}).run()
+                                      : SubCall(ctx, "Where", {*cond, fill, s}).run();
+  }
   if (const Tensor* mask = ctx.input(3)) s = SubCall(ctx, "Add", {s, *mask}).run();
   Attribute axis;
   axis.kind = Attribute::Kind::i;

@@ -34,10 +34,18 @@ void attention_f32(const AttentionArgs& a, ThreadPool* pool) {
       sgemm(rows, a.lk, a.d, q, a.d, false, a.k + b * a.d * a.lk, a.lk, false, s, a.lk, ep, nullptr);
     else
       sgemm(rows, a.lk, a.d, q, a.d, false, a.k + b * a.lk * a.d, a.d, true, s, a.lk, ep, nullptr);
-    if (a.mask) {
+    if (a.cond.data) {
       for (int64_t i = 0; i < rows; ++i) {
-        const float* m = a.mask + a.mask_base[size_t(b)] + (q0 + i) * a.mask_q_stride;
-        K.binary(BinaryOp::add, s + i * a.lk, 1, m, a.mask_k_stride, s + i * a.lk, a.lk);
+        const bool* c = a.cond.data + a.cond.base[size_t(b)] + (q0 + i) * a.cond.q_stride;
+        float* row = s + i * a.lk;
+        for (int64_t j = 0; j < a.lk; ++j)
+          if (c[j * a.cond.k_stride] != a.keep_where) row[j] = a.fill;
+      }
+    }
+    if (a.mask.data) {
+      for (int64_t i = 0; i < rows; ++i) {
+        const float* m = a.mask.data + a.mask.base[size_t(b)] + (q0 + i) * a.mask.q_stride;
+        K.binary(BinaryOp::add, s + i * a.lk, 1, m, a.mask.k_stride, s + i * a.lk, a.lk);
       }
     }
     K.softmax_rows(s, s, rows, a.lk);

@@ -15,6 +15,15 @@
 
 namespace tessera::kernels::x86 {
 
+// A tensor broadcast to the scores [batch, lq, lk]: element (b, i, j) at
+// data[base[b] + i * q_stride + j * k_stride] (strides 0 where it broadcasts; k_stride 0 or 1).
+template <typename T>
+struct ScoreOperand {
+  const T* data = nullptr;
+  std::vector<int64_t> base;
+  int64_t q_stride = 0, k_stride = 0;
+};
+
 struct AttentionArgs {
   int64_t batch = 1, lq = 0, lk = 0, d = 0, dv = 0;
   const float* q = nullptr;  // [batch, lq, d]
@@ -22,11 +31,12 @@ struct AttentionArgs {
   bool k_transposed = false;
   const float* v = nullptr;  // [batch, lk, dv]
   float scale = 1.0f;
-  // Additive mask (optional): element (b, i, j) at mask[mask_base[b] + i * mask_q_stride + j *
-  // mask_k_stride], strides 0 where it broadcasts; mask_k_stride is 0 or 1.
-  const float* mask = nullptr;
-  std::vector<int64_t> mask_base;
-  int64_t mask_q_stride = 0, mask_k_stride = 0;
+  // Optional, applied in this order after scaling: scores where cond != keep_where become `fill`
+  // (masked_fill / Where as exporters write causal masks), then the additive mask.
+  ScoreOperand<bool> cond;
+  bool keep_where = false;
+  float fill = 0.0f;
+  ScoreOperand<float> mask;
   float* out = nullptr;  // [batch, lq, dv]
 };
 
