@@ -22,6 +22,7 @@ struct Match {
   Tensor weights;  // K x N, row-major, alpha applied
   std::optional<Tensor> bias;
   std::optional<FusedActivation> act;
+  bool a_rank2 = false;  // from Gemm: A must be 2-D at run time
 };
 
 Tensor bias_vector(const Tensor& c, int64_t n, float beta) {
@@ -31,7 +32,8 @@ Tensor bias_vector(const Tensor& c, int64_t n, float beta) {
 }
 
 bool match_root(const ir::Graph& g, ir::Node* n, Match& m) {
-  if (n->inputs.size() < 2 || !is_f32(n->inputs[0]) || !n->inputs[1] || !is_constant(g, n->inputs[1])) return false;
+  if (n->inputs.size() < 2 || !is_f32(n->inputs[0]) || !n->inputs[1] || !is_constant(g, n->inputs[1]))
+    return false;
   const Tensor& w = *n->inputs[1]->initializer;
   if (w.dtype() != DType::f32 || w.rank() != 2) return false;
   // A of unknown rank is fine for MatMul: FusedGemm keeps A's leading dims
@@ -43,7 +45,8 @@ bool match_root(const ir::Graph& g, ir::Node* n, Match& m) {
   } else if (is_onnx_op(n, "Gemm")) {
     const Attribute* ta = n->attr("transA");
     if (ta && ta->i != 0) return false;
-    if (!ashape || ashape->size() != 2) return false;
+    if (ashape && ashape->size() != 2) return false;  // unknown rank: FusedGemm checks rank 2 (a_rank)
+    m.a_rank2 = true;
     const Attribute* tb = n->attr("transB");
     const Attribute* al = n->attr("alpha");
     const Attribute* be = n->attr("beta");
@@ -132,6 +135,7 @@ void rewrite(ir::Graph& g, Match& m) {
   set_i("N", n);
   set_i("kc", PackedB::native_kc());
   set_i("nr", PackedB::native_nr());
+  if (m.a_rank2) set_i("a_rank", 2);
   if (m.act) set_activation_attrs(f, *m.act);
   g.connect_input(f, a);
   g.connect_input(f, pv);

@@ -46,7 +46,15 @@ NodeCost node_cost(const KernelContext& ctx, const std::vector<DataValue>& outpu
     c.shapes += " " + shape_text(v.tensor);
   }
   const std::string& op = ctx.op_type();
-  if (op == "ConvTranspose") {
+  if (op == "FusedAttention" && ctx.input(0) && ctx.input(2) && !outputs.empty() && outputs[0].is_tensor()) {
+    // Q K^T and P V: 2 * Lq * Lk * (D + Dv) per batch index; scores have as many elements as Lk per row.
+    const Tensor& o = outputs[0].tensor;
+    const Tensor* q = ctx.input(0);
+    const Tensor* v = ctx.input(2);
+    const double rows = o.rank() ? numel(&o) / double(std::max<int64_t>(o.dim(-1), 1)) : 0;
+    const double lk = v->rank() >= 2 ? double(v->dim(-2)) : 0;
+    c.flops = 2 * rows * lk * double(q->dim(-1) + v->dim(-1));
+  } else if (op == "ConvTranspose") {
     const Tensor* x = ctx.input(0);
     const Tensor* w = ctx.input(1);
     c.flops = x && w && w->dim(0) > 0 ? 2 * numel(x) * numel(w) / double(w->dim(0)) : 0;

@@ -168,3 +168,21 @@ def test_shape_only_nodes_are_cached_per_shape_but_not_data():
         got = sess.run(None, {"x": x})
         for g, w in zip(got, want):
             assert g.shape == w.shape and np.array_equal(g, w)
+
+
+def test_gemm_with_unknown_rank_input_is_fused_and_keeps_gemm_rules():
+    """A Gemm whose A has unknown rank (Reshape to a run-time shape) fuses; a run-time A of rank != 2 is still
+    an error, as for Gemm."""
+    w = RNG.standard_normal((6, 4)).astype(np.float32)
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["a"]), helper.make_node("Gemm", ["a", "w", "b"], ["y"])]
+    g = helper.make_graph(nodes, "g", [_f("x", [2, 6]), helper.make_tensor_value_info("shape", TensorProto.INT64, [None])],
+                          [_f("y", None)], [numpy_helper.from_array(w, "w"), _c("b", RNG.standard_normal(4))])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
+    sess = tessera.InferenceSession(model)
+    assert "tessera.FusedGemm(" in sess.graph_text()
+    x = RNG.standard_normal((2, 6)).astype(np.float32)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x, "shape": np.array([2, 6])})
+    got = sess.run(None, {"x": x, "shape": np.array([2, 6])})
+    assert rel_err(got[0], want[0]) < 1e-6
+    with pytest.raises(tessera.Error, match="rank 2"):
+        sess.run(None, {"x": x, "shape": np.array([1, 2, 6])})

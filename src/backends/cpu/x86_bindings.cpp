@@ -38,6 +38,7 @@ void fused_gemm_x86(KernelContext& ctx) {
   const int64_t kc = ctx.required_attr_int("kc"), nr = ctx.required_attr_int("nr");
   if (a0.dtype() != DType::f32 || nr != kernels::x86::PackedB::native_nr() ||
       kc != kernels::x86::PackedB::native_kc() || a0.rank() < 1 || a0.dim(-1) != k ||
+      (ctx.attr_int("a_rank", 0) != 0 && a0.rank() != ctx.attr_int("a_rank", 0)) ||
       size_t(bp.numel()) != kernels::x86::PackedB::packed_floats(k, n, kc, nr)) {
     run_ref(ctx, "tessera");
     return;
@@ -118,8 +119,8 @@ void matmul_x86(KernelContext& ctx) {
   const int64_t batch = m ? a.numel() / std::max<int64_t>(m * k, 1) : 0;
   if (b_shared) {
     // fold the batch into M: one GEMM
-    kernels::x86::sgemm(batch * m, n, k, a.data<float>(), k, false, b.data<float>(), n, false, y.data<float>(), n,
-                        {}, ctx.pool());
+    kernels::x86::sgemm(batch * m, n, k, a.data<float>(), k, false, b.data<float>(), n, false,
+                        y.data<float>(), n, {}, ctx.pool());
     return;
   }
   for (int64_t i = 0; i < batch; ++i)
@@ -133,7 +134,8 @@ void register_x86_bindings() {
   add_tuned_kernel("tessera", "FusedGemm", {}, fused_gemm_x86);
   add_tuned_kernel("tessera", "FusedConv", {}, fused_conv_x86);
   add_tuned_kernel("", "MatMul", {}, matmul_x86);
-  void register_x86_eltwise_bindings(); register_x86_eltwise_bindings();  // kfast: until cpu_backend.cpp calls it
+  void register_x86_eltwise_bindings();
+  register_x86_eltwise_bindings();  // kfast: until cpu_backend.cpp calls it
 }
 
 }  // namespace tessera::backends::cpu

@@ -83,6 +83,7 @@ void register_fused_schemas(OpRegistry& r) {
                             {"N", K::i},
                             {"kc", K::i},
                             {"nr", K::i},
+                            {"a_rank", K::i},
                             {"activation", K::s},
                             {"clip_min", K::f},
                             {"clip_max", K::f}},

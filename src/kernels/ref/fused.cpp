@@ -27,6 +27,8 @@ void fused_gemm(KernelContext& ctx) {
   const int64_t kc = ctx.required_attr_int("kc"), nr = ctx.required_attr_int("nr");
   ctx.check(a.dtype() == DType::f32 && bp.dtype() == DType::f32, "FusedGemm takes float32");
   ctx.check(a.rank() >= 1 && a.dim(-1) == k, "A ", a.describe(), " does not have K = ", k, " columns");
+  const int64_t a_rank = ctx.attr_int("a_rank", 0);
+  ctx.check(a_rank == 0 || a.rank() == a_rank, "A must have rank ", a_rank, " (Gemm), got ", a.describe());
   ctx.check(size_t(bp.numel()) == x86::PackedB::packed_floats(k, n, kc, nr), "packed B has the wrong size");
   const std::string act = ctx.attr_string("activation", "");
   const double lo = ctx.attr_float("clip_min", 0), hi = ctx.attr_float("clip_max", 0);

@@ -9,12 +9,20 @@
 namespace tessera::kernels::x86 {
 
 namespace {
-constexpr int64_t kQueryBlock = 32;
+// Query rows per task: as many as keep the block's scores within ~256 KiB of L2 (so K and V are packed
+// once per head rather than once per small block), halved while there are too few tasks for the threads.
+int64_t query_block(const AttentionArgs& a, int threads) {
+  int64_t qb = std::clamp<int64_t>((int64_t(64) << 10) / std::max<int64_t>(a.lk, 1), 8, 512);
+  qb = std::min(qb, a.lq);
+  while (qb > 16 && a.batch * ((a.lq + qb - 1) / qb) < 4 * threads) qb = (qb + 1) / 2;
+  return std::max<int64_t>(qb, 1);
 }
+}  // namespace
 
 void attention_f32(const AttentionArgs& a, ThreadPool* pool) {
   if (a.batch <= 0 || a.lq <= 0 || a.dv <= 0) return;
   const EltwiseKernels& K = eltwise_kernels(eltwise_isa());
+  const int64_t kQueryBlock = query_block(a, pool ? pool->num_threads() : 1);
   const int64_t blocks = (a.lq + kQueryBlock - 1) / kQueryBlock;
   const int64_t tasks = a.batch * blocks;
   auto task = [&](int64_t t) {

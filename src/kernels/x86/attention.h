@@ -1,9 +1,9 @@
 // Fused scaled-dot-product attention, f32:
 //   O[b] = softmax(scale * Q[b] K[b]^T + mask[b]) V[b]      per batch index b
-// Queries go in blocks of up to 32 rows; for each block the scores against all
-// keys are formed in a per-thread buffer (32 x Lk floats, L2-resident for
-// Lk up to several thousand), masked, softmaxed and multiplied by V straight
-// into the output — the Lq x Lk score matrix is never materialized. Tasks
+// Queries go in blocks (up to 64K scores, so L2-resident; fewer rows when
+// threads need more tasks); for each block the scores against all keys are
+// formed in a per-thread buffer, masked, softmaxed and multiplied by V straight
+// into the output — the Lq x Lk matrix of a long sequence is never materialized. Tasks
 // are (batch index, query block) pairs spread over the pool; the GEMMs run
 // single-threaded inside a task.
 #pragma once
