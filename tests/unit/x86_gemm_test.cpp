@@ -75,6 +75,8 @@ void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool
   if (packed) {
     PackedB pb = PackedB::pack(b.data(), ldb, c.tb, c.k, c.n);
     sgemm_packed(c.m, a.data(), lda, c.ta, pb, got.data(), ldc, ep, pool);
+  } else if (ukr.empty()) {  // the driver's own choice of path
+    sgemm(c.m, c.n, c.k, a.data(), lda, c.ta, b.data(), ldb, c.tb, got.data(), ldc, ep, pool);
   } else {
     ASSERT_TRUE(sgemm_with(ukr, c.m, c.n, c.k, a.data(), lda, c.ta, b.data(), ldb, c.tb, got.data(), ldc, ep, pool));
   }
@@ -93,7 +95,7 @@ void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool
 
 std::vector<Case> cases() {
   std::vector<Case> v;
-  const int64_t ms[] = {1, 5, 6, 7, 13, 150};
+  const int64_t ms[] = {1, 2, 5, 6, 7, 13, 16, 33, 150};
   const int64_t ns[] = {1, 15, 16, 17, 63, 64, 65, 130};
   const int64_t ks[] = {1, 7, 255, 256, 257};
   int t = 0;
@@ -104,6 +106,8 @@ std::vector<Case> cases() {
         v.push_back({m, n, k, bool(t % 3 == 0), bool(t % 5 == 0)});
       }
   v.push_back({97, 521, 600, false, false});  // crosses NC and KC blocks
+  v.push_back({31, 1100, 520, false, false});  // small M over several NC-sized spans and KC blocks
+  v.push_back({300, 70, 300, false, true});    // tall-skinny, packed B, M over an MC block
   v.push_back({0, 5, 5, false, false});
   v.push_back({5, 5, 0, false, false});
   return v;
@@ -131,5 +135,29 @@ TEST(X86Gemm, ThreadedAndPrepacked) {
     check_case(ukr, c, true, &pool);
     check_case(ukr, c, true, &pool, /*packed=*/true);
     check_case(ukr, c, false, nullptr, /*packed=*/true);
+  }
+}
+
+// The driver's own choice of path (direct A for small M and narrow N, packed A
+// otherwise), unpacked and prepacked B, one and two threads, M = 1..33.
+TEST(X86Gemm, ChosenPathSmallMAndSkinny) {
+  ThreadPool pool(2);
+  const std::string ukr = sgemm_kernel_name();
+  int idx = 0;
+  for (int64_t m = 1; m <= 33; ++m)
+    for (const int64_t n : {17, 64, 200, 777}) {
+      const Case c{m, n, (m * 37 + n) % 300 + 1, bool(idx % 7 == 3), bool(idx % 3 == 1)};
+      ThreadPool* p = (idx % 2) ? &pool : nullptr;
+      const bool epi = (idx % 4) < 2;
+      check_case(ukr, c, epi, p, /*packed=*/true);
+      check_case("", c, !epi, p);
+      ++idx;
+    }
+  for (const Case& c : {Case{3136, 64, 70, false, false}, Case{1000, 100, 300, true, false},
+                        Case{1, 4099, 513, false, false}, Case{16, 3072, 768, false, false}}) {
+    check_case(ukr, c, true, &pool, /*packed=*/true);
+    check_case(ukr, c, true, nullptr, /*packed=*/true);
+    check_case("", c, true, &pool);
+    check_case("", c, false, nullptr);
   }
 }

@@ -11,7 +11,9 @@
 #include "kernels/x86/gemm.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -26,25 +28,58 @@ struct UkrInfo {
   GemmUkr fn;
   int64_t mr, nr;
   bool (*available)();
+  GemmUkrDirect direct;  // direct-A companion, or nullptr
 };
 
 bool has_avx512f() { return cpu_features().avx512f; }
 bool has_avx2() { return cpu_features().avx2 && cpu_features().fma; }
 bool has_portable() { return true; }
 
-const UkrInfo& selected_ukr() {
-  static const UkrInfo chosen = [] {
-    static const UkrInfo table[] = {
-#define GEMM_UKR(name, isa, MR, NR) {#name, name, MR, NR, has_##isa},
+// Every micro-kernel of gemm_ukernels.def, best first, with its direct-A companion.
+const std::vector<UkrInfo>& ukr_table() {
+  static const std::vector<UkrInfo> table = [] {
+    std::vector<UkrInfo> t;
+#define GEMM_UKR(name, isa, MR, NR) t.push_back({#name, name, MR, NR, has_##isa, nullptr});
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
-    };
-    for (const UkrInfo& u : table)
+#define GEMM_UKR(name, isa, MR, NR)
+#define GEMM_UKR_DIRECT(ukr, dname) \
+  for (UkrInfo& u : t)              \
+    if (std::string_view(u.name) == #ukr) u.direct = dname;
+#include "kernels/x86/gemm_ukernels.def"
+#undef GEMM_UKR
+    return t;
+  }();
+  return table;
+}
+
+const UkrInfo& selected_ukr() {
+  static const UkrInfo chosen = [] {
+    for (const UkrInfo& u : ukr_table())
       if (u.available()) return u;
-    return table[std::size(table) - 1];
+    return ukr_table().back();
   }();
   return chosen;
 }
+
+// Name of a kernel's direct-A companion ("" if none).
+std::string_view direct_name_of(const UkrInfo& u) {
+#define GEMM_UKR(name, isa, MR, NR)
+#define GEMM_UKR_DIRECT(ukr, dname) \
+  if (std::string_view(u.name) == #ukr) return #dname;
+#include "kernels/x86/gemm_ukernels.def"
+#undef GEMM_UKR
+  return "";
+}
+
+// Which A path the driver takes: chosen per problem, or forced (tests, benchmarks).
+enum class APath : uint8_t { choose, packed, direct };
+
+// Problems with at most this many rows (per thread) take the direct-A path and
+// read B in place or from its prepacked panels, all of N at once.
+constexpr int64_t kSmallM = 32;
+// An unpacked B of at most this many floats is read in place by the direct path.
+constexpr int64_t kRawBFloats = 64 * 1024;
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -188,18 +223,116 @@ void gemm_range(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_beg
   }
 }
 
-const UkrInfo* find_ukr(const std::string& name) {
-  static const UkrInfo table[] = {
-#define GEMM_UKR(n, isa, MR, NR) {#n, n, MR, NR, has_##isa},
-#include "kernels/x86/gemm_ukernels.def"
-#undef GEMM_UKR
-  };
-  for (const UkrInfo& u : table)
-    if (name == u.name && u.available()) return &u;
+// The direct-A path: A read in place by the direct kernel, B read in place (small,
+// unpacked, not transposed), from its prepacked panels, or packed here per block.
+// Small M walks each K block's panels in memory order with all row groups per
+// panel (a prepacked B streams from memory once); larger M keeps a row group's A
+// in L1 across the panels of an NC block.
+void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end,
+                       const GemmBlocking& blk, const UkrInfo& u) {
+  const int64_t mr = u.mr, nr = u.nr;
+  const int64_t KC = blk.kc;
+  const bool small = m_end - m_begin <= kSmallM;
+  const bool raw_b = !pr.packed && !pr.trans_b && (small || pr.k * pr.n <= kRawBFloats);
+  // small M over B in memory: all of N per K block, in memory order; else NC blocks
+  const int64_t NC = small && (pr.packed || raw_b) ? n_end - n_begin : round_up(blk.nc, nr);
+  const int64_t MC = small ? m_end - m_begin : round_up(blk.mc, mr);
+  float* bpack = (pr.packed || raw_b) ? nullptr : tl_pack_b.get(size_t(NC * KC));
+  const GemmEpilogue& ep = *pr.ep;
+  const bool has_post = ep.bias || ep.row_bias || ep.residual || ep.act != Activation::none;
+  const int64_t rs_a = pr.trans_a ? 1 : pr.lda, cs_a = pr.trans_a ? pr.lda : 1;
+
+  for (int64_t jc = n_begin; jc < n_end; jc += NC) {
+    const int64_t nc = std::min(NC, n_end - jc);
+    for (int64_t pc = 0; pc < pr.k; pc += KC) {
+      const int64_t kc = std::min(KC, pr.k - pc);
+      const bool last = pc + kc >= pr.k;
+      const float beta = pc == 0 ? ep.beta : 1.0f;
+      const float* bblock;
+      int64_t ldb, pstride;  // row p of panel j at bblock + j * pstride + p * ldb
+      if (pr.packed) {
+        const int64_t panels_total = round_up(pr.packed->n(), nr) / nr;
+        bblock = pr.packed->data() + (pc / KC) * panels_total * KC * nr + (jc / nr) * kc * nr;
+        ldb = nr, pstride = kc * nr;
+      } else if (raw_b) {
+        bblock = pr.b + pc * pr.ldb + jc;
+        ldb = pr.ldb, pstride = nr;
+      } else {
+        pack_b_block(pr.b, pr.ldb, pr.trans_b, pc, kc, jc, nc, nr, bpack);
+        bblock = bpack;
+        ldb = nr, pstride = kc * nr;
+      }
+      auto tile = [&](int64_t row, int64_t h, int64_t jr) {
+        const int64_t col = jc + jr, w = std::min(nr, nc - jr);
+        UkrEpilogue uep{}, *uepp = nullptr;
+        if (last && has_post) {
+          uep.bias = ep.bias ? ep.bias + col : nullptr;
+          uep.row_bias = ep.row_bias ? ep.row_bias + row : nullptr;
+          uep.residual = ep.residual ? ep.residual + row * ep.ldr + col : nullptr;
+          uep.ldr = ep.ldr;
+          uep.act = ep.act;
+          uep.clip_min = ep.clip_min;
+          uep.clip_max = ep.clip_max;
+          uepp = &uep;
+        }
+        u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb,
+                 pr.c + row * pr.ldc + col, pr.ldc, h, w, ep.alpha, beta, uepp);
+      };
+      for (int64_t ic = m_begin; ic < m_end; ic += MC) {
+        const int64_t mc = std::min(MC, m_end - ic);
+        // rows split into balanced groups of at most MR (16 -> 6, 5, 5)
+        const int64_t groups = (mc + mr - 1) / mr, base = mc / groups, extra = mc % groups;
+        auto group_row = [&](int64_t g) { return ic + g * base + std::min(g, extra); };
+        if (small) {
+          for (int64_t jr = 0; jr < nc; jr += nr)
+            for (int64_t g = 0; g < groups; ++g) tile(group_row(g), base + (g < extra), jr);
+        } else {
+          for (int64_t g = 0; g < groups; ++g)
+            for (int64_t jr = 0; jr < nc; jr += nr) tile(group_row(g), base + (g < extra), jr);
+        }
+      }
+    }
+  }
+}
+
+// Returns the kernel named `name` (a packed kernel, or a direct companion: then
+// `direct_name` is set) if this CPU can run it.
+const UkrInfo* find_ukr(const std::string& name, bool* direct_name) {
+  for (const UkrInfo& u : ukr_table()) {
+    if (!u.available()) continue;
+    if (name == u.name) {
+      *direct_name = false;
+      return &u;
+    }
+    if (u.direct && name == direct_name_of(u)) {
+      *direct_name = true;
+      return &u;
+    }
+  }
   return nullptr;
 }
 
-void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u) {
+// TESSERA_GEMM_PATH=packed|direct forces one A path (experiments); unset: chosen per problem.
+APath env_path() {
+  static const APath p = [] {
+    const char* e = std::getenv("TESSERA_GEMM_PATH");
+    if (e && std::string_view(e) == "packed") return APath::packed;
+    if (e && std::string_view(e) == "direct") return APath::direct;
+    return APath::choose;
+  }();
+  return p;
+}
+
+bool take_direct(const Problem& pr, const UkrInfo& u, APath path, int64_t rows_per_thread) {
+  if (!u.direct) return false;
+  if (path == APath::choose) path = env_path();
+  if (path != APath::choose) return path == APath::direct;
+  // small M: packing A (and B) costs more than it saves; one or two panels of
+  // N: A would be packed for a single pass
+  return rows_per_thread <= kSmallM || pr.n <= 2 * u.nr;
+}
+
+void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APath::choose) {
   GemmBlocking blk = default_gemm_blocking();
   if (pr.packed) blk.kc = pr.packed->kc();
   if (pr.m == 0 || pr.n == 0) return;
@@ -218,25 +351,31 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u) {
   }
   const int threads = pool ? pool->num_threads() : 1;
   const double flops = 2.0 * double(pr.m) * double(pr.n) * double(pr.k);
+  const int64_t panels = (pr.n + u.nr - 1) / u.nr;
+  const bool split_n = threads > 1 && (panels >= 2 * threads || pr.m < u.mr * threads);
+  const bool direct = take_direct(pr, u, path, split_n || threads <= 1 ? pr.m : (pr.m + threads - 1) / threads);
+  auto range = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    if (direct) gemm_range_direct(pr, m0, m1, n0, n1, blk, u);
+    else gemm_range(pr, m0, m1, n0, n1, blk, u);
+  };
   if (threads <= 1 || flops < 2e5) {
-    gemm_range(pr, 0, pr.m, 0, pr.n, blk, u);
+    range(0, pr.m, 0, pr.n);
     return;
   }
-  // Split N (each thread packs its own B block) when there are enough panels;
-  // otherwise split M.
-  const int64_t panels = (pr.n + u.nr - 1) / u.nr;
-  if (panels >= 2 * threads || pr.m < u.mr * threads) {
+  // Split N (each thread packs or streams its own B panels) when there are
+  // enough panels; otherwise split M.
+  if (split_n) {
     const int64_t per = (panels + threads - 1) / threads;
     pool->run(threads, [&](int64_t t) {
       const int64_t n0 = t * per * u.nr, n1 = std::min(pr.n, (t + 1) * per * u.nr);
-      if (n0 < n1) gemm_range(pr, 0, pr.m, n0, n1, blk, u);
+      if (n0 < n1) range(0, pr.m, n0, n1);
     });
   } else {
     const int64_t rows = (pr.m + threads - 1) / threads;
     const int64_t per = round_up(rows, u.mr);
     pool->run(threads, [&](int64_t t) {
       const int64_t m0 = t * per, m1 = std::min(pr.m, (t + 1) * per);
-      if (m0 < m1) gemm_range(pr, m0, m1, 0, pr.n, blk, u);
+      if (m0 < m1) range(m0, m1, 0, pr.n);
     });
   }
 }
@@ -334,17 +473,19 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool tr
 bool sgemm_with(const std::string& ukr, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
                 const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep,
                 ThreadPool* pool) {
-  const UkrInfo* u = find_ukr(ukr);
+  bool direct = false;
+  const UkrInfo* u = find_ukr(ukr, &direct);
   if (!u) return false;
-  run(Problem{m, n, k, a, lda, trans_a, b, ldb, trans_b, nullptr, c, ldc, &ep}, pool, *u);
+  run(Problem{m, n, k, a, lda, trans_a, b, ldb, trans_b, nullptr, c, ldc, &ep}, pool, *u,
+      direct ? APath::direct : (u->direct ? APath::packed : APath::choose));
   return true;
 }
 
 std::vector<std::string> sgemm_kernel_names() {
   std::vector<std::string> v;
-#define GEMM_UKR(n, isa, MR, NR) v.push_back(#n);
-#include "kernels/x86/gemm_ukernels.def"
-#undef GEMM_UKR
+  for (const UkrInfo& u : ukr_table()) v.push_back(u.name);
+  for (const UkrInfo& u : ukr_table())
+    if (u.direct) v.emplace_back(direct_name_of(u));
   return v;
 }
 

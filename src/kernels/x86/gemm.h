@@ -74,7 +74,9 @@ void sgemm_packed(int64_t m, const float* a, int64_t lda, bool trans_a, const Pa
 bool sgemm_with(const std::string& ukr, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
                 const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep = {},
                 ThreadPool* pool = nullptr);
-std::vector<std::string> sgemm_kernel_names();  // every micro-kernel in gemm_ukernels.def
+// Names: every micro-kernel in gemm_ukernels.def, then its direct-A companions. Naming a
+// packed kernel forces the packed-A path; naming a direct one forces the direct-A path.
+std::vector<std::string> sgemm_kernel_names();
 
 // Name of the micro-kernel this CPU uses (e.g. "f32_gemm_ukr_6x64__avx512f").
 std::string sgemm_kernel_name();
@@ -95,9 +97,19 @@ struct UkrEpilogue {
 using GemmUkr = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr,
                          int64_t nr, float beta, const UkrEpilogue* ep);
 
+// Direct-A micro-kernel: the same tile product with A read in place (element
+// (i, p) at a[i*rs_a + p*cs_a]) and row p of the B panel at b + p*ldb; any
+// mr <= MR, nr <= NR (masked), and c = post(alpha * acc + beta * c).
+using GemmUkrDirect = void (*)(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
+                               float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta,
+                               const UkrEpilogue* ep);
+
 #define GEMM_UKR(name, isa, MR, NR)                                                                \
   void name(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr, \
             float beta, const UkrEpilogue* ep);
+#define GEMM_UKR_DIRECT(ukr, name)                                                                        \
+  void name(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb, float* c, \
+            int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta, const UkrEpilogue* ep);
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
 
