@@ -385,7 +385,11 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
 GemmBlocking default_gemm_blocking() {
   // KC: an MR x KC sliver of A (6 x 256 x 4 B = 6 KiB) sits in L1 next to the
   // streaming B panel; NC: a KC x NC block of B fills about half of a 1 MiB L2.
-  return GemmBlocking{256, 144, 512};
+  static const GemmBlocking b = [] {
+    auto env = [](const char* n, int64_t d) { const char* e = std::getenv(n); return e ? int64_t(std::atoi(e)) : d; };
+    return GemmBlocking{env("TKC", 256), env("TMC", 144), env("TNC", 512)};
+  }();
+  return b;
 }
 
 void ukr_store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int64_t mr, int64_t nr, float beta,

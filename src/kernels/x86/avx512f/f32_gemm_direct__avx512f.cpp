@@ -17,7 +17,9 @@ namespace tessera::kernels::x86 {
 
 namespace {
 
-constexpr int64_t kPrefetchRows = 16;  // 16 rows of 256 B = 4 KiB ahead of the loads
+#include <cstdlib>
+static const int64_t kPrefetchRows = std::getenv("PFR") ? std::atoi(std::getenv("PFR")) : 16;
+static const int kPfHint = std::getenv("PFH") ? std::atoi(std::getenv("PFH")) : 0;
 
 template <int MR, int NV>
 void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
@@ -43,7 +45,11 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
   if (full) {
     for (int64_t p = 0; p < kc; ++p, bp += ldb, ap += cs_a, pf += pf_step) {
 #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T0);
+      for (int j = 0; j < NV; ++j) {
+        if (kPfHint == 0) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T0);
+        else if (kPfHint == 1) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T1);
+        else if (kPfHint == 2) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_NTA);
+      }
       __m512 bv[NV];
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) bv[j] = _mm512_loadu_ps(bp + 16 * j);
@@ -57,7 +63,11 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
   } else {
     for (int64_t p = 0; p < kc; ++p, bp += ldb, ap += cs_a, pf += pf_step) {
 #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T0);
+      for (int j = 0; j < NV; ++j) {
+        if (kPfHint == 0) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T0);
+        else if (kPfHint == 1) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T1);
+        else if (kPfHint == 2) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_NTA);
+      }
       __m512 bv[NV];
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) bv[j] = _mm512_maskz_loadu_ps(mask[j], bp + 16 * j);
