@@ -28,8 +28,8 @@ std::vector<float> random_vec(size_t n, std::mt19937& rng) {
 }
 
 // Reference: C = act(alpha*op(A)op(B) + beta*C + bias + residual), accumulated in double.
-void reference(const Case& c, const std::vector<float>& a, int64_t lda, const std::vector<float>& b, int64_t ldb,
-               std::vector<float>& out, int64_t ldc, const GemmEpilogue& ep) {
+void reference(const Case& c, const std::vector<float>& a, int64_t lda, const std::vector<float>& b,
+               int64_t ldb, std::vector<float>& out, int64_t ldc, const GemmEpilogue& ep) {
   for (int64_t i = 0; i < c.m; ++i)
     for (int64_t j = 0; j < c.n; ++j) {
       double s = 0;
@@ -78,15 +78,16 @@ void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool
   } else if (ukr.empty()) {  // the driver's own choice of path
     sgemm(c.m, c.n, c.k, a.data(), lda, c.ta, b.data(), ldb, c.tb, got.data(), ldc, ep, pool);
   } else {
-    ASSERT_TRUE(sgemm_with(ukr, c.m, c.n, c.k, a.data(), lda, c.ta, b.data(), ldb, c.tb, got.data(), ldc, ep, pool));
+    ASSERT_TRUE(
+        sgemm_with(ukr, c.m, c.n, c.k, a.data(), lda, c.ta, b.data(), ldb, c.tb, got.data(), ldc, ep, pool));
   }
   const double tol = 1e-5 * std::sqrt(double(std::max<int64_t>(c.k, 1))) * 4;
   for (int64_t i = 0; i < c.m; ++i)
     for (int64_t j = 0; j < c.n; ++j) {
       const double w = want[i * ldc + j], g = got[i * ldc + j];
       ASSERT_NEAR(g, w, tol * (1 + std::fabs(w)))
-          << ukr << " m=" << c.m << " n=" << c.n << " k=" << c.k << " ta=" << c.ta << " tb=" << c.tb << " at " << i
-          << "," << j;
+          << ukr << " m=" << c.m << " n=" << c.n << " k=" << c.k << " ta=" << c.ta << " tb=" << c.tb << " at "
+          << i << "," << j;
     }
   // padding columns of C untouched
   for (int64_t i = 0; i < c.m; ++i)
@@ -105,7 +106,7 @@ std::vector<Case> cases() {
         ++t;
         v.push_back({m, n, k, bool(t % 3 == 0), bool(t % 5 == 0)});
       }
-  v.push_back({97, 521, 600, false, false});  // crosses NC and KC blocks
+  v.push_back({97, 521, 600, false, false});   // crosses NC and KC blocks
   v.push_back({31, 1100, 520, false, false});  // small M over several NC-sized spans and KC blocks
   v.push_back({300, 70, 300, false, true});    // tall-skinny, packed B, M over an MC block
   v.push_back({0, 5, 5, false, false});
@@ -130,8 +131,8 @@ TEST(X86Gemm, EveryKernelMatchesReference) {
 TEST(X86Gemm, ThreadedAndPrepacked) {
   ThreadPool pool(2);
   const std::string ukr = sgemm_kernel_name();
-  for (const Case& c : {Case{200, 300, 129, false, false}, Case{3, 700, 64, false, true}, Case{500, 20, 33, true, false},
-                        Case{1, 1000, 300, false, false}}) {
+  for (const Case& c : {Case{200, 300, 129, false, false}, Case{3, 700, 64, false, true},
+                        Case{500, 20, 33, true, false}, Case{1, 1000, 300, false, false}}) {
     check_case(ukr, c, true, &pool);
     check_case(ukr, c, true, &pool, /*packed=*/true);
     check_case(ukr, c, false, nullptr, /*packed=*/true);

@@ -31,9 +31,15 @@ struct UkrInfo {
   GemmUkrDirect direct;  // direct-A companion, or nullptr
 };
 
-bool has_avx512f() { return cpu_features().avx512f; }
-bool has_avx2() { return cpu_features().avx2 && cpu_features().fma; }
-bool has_portable() { return true; }
+bool has_avx512f() {
+  return cpu_features().avx512f;
+}
+bool has_avx2() {
+  return cpu_features().avx2 && cpu_features().fma;
+}
+bool has_portable() {
+  return true;
+}
 
 // Every micro-kernel of gemm_ukernels.def, best first, with its direct-A companion.
 const std::vector<UkrInfo>& ukr_table() {
@@ -44,7 +50,7 @@ const std::vector<UkrInfo>& ukr_table() {
 #undef GEMM_UKR
 #define GEMM_UKR(name, isa, MR, NR)
 #define GEMM_UKR_DIRECT(ukr, dname) \
-  for (UkrInfo& u : t)              \
+  for (UkrInfo & u : t)             \
     if (std::string_view(u.name) == #ukr) u.direct = dname;
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
@@ -81,7 +87,9 @@ constexpr int64_t kSmallM = 32;
 // An unpacked B of at most this many floats is read in place by the direct path.
 constexpr int64_t kRawBFloats = 64 * 1024;
 
-inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+inline int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
 
 // Packs op(B)[k0:k0+kc, n0:n0+nc] into NR-wide panels: panel j holds kc rows of NR
 // values (zero-padded past N).
@@ -327,9 +335,12 @@ bool take_direct(const Problem& pr, const UkrInfo& u, APath path, int64_t rows_p
   if (!u.direct) return false;
   if (path == APath::choose) path = env_path();
   if (path != APath::choose) return path == APath::direct;
-  // small M: packing A (and B) costs more than it saves; one or two panels of
-  // N: A would be packed for a single pass
-  return rows_per_thread <= kSmallM || pr.n <= 2 * u.nr;
+  // Measured on Zen 4 (bench/gemm_bench.cpp, TESSERA_GEMM_PATH): reading A in
+  // place is as fast or faster than packing it on every shape, from GEMV to 2048^3
+  // (no packing pass, masked edges instead of scratch tiles).
+  (void)pr;
+  (void)rows_per_thread;
+  return true;
 }
 
 void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APath::choose) {
@@ -342,9 +353,13 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
     for (int64_t i = 0; i < pr.m; ++i)
       for (int64_t j = 0; j < pr.n; j += 64) {
         const int64_t w = std::min<int64_t>(64, pr.n - j);
-        UkrEpilogue uep{pr.ep->bias ? pr.ep->bias + j : nullptr, pr.ep->row_bias ? pr.ep->row_bias + i : nullptr,
-                        pr.ep->residual ? pr.ep->residual + i * pr.ep->ldr + j : nullptr, pr.ep->ldr,
-                        pr.ep->act, pr.ep->clip_min, pr.ep->clip_max};
+        UkrEpilogue uep{pr.ep->bias ? pr.ep->bias + j : nullptr,
+                        pr.ep->row_bias ? pr.ep->row_bias + i : nullptr,
+                        pr.ep->residual ? pr.ep->residual + i * pr.ep->ldr + j : nullptr,
+                        pr.ep->ldr,
+                        pr.ep->act,
+                        pr.ep->clip_min,
+                        pr.ep->clip_max};
         ukr_store_tile(zeros, 0, pr.c + i * pr.ldc + j, pr.ldc, 1, w, pr.ep->beta, &uep);
       }
     return;
@@ -353,10 +368,13 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
   const double flops = 2.0 * double(pr.m) * double(pr.n) * double(pr.k);
   const int64_t panels = (pr.n + u.nr - 1) / u.nr;
   const bool split_n = threads > 1 && (panels >= 2 * threads || pr.m < u.mr * threads);
-  const bool direct = take_direct(pr, u, path, split_n || threads <= 1 ? pr.m : (pr.m + threads - 1) / threads);
+  const bool direct =
+      take_direct(pr, u, path, split_n || threads <= 1 ? pr.m : (pr.m + threads - 1) / threads);
   auto range = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-    if (direct) gemm_range_direct(pr, m0, m1, n0, n1, blk, u);
-    else gemm_range(pr, m0, m1, n0, n1, blk, u);
+    if (direct)
+      gemm_range_direct(pr, m0, m1, n0, n1, blk, u);
+    else
+      gemm_range(pr, m0, m1, n0, n1, blk, u);
   };
   if (threads <= 1 || flops < 2e5) {
     range(0, pr.m, 0, pr.n);
@@ -385,15 +403,11 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
 GemmBlocking default_gemm_blocking() {
   // KC: an MR x KC sliver of A (6 x 256 x 4 B = 6 KiB) sits in L1 next to the
   // streaming B panel; NC: a KC x NC block of B fills about half of a 1 MiB L2.
-  static const GemmBlocking b = [] {
-    auto env = [](const char* n, int64_t d) { const char* e = std::getenv(n); return e ? int64_t(std::atoi(e)) : d; };
-    return GemmBlocking{env("TKC", 256), env("TMC", 144), env("TNC", 512)};
-  }();
-  return b;
+  return GemmBlocking{256, 144, 512};
 }
 
-void ukr_store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int64_t mr, int64_t nr, float beta,
-                    const UkrEpilogue* ep) {
+void ukr_store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int64_t mr, int64_t nr,
+                    float beta, const UkrEpilogue* ep) {
   for (int64_t i = 0; i < mr; ++i) {
     for (int64_t j = 0; j < nr; ++j) {
       float v = acc[i * acc_ld + j];
@@ -402,8 +416,10 @@ void ukr_store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int
         if (ep->bias) v += ep->bias[j];
         if (ep->row_bias) v += ep->row_bias[i];
         if (ep->residual) v += ep->residual[i * ep->ldr + j];
-        if (ep->act == Activation::relu) v = v > 0.0f ? v : 0.0f;
-        else if (ep->act == Activation::clip) v = std::min(std::max(v, ep->clip_min), ep->clip_max);
+        if (ep->act == Activation::relu)
+          v = v > 0.0f ? v : 0.0f;
+        else if (ep->act == Activation::clip)
+          v = std::min(std::max(v, ep->clip_min), ep->clip_max);
       }
       c[i * ldc + j] = v;
     }
@@ -411,8 +427,8 @@ void ukr_store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int
 }
 
 // The portable micro-kernel: plain loops the compiler can vectorize for SSE2.
-void f32_gemm_ukr_4x16__portable(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr,
-                                 int64_t nr, float beta, const UkrEpilogue* ep) {
+void f32_gemm_ukr_4x16__portable(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                                 int64_t mr, int64_t nr, float beta, const UkrEpilogue* ep) {
   float acc[4][16] = {};
   for (int64_t p = 0; p < kc; ++p)
     for (int i = 0; i < 4; ++i) {
@@ -443,7 +459,8 @@ PackedB PackedB::pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int6
   return p;
 }
 
-PackedB PackedB::view(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr, std::shared_ptr<void> keep) {
+PackedB PackedB::view(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr,
+                      std::shared_ptr<void> keep) {
   PackedB p;
   p.k_ = k;
   p.n_ = n;
@@ -466,17 +483,21 @@ float PackedB::at(const float* data, int64_t k, int64_t n, int64_t kc, int64_t n
   return data[blk * kc * npad + (j / nr) * kcb * nr + (p % kc) * nr + j % nr];
 }
 
-int64_t PackedB::native_nr() { return selected_ukr().nr; }
-int64_t PackedB::native_kc() { return default_gemm_blocking().kc; }
+int64_t PackedB::native_nr() {
+  return selected_ukr().nr;
+}
+int64_t PackedB::native_kc() {
+  return default_gemm_blocking().kc;
+}
 
 void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b,
            int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
   run(Problem{m, n, k, a, lda, trans_a, b, ldb, trans_b, nullptr, c, ldc, &ep}, pool, selected_ukr());
 }
 
-bool sgemm_with(const std::string& ukr, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
-                const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep,
-                ThreadPool* pool) {
+bool sgemm_with(const std::string& ukr, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                bool trans_a, const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc,
+                const GemmEpilogue& ep, ThreadPool* pool) {
   bool direct = false;
   const UkrInfo* u = find_ukr(ukr, &direct);
   if (!u) return false;
@@ -493,12 +514,14 @@ std::vector<std::string> sgemm_kernel_names() {
   return v;
 }
 
-void sgemm_packed(int64_t m, const float* a, int64_t lda, bool trans_a, const PackedB& b, float* c, int64_t ldc,
-                  const GemmEpilogue& ep, ThreadPool* pool) {
+void sgemm_packed(int64_t m, const float* a, int64_t lda, bool trans_a, const PackedB& b, float* c,
+                  int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
   check(b.nr() == selected_ukr().nr, ErrorCode::internal, "PackedB was packed for another micro-kernel");
   run(Problem{m, b.n(), b.k(), a, lda, trans_a, nullptr, 0, false, &b, c, ldc, &ep}, pool, selected_ukr());
 }
 
-std::string sgemm_kernel_name() { return selected_ukr().name; }
+std::string sgemm_kernel_name() {
+  return selected_ukr().name;
+}
 
 }  // namespace tessera::kernels::x86

@@ -17,9 +17,7 @@ namespace tessera::kernels::x86 {
 
 namespace {
 
-#include <cstdlib>
-static const int64_t kPrefetchRows = std::getenv("PFR") ? std::atoi(std::getenv("PFR")) : 16;
-static const int kPfHint = std::getenv("PFH") ? std::atoi(std::getenv("PFH")) : 0;
+constexpr int64_t kPrefetchRows = 16;  // 16 rows of 256 B = 4 KiB ahead of the loads
 
 template <int MR, int NV>
 void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
@@ -38,6 +36,12 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
 
+      // C is read (beta) and written after the K loop: start bringing the tile in.
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * j), _MM_HINT_T0);
   const uintptr_t pf_step = uintptr_t(ldb) * sizeof(float);
   uintptr_t pf = reinterpret_cast<uintptr_t>(b) + uintptr_t(kPrefetchRows) * pf_step;
   const float* ap = a;
@@ -45,11 +49,7 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
   if (full) {
     for (int64_t p = 0; p < kc; ++p, bp += ldb, ap += cs_a, pf += pf_step) {
 #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) {
-        if (kPfHint == 0) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T0);
-        else if (kPfHint == 1) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T1);
-        else if (kPfHint == 2) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_NTA);
-      }
+      for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T0);
       __m512 bv[NV];
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) bv[j] = _mm512_loadu_ps(bp + 16 * j);
@@ -63,11 +63,7 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
   } else {
     for (int64_t p = 0; p < kc; ++p, bp += ldb, ap += cs_a, pf += pf_step) {
 #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) {
-        if (kPfHint == 0) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T0);
-        else if (kPfHint == 1) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T1);
-        else if (kPfHint == 2) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_NTA);
-      }
+      for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T0);
       __m512 bv[NV];
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) bv[j] = _mm512_maskz_loadu_ps(mask[j], bp + 16 * j);
