@@ -380,18 +380,21 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
     range(0, pr.m, 0, pr.n);
     return;
   }
-  // Split N (each thread packs or streams its own B panels) when there are
-  // enough panels; otherwise split M.
+  // Split N (each task packs or streams its own contiguous run of B panels) when
+  // there are enough panels; otherwise split M. A few tasks per thread, handed
+  // out as threads come free, so that a thread the OS delays does not hold up
+  // the whole product.
+  const int64_t max_tasks = 4 * int64_t(threads);
   if (split_n) {
-    const int64_t per = (panels + threads - 1) / threads;
-    pool->run(threads, [&](int64_t t) {
+    const int64_t per = (panels + max_tasks - 1) / max_tasks;
+    pool->run((panels + per - 1) / per, [&](int64_t t) {
       const int64_t n0 = t * per * u.nr, n1 = std::min(pr.n, (t + 1) * per * u.nr);
       if (n0 < n1) range(0, pr.m, n0, n1);
     });
   } else {
-    const int64_t rows = (pr.m + threads - 1) / threads;
-    const int64_t per = round_up(rows, u.mr);
-    pool->run(threads, [&](int64_t t) {
+    const int64_t slivers = (pr.m + u.mr - 1) / u.mr;
+    const int64_t per = (slivers + max_tasks - 1) / max_tasks * u.mr;
+    pool->run((pr.m + per - 1) / per, [&](int64_t t) {
       const int64_t m0 = t * per, m1 = std::min(pr.m, (t + 1) * per);
       if (m0 < m1) range(m0, m1, 0, pr.n);
     });
