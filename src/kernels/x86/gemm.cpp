@@ -270,7 +270,8 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
         bblock = bpack;
         ldb = nr, pstride = kc * nr;
       }
-      auto tile = [&](int64_t row, int64_t h, int64_t jr) {
+      // pf: where this tile's K loop prefetches (nullptr: ahead along its own panel)
+      auto tile = [&](int64_t row, int64_t h, int64_t jr, const float* pf) {
         const int64_t col = jc + jr, w = std::min(nr, nc - jr);
         UkrEpilogue uep{}, *uepp = nullptr;
         if (last && has_post) {
@@ -283,7 +284,7 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
           uep.clip_max = ep.clip_max;
           uepp = &uep;
         }
-        u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb,
+        u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb, pf,
                  pr.c + row * pr.ldc + col, pr.ldc, h, w, ep.alpha, beta, uepp);
       };
       for (int64_t ic = m_begin; ic < m_end; ic += MC) {
@@ -292,11 +293,16 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
         const int64_t groups = (mc + mr - 1) / mr, base = mc / groups, extra = mc % groups;
         auto group_row = [&](int64_t g) { return ic + g * base + std::min(g, extra); };
         if (small) {
-          for (int64_t jr = 0; jr < nc; jr += nr)
-            for (int64_t g = 0; g < groups; ++g) tile(group_row(g), base + (g < extra), jr);
+          // the first row group streams the panel in (prefetching ahead along it);
+          // the others find it in cache and warm the next panel meanwhile
+          for (int64_t jr = 0; jr < nc; jr += nr) {
+            const float* next = jr + nr < nc ? bblock + (jr / nr + 1) * pstride : nullptr;
+            for (int64_t g = 0; g < groups; ++g)
+              tile(group_row(g), base + (g < extra), jr, g ? next : nullptr);
+          }
         } else {
           for (int64_t g = 0; g < groups; ++g)
-            for (int64_t jr = 0; jr < nc; jr += nr) tile(group_row(g), base + (g < extra), jr);
+            for (int64_t jr = 0; jr < nc; jr += nr) tile(group_row(g), base + (g < extra), jr, nullptr);
         }
       }
     }

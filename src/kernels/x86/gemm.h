@@ -99,17 +99,19 @@ using GemmUkr = void (*)(int64_t kc, const float* a, const float* b, float* c, i
 
 // Direct-A micro-kernel: the same tile product with A read in place (element
 // (i, p) at a[i*rs_a + p*cs_a]) and row p of the B panel at b + p*ldb; any
-// mr <= MR, nr <= NR (masked), and c = post(alpha * acc + beta * c).
+// mr <= MR, nr <= NR (masked), and c = post(alpha * acc + beta * c). Row p of the
+// K loop prefetches the NR floats at pf + p*ldb (pf = nullptr: a fixed distance
+// ahead of b), so a caller can warm the next panel while this one is in cache.
 using GemmUkrDirect = void (*)(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
-                               float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta,
-                               const UkrEpilogue* ep);
+                               const float* pf, float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha,
+                               float beta, const UkrEpilogue* ep);
 
 #define GEMM_UKR(name, isa, MR, NR)                                                                \
   void name(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr, \
             float beta, const UkrEpilogue* ep);
-#define GEMM_UKR_DIRECT(ukr, name)                                                                        \
-  void name(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb, float* c, \
-            int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta, const UkrEpilogue* ep);
+#define GEMM_UKR_DIRECT(ukr, name)                                                                          \
+  void name(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb, const float* pf, \
+            float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta, const UkrEpilogue* ep);
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
 

@@ -21,8 +21,8 @@ constexpr int64_t kPrefetchRows = 16;  // 16 rows of 256 B = 4 KiB ahead of the 
 
 template <int MR, int NV>
 void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
-                 float* c, int64_t ldc, int64_t /*mr == MR*/, int64_t nr, float alpha, float beta,
-                 const UkrEpilogue* ep) {
+                 const float* pf_b, float* c, int64_t ldc, int64_t /*mr == MR*/, int64_t nr, float alpha,
+                 float beta, const UkrEpilogue* ep) {
   static_assert(MR >= 1 && MR <= 6 && NV >= 1 && NV <= 4);
   __mmask16 mask[NV];
   for (int j = 0; j < NV; ++j) {
@@ -43,7 +43,8 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
     for (int j = 0; j < NV; ++j)
       _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * j), _MM_HINT_T0);
   const uintptr_t pf_step = uintptr_t(ldb) * sizeof(float);
-  uintptr_t pf = reinterpret_cast<uintptr_t>(b) + uintptr_t(kPrefetchRows) * pf_step;
+  uintptr_t pf = pf_b ? reinterpret_cast<uintptr_t>(pf_b)
+                      : reinterpret_cast<uintptr_t>(b) + uintptr_t(kPrefetchRows) * pf_step;
   const float* ap = a;
   const float* bp = b;
   if (full) {
@@ -99,8 +100,8 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
   }
 }
 
-using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t,
-                          int64_t, int64_t, float, float, const UkrEpilogue*);
+using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*,
+                          float*, int64_t, int64_t, int64_t, float, float, const UkrEpilogue*);
 
 template <int MR>
 constexpr DirectFn row_of(int nv) {
@@ -122,9 +123,9 @@ constexpr DirectFn kTable[6][4] = {
 }  // namespace
 
 void f32_gemm_direct_6x64__avx512f(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
-                                   int64_t ldb, float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha,
-                                   float beta, const UkrEpilogue* ep) {
-  kTable[mr - 1][(nr + 15) / 16 - 1](kc, a, rs_a, cs_a, b, ldb, c, ldc, mr, nr, alpha, beta, ep);
+                                   int64_t ldb, const float* pf, float* c, int64_t ldc, int64_t mr,
+                                   int64_t nr, float alpha, float beta, const UkrEpilogue* ep) {
+  kTable[mr - 1][(nr + 15) / 16 - 1](kc, a, rs_a, cs_a, b, ldb, pf, c, ldc, mr, nr, alpha, beta, ep);
 }
 
 }  // namespace tessera::kernels::x86
