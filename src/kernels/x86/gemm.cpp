@@ -29,6 +29,7 @@ struct UkrInfo {
   int64_t mr, nr;
   bool (*available)();
   GemmUkrDirect direct;  // direct-A companion, or nullptr
+  GemvRows gemv;         // M = 1 over an unpacked B, or nullptr
 };
 
 bool has_avx512f() {
@@ -45,13 +46,16 @@ bool has_portable() {
 const std::vector<UkrInfo>& ukr_table() {
   static const std::vector<UkrInfo> table = [] {
     std::vector<UkrInfo> t;
-#define GEMM_UKR(name, isa, MR, NR) t.push_back({#name, name, MR, NR, has_##isa, nullptr});
+#define GEMM_UKR(name, isa, MR, NR) t.push_back({#name, name, MR, NR, has_##isa, nullptr, nullptr});
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
 #define GEMM_UKR(name, isa, MR, NR)
 #define GEMM_UKR_DIRECT(ukr, dname) \
   for (UkrInfo & u : t)             \
     if (std::string_view(u.name) == #ukr) u.direct = dname;
+#define GEMM_UKR_GEMV(ukr, gname) \
+  for (UkrInfo & u : t)           \
+    if (std::string_view(u.name) == #ukr) u.gemv = gname;
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
     return t;
@@ -239,9 +243,9 @@ void gemm_range(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_beg
 void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end,
                        const GemmBlocking& blk, const UkrInfo& u) {
   const int64_t mr = u.mr, nr = u.nr;
-  const int64_t KC = blk.kc;
   const bool small = m_end - m_begin <= kSmallM;
   const bool raw_b = !pr.packed && !pr.trans_b && (small || pr.k * pr.n <= kRawBFloats);
+  const int64_t KC = blk.kc;
   // small M over B in memory: all of N per K block, in memory order; else NC blocks
   const int64_t NC = small && (pr.packed || raw_b) ? n_end - n_begin : round_up(blk.nc, nr);
   const int64_t MC = small ? m_end - m_begin : round_up(blk.mc, mr);
@@ -349,6 +353,36 @@ bool take_direct(const Problem& pr, const UkrInfo& u, APath path, int64_t rows_p
   return true;
 }
 
+// M = 1 over an unpacked, untransposed B: rows of B streamed in memory order into
+// a row of sums, then the epilogue; threads take ranges of columns.
+void run_gemv(const Problem& pr, ThreadPool* pool, const UkrInfo& u, int threads, double flops) {
+  const GemmEpilogue& ep = *pr.ep;
+  auto cols = [&](int64_t n0, int64_t n1) {
+    float* acc = tl_pack_b.get(size_t(n1 - n0));
+    u.gemv(pr.k, pr.a, pr.trans_a ? pr.lda : 1, pr.b + n0, pr.ldb, n1 - n0, acc);
+    if (ep.alpha != 1.0f)
+      for (int64_t j = 0; j < n1 - n0; ++j) acc[j] *= ep.alpha;
+    const UkrEpilogue uep{ep.bias ? ep.bias + n0 : nullptr,
+                          ep.row_bias,
+                          ep.residual ? ep.residual + n0 : nullptr,
+                          ep.ldr,
+                          ep.act,
+                          ep.clip_min,
+                          ep.clip_max};
+    ukr_store_tile(acc, 0, pr.c + n0, pr.ldc, 1, n1 - n0, ep.beta, &uep);
+  };
+  if (threads <= 1 || flops < 2e5) {
+    cols(0, pr.n);
+    return;
+  }
+  // a few tasks per thread, each a run of at least 256 columns
+  const int64_t per = std::max<int64_t>(256, round_up((pr.n + 4 * threads - 1) / (4 * threads), 16));
+  pool->run((pr.n + per - 1) / per, [&](int64_t t) {
+    const int64_t n0 = t * per, n1 = std::min(pr.n, n0 + per);
+    if (n0 < n1) cols(n0, n1);
+  });
+}
+
 void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APath::choose) {
   GemmBlocking blk = default_gemm_blocking();
   if (pr.packed) blk.kc = pr.packed->kc();
@@ -376,6 +410,10 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
   const bool split_n = threads > 1 && (panels >= 2 * threads || pr.m < u.mr * threads);
   const bool direct =
       take_direct(pr, u, path, split_n || threads <= 1 ? pr.m : (pr.m + threads - 1) / threads);
+  if (direct && u.gemv && pr.m == 1 && !pr.packed && !pr.trans_b) {
+    run_gemv(pr, pool, u, threads, flops);
+    return;
+  }
   auto range = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     if (direct)
       gemm_range_direct(pr, m0, m1, n0, n1, blk, u);

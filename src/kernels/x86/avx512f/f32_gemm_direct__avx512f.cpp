@@ -129,3 +129,56 @@ void f32_gemm_direct_6x64__avx512f(int64_t kc, const float* a, int64_t rs_a, int
 }
 
 }  // namespace tessera::kernels::x86
+
+namespace tessera::kernels::x86 {
+
+// GEMV over an unpacked row-major B: y[0:n] = sum_p x[p * incx] * b[p * ldb + 0:n].
+// Four rows of B at a time stream through in memory order (four sequential
+// streams the hardware prefetchers follow), y stays in L1/L2 and is updated
+// once per four rows.
+void f32_gemv_rows__avx512f(int64_t k, const float* x, int64_t incx, const float* b, int64_t ldb, int64_t n,
+                            float* y) {
+  const __mmask16 tail = __mmask16((1u << (n % 16)) - 1u);
+  const int64_t nfull = n / 16 * 16;
+  int64_t p = 0;
+  for (; p + 4 <= k; p += 4) {
+    const __m512 x0 = _mm512_set1_ps(x[p * incx]), x1 = _mm512_set1_ps(x[(p + 1) * incx]),
+                 x2 = _mm512_set1_ps(x[(p + 2) * incx]), x3 = _mm512_set1_ps(x[(p + 3) * incx]);
+    const float* b0 = b + p * ldb;
+    const float* b1 = b0 + ldb;
+    const float* b2 = b1 + ldb;
+    const float* b3 = b2 + ldb;
+    int64_t j = 0;
+    for (; j < nfull; j += 16) {
+      __m512 acc = p ? _mm512_loadu_ps(y + j) : _mm512_setzero_ps();
+      acc = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0 + j), acc);
+      acc = _mm512_fmadd_ps(x1, _mm512_loadu_ps(b1 + j), acc);
+      acc = _mm512_fmadd_ps(x2, _mm512_loadu_ps(b2 + j), acc);
+      acc = _mm512_fmadd_ps(x3, _mm512_loadu_ps(b3 + j), acc);
+      _mm512_storeu_ps(y + j, acc);
+    }
+    if (tail) {
+      __m512 acc = p ? _mm512_maskz_loadu_ps(tail, y + j) : _mm512_setzero_ps();
+      acc = _mm512_fmadd_ps(x0, _mm512_maskz_loadu_ps(tail, b0 + j), acc);
+      acc = _mm512_fmadd_ps(x1, _mm512_maskz_loadu_ps(tail, b1 + j), acc);
+      acc = _mm512_fmadd_ps(x2, _mm512_maskz_loadu_ps(tail, b2 + j), acc);
+      acc = _mm512_fmadd_ps(x3, _mm512_maskz_loadu_ps(tail, b3 + j), acc);
+      _mm512_mask_storeu_ps(y + j, tail, acc);
+    }
+  }
+  for (; p < k; ++p) {
+    const __m512 x0 = _mm512_set1_ps(x[p * incx]);
+    const float* b0 = b + p * ldb;
+    int64_t j = 0;
+    for (; j < nfull; j += 16) {
+      const __m512 acc = p ? _mm512_loadu_ps(y + j) : _mm512_setzero_ps();
+      _mm512_storeu_ps(y + j, _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0 + j), acc));
+    }
+    if (tail) {
+      const __m512 acc = p ? _mm512_maskz_loadu_ps(tail, y + j) : _mm512_setzero_ps();
+      _mm512_mask_storeu_ps(y + j, tail, _mm512_fmadd_ps(x0, _mm512_maskz_loadu_ps(tail, b0 + j), acc));
+    }
+  }
+}
+
+}  // namespace tessera::kernels::x86
