@@ -354,33 +354,33 @@ bool take_direct(const Problem& pr, const UkrInfo& u, APath path, int64_t rows_p
 }
 
 // M = 1 over an unpacked, untransposed B: rows of B streamed in memory order into
-// a row of sums, then the epilogue; threads take ranges of columns.
+// a row of sums, then the epilogue. Threads take ranges of rows (each streams
+// whole rows; a column split would cut every row into short runs) into partial
+// sums that the caller adds up.
 void run_gemv(const Problem& pr, ThreadPool* pool, const UkrInfo& u, int threads, double flops) {
   const GemmEpilogue& ep = *pr.ep;
-  auto cols = [&](int64_t n0, int64_t n1) {
-    float* acc = tl_pack_b.get(size_t(n1 - n0));
-    u.gemv(pr.k, pr.a, pr.trans_a ? pr.lda : 1, pr.b + n0, pr.ldb, n1 - n0, acc);
-    if (ep.alpha != 1.0f)
-      for (int64_t j = 0; j < n1 - n0; ++j) acc[j] *= ep.alpha;
-    const UkrEpilogue uep{ep.bias ? ep.bias + n0 : nullptr,
-                          ep.row_bias,
-                          ep.residual ? ep.residual + n0 : nullptr,
-                          ep.ldr,
-                          ep.act,
-                          ep.clip_min,
-                          ep.clip_max};
-    ukr_store_tile(acc, 0, pr.c + n0, pr.ldc, 1, n1 - n0, ep.beta, &uep);
-  };
-  if (threads <= 1 || flops < 2e5) {
-    cols(0, pr.n);
-    return;
+  const int64_t incx = pr.trans_a ? pr.lda : 1;
+  const int parts = threads <= 1 || flops < 2e5 ? 1 : int(std::min<int64_t>(threads, (pr.k + 3) / 4));
+  float* acc = tl_pack_a.get(size_t(parts * pr.n));
+  if (parts == 1) {
+    u.gemv(pr.k, pr.a, incx, pr.b, pr.ldb, pr.n, acc);
+  } else {
+    const int64_t per = (pr.k + parts - 1) / parts;
+    pool->run(parts, [&](int64_t t) {
+      const int64_t k0 = t * per, k1 = std::min(pr.k, k0 + per);
+      float* part = acc + t * pr.n;
+      if (k0 < k1)
+        u.gemv(k1 - k0, pr.a + k0 * incx, incx, pr.b + k0 * pr.ldb, pr.ldb, pr.n, part);
+      else
+        std::fill(part, part + pr.n, 0.0f);
+    });
+    for (int t = 1; t < parts; ++t)
+      for (int64_t j = 0; j < pr.n; ++j) acc[j] += acc[t * pr.n + j];
   }
-  // a few tasks per thread, each a run of at least 256 columns
-  const int64_t per = std::max<int64_t>(256, round_up((pr.n + 4 * threads - 1) / (4 * threads), 16));
-  pool->run((pr.n + per - 1) / per, [&](int64_t t) {
-    const int64_t n0 = t * per, n1 = std::min(pr.n, n0 + per);
-    if (n0 < n1) cols(n0, n1);
-  });
+  if (ep.alpha != 1.0f)
+    for (int64_t j = 0; j < pr.n; ++j) acc[j] *= ep.alpha;
+  const UkrEpilogue uep{ep.bias, ep.row_bias, ep.residual, ep.ldr, ep.act, ep.clip_min, ep.clip_max};
+  ukr_store_tile(acc, 0, pr.c, pr.ldc, 1, pr.n, ep.beta, &uep);
 }
 
 void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APath::choose) {
