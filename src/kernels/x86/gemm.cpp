@@ -8,6 +8,9 @@
 //       ic over M by MC    -> pack alpha * A[MC x KC] into MR-high slivers
 //         ir over MC by MR
 //           jr over NC by NR -> micro-kernel: MR x NR tile of C in registers
+// The direct-A path (gemm_range_direct) drops the A packing: the same nest with
+// A read in place by row groups of at most MR; for small M (<= kSmallM rows) it
+// walks each K block's B panels in memory order with every row group per panel.
 #include "kernels/x86/gemm.h"
 
 #include <algorithm>

@@ -1,8 +1,13 @@
-// f32 GEMM, BLIS-style: B packed into NR-wide column panels, A into MR-high row
-// panels, cache blocking (KC x NC of B resident in L2, an MR x KC sliver of A in
-// L1), a register-tiled micro-kernel per ISA (gemm_ukernels.def), and a fused
+// f32 GEMM, BLIS-style: B packed into NR-wide column panels (or prepacked once,
+// PackedB), cache blocking (KC x NC of B resident in L2, an MR x KC sliver of A
+// in L1), a register-tiled micro-kernel per ISA (gemm_ukernels.def), and a fused
 // epilogue (alpha, beta, bias, residual add, activation) applied to the
-// accumulators before they are stored.
+// accumulators before they are stored. Where the ISA has them (AVX-512), A is
+// read in place by a direct-A kernel (any tile up to 6 x 64, masked edges; no A
+// packing, which measured as fast or faster on every shape), small M streams
+// the B panels (prepacked, or B itself) in memory order with software prefetch,
+// and M = 1 over an unpacked B streams B's rows (GEMV). Threads split N (or M
+// when N is narrow; K for the row-streaming GEMV) into a few tasks each.
 //
 //   C[M,N] = act(alpha * op(A)[M,K] * op(B)[K,N] + beta * C + bias[N] + residual[M,N])
 #pragma once
