@@ -123,9 +123,20 @@ void matmul_x86(KernelContext& ctx) {
                         y.data<float>(), n, {}, ctx.pool());
     return;
   }
-  for (int64_t i = 0; i < batch; ++i)
+  auto one = [&](int64_t i, ThreadPool* pool) {
     kernels::x86::sgemm(m, n, k, a.data<float>() + i * m * k, k, false, b.data<float>() + i * k * n, n, false,
-                        y.data<float>() + i * m * n, n, {}, ctx.pool());
+                        y.data<float>() + i * m * n, n, {}, pool);
+  };
+  ThreadPool* pool = ctx.pool();
+  const int threads = pool ? pool->num_threads() : 1;
+  if (threads > 1 && batch >= threads) {
+    // attention-style batches of small products: whole products per thread, each single-threaded
+    pool->run(threads, [&](int64_t t) {
+      for (int64_t i = batch * t / threads; i < batch * (t + 1) / threads; ++i) one(i, nullptr);
+    });
+    return;
+  }
+  for (int64_t i = 0; i < batch; ++i) one(i, pool);
 }
 
 }  // namespace
