@@ -158,7 +158,13 @@ void fuse_gemm(ir::Graph& g) {
     taken.insert(taken.end(), m.absorbed.begin(), m.absorbed.end());
     matches.push_back(std::move(m));
   }
-  for (Match& m : matches) rewrite(g, m);
+  for (Match& m : matches) {
+    ir::Value* w = m.root->inputs[1];
+    rewrite(g, m);
+    // Free each original weight as soon as its packed copy exists (peak memory: one matrix, not all).
+    m.weights = Tensor();
+    if (w->uses.empty() && w->initializer && !is_graph_output(g, w)) w->initializer.reset();
+  }
   g.remove_unused_values();
 }
 
