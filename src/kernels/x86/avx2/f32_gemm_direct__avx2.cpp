@@ -92,3 +92,55 @@ void f32_gemm_direct_6x16__avx2(int64_t kc, const float* a, int64_t rs_a, int64_
 }
 
 }  // namespace tessera::kernels::x86
+
+namespace tessera::kernels::x86 {
+
+// GEMV over an unpacked row-major B (see f32_gemv_rows__avx512f): four rows of B
+// streamed at a time into y.
+void f32_gemv_rows__avx2(int64_t k, const float* x, int64_t incx, const float* b, int64_t ldb, int64_t n,
+                         float* y) {
+  const __m256i tail = lane_mask(n % 8);
+  const int64_t nfull = n / 8 * 8;
+  const bool has_tail = n % 8 != 0;
+  int64_t p = 0;
+  for (; p + 4 <= k; p += 4) {
+    const __m256 x0 = _mm256_set1_ps(x[p * incx]), x1 = _mm256_set1_ps(x[(p + 1) * incx]),
+                 x2 = _mm256_set1_ps(x[(p + 2) * incx]), x3 = _mm256_set1_ps(x[(p + 3) * incx]);
+    const float* b0 = b + p * ldb;
+    const float* b1 = b0 + ldb;
+    const float* b2 = b1 + ldb;
+    const float* b3 = b2 + ldb;
+    int64_t j = 0;
+    for (; j < nfull; j += 8) {
+      __m256 acc = p ? _mm256_loadu_ps(y + j) : _mm256_setzero_ps();
+      acc = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0 + j), acc);
+      acc = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b1 + j), acc);
+      acc = _mm256_fmadd_ps(x2, _mm256_loadu_ps(b2 + j), acc);
+      acc = _mm256_fmadd_ps(x3, _mm256_loadu_ps(b3 + j), acc);
+      _mm256_storeu_ps(y + j, acc);
+    }
+    if (has_tail) {
+      __m256 acc = p ? _mm256_maskload_ps(y + j, tail) : _mm256_setzero_ps();
+      acc = _mm256_fmadd_ps(x0, _mm256_maskload_ps(b0 + j, tail), acc);
+      acc = _mm256_fmadd_ps(x1, _mm256_maskload_ps(b1 + j, tail), acc);
+      acc = _mm256_fmadd_ps(x2, _mm256_maskload_ps(b2 + j, tail), acc);
+      acc = _mm256_fmadd_ps(x3, _mm256_maskload_ps(b3 + j, tail), acc);
+      _mm256_maskstore_ps(y + j, tail, acc);
+    }
+  }
+  for (; p < k; ++p) {
+    const __m256 x0 = _mm256_set1_ps(x[p * incx]);
+    const float* b0 = b + p * ldb;
+    int64_t j = 0;
+    for (; j < nfull; j += 8) {
+      const __m256 acc = p ? _mm256_loadu_ps(y + j) : _mm256_setzero_ps();
+      _mm256_storeu_ps(y + j, _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0 + j), acc));
+    }
+    if (has_tail) {
+      const __m256 acc = p ? _mm256_maskload_ps(y + j, tail) : _mm256_setzero_ps();
+      _mm256_maskstore_ps(y + j, tail, _mm256_fmadd_ps(x0, _mm256_maskload_ps(b0 + j, tail), acc));
+    }
+  }
+}
+
+}  // namespace tessera::kernels::x86
