@@ -1,8 +1,10 @@
 // f32 GEMM: Tessera vs oneDNN (dnnl_sgemm) vs OpenBLAS (cblas_sgemm) on the shapes of issue 3,
 // at 1 and 2 threads, in one process so that they share the machine's state.
-//   build/bench/bench/gemm_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-// Counters: GFLOPS (per second), GBps (A + B + C bytes once, per second: the GEMV bound) and pct_peak (of 32 f32 FLOP/cycle/core at the nominal clock
-// passed in TESSERA_PEAK_GHZ, default 3.6 — 114.8 GFLOP/s per core).
+//   build/release/bench/gemm_bench --benchmark_format=json --benchmark_repetitions=5 \
+//       --benchmark_min_time=0.1 > gemm.json && python3 bench/gemm_table.py gemm.json
+// Counters: GFLOPS (per second), GBps (A, B and C bytes once, per second: what bounds a GEMV)
+// and pct_peak (of 32 f32 FLOP/cycle/core at the nominal clock passed in TESSERA_PEAK_GHZ,
+// default 3.5875 — 114.8 GFLOP/s per core). TESSERA_GEMM_PATH=packed|direct forces the A path.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <dnnl.h>
