@@ -88,8 +88,8 @@ std::string_view direct_name_of(const UkrInfo& u) {
 // Which A path the driver takes: chosen per problem, or forced (tests, benchmarks).
 enum class APath : uint8_t { choose, packed, direct };
 
-// Problems with at most this many rows (per thread) take the direct-A path and
-// read B in place or from its prepacked panels, all of N at once.
+// On the direct-A path, a range of at most this many rows reads B in place (or
+// from its prepacked panels) across all of its N per K block, in memory order.
 constexpr int64_t kSmallM = 32;
 // An unpacked B of at most this many floats is read in place by the direct path.
 constexpr int64_t kRawBFloats = 64 * 1024;
@@ -344,16 +344,13 @@ APath env_path() {
   return p;
 }
 
-bool take_direct(const Problem& pr, const UkrInfo& u, APath path, int64_t rows_per_thread) {
+bool take_direct(const UkrInfo& u, APath path) {
   if (!u.direct) return false;
   if (path == APath::choose) path = env_path();
-  if (path != APath::choose) return path == APath::direct;
   // Measured on Zen 4 (bench/gemm_bench.cpp, TESSERA_GEMM_PATH): reading A in
   // place is as fast or faster than packing it on every shape, from GEMV to 2048^3
-  // (no packing pass, masked edges instead of scratch tiles).
-  (void)pr;
-  (void)rows_per_thread;
-  return true;
+  // (no packing pass, masked edges instead of scratch tiles), for AVX-512 and AVX2.
+  return path != APath::packed;
 }
 
 // M = 1 over an unpacked, untransposed B: rows of B streamed in memory order into
@@ -411,8 +408,7 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
   const double flops = 2.0 * double(pr.m) * double(pr.n) * double(pr.k);
   const int64_t panels = (pr.n + u.nr - 1) / u.nr;
   const bool split_n = threads > 1 && (panels >= 2 * threads || pr.m < u.mr * threads);
-  const bool direct =
-      take_direct(pr, u, path, split_n || threads <= 1 ? pr.m : (pr.m + threads - 1) / threads);
+  const bool direct = take_direct(u, path);
   if (direct && u.gemv && pr.m == 1 && !pr.packed && !pr.trans_b) {
     run_gemv(pr, pool, u, threads, flops);
     return;
