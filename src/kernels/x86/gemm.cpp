@@ -407,8 +407,13 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
   const int threads = pool ? pool->num_threads() : 1;
   const double flops = 2.0 * double(pr.m) * double(pr.n) * double(pr.k);
   const int64_t panels = (pr.n + u.nr - 1) / u.nr;
-  const bool split_n = threads > 1 && (panels >= 2 * threads || pr.m < u.mr * threads);
   const bool direct = take_direct(u, path);
+  // Split N when there are enough panels for every thread, M otherwise. On the
+  // direct path A is not packed, so splitting M costs nothing there, while a split
+  // of only a few panels leaves each row group of A reused on one or two panels:
+  // it wants a few panels per task.
+  const bool split_n = threads > 1 && (direct ? panels >= 4 * threads || pr.m < 4 * u.mr * threads
+                                              : panels >= 2 * threads || pr.m < u.mr * threads);
   if (direct && u.gemv && pr.m == 1 && !pr.packed && !pr.trans_b) {
     run_gemv(pr, pool, u, threads, flops);
     return;
@@ -423,10 +428,9 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
     range(0, pr.m, 0, pr.n);
     return;
   }
-  // Split N (each task packs or streams its own contiguous run of B panels) when
-  // there are enough panels; otherwise split M. A few tasks per thread, handed
-  // out as threads come free, so that a thread the OS delays does not hold up
-  // the whole product.
+  // N: each task packs or streams its own contiguous run of B panels. A few tasks
+  // per thread, handed out as threads come free, so that a thread the OS delays
+  // does not hold up the whole product.
   const int64_t max_tasks = 4 * int64_t(threads);
   if (split_n) {
     const int64_t per = (panels + max_tasks - 1) / max_tasks;
@@ -435,8 +439,11 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
       if (n0 < n1) range(0, pr.m, n0, n1);
     });
   } else {
+    // each task packs all of B unless it is prepacked or read in place: then one task per thread
+    const bool b_free = pr.packed || (direct && !pr.trans_b && pr.k * pr.n <= kRawBFloats);
+    const int64_t tasks = b_free ? max_tasks : threads;
     const int64_t slivers = (pr.m + u.mr - 1) / u.mr;
-    const int64_t per = (slivers + max_tasks - 1) / max_tasks * u.mr;
+    const int64_t per = (slivers + tasks - 1) / tasks * u.mr;
     pool->run((pr.m + per - 1) / per, [&](int64_t t) {
       const int64_t m0 = t * per, m1 = std::min(pr.m, (t + 1) * per);
       if (m0 < m1) range(m0, m1, 0, pr.n);
