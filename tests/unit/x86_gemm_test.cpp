@@ -131,8 +131,9 @@ TEST(X86Gemm, EveryKernelMatchesReference) {
 TEST(X86Gemm, ThreadedAndPrepacked) {
   ThreadPool pool(2);
   const std::string ukr = sgemm_kernel_name();
-  for (const Case& c : {Case{200, 300, 129, false, false}, Case{3, 700, 64, false, true},
-                        Case{500, 20, 33, true, false}, Case{1, 1000, 300, false, false}}) {
+  for (const Case& c :
+       {Case{200, 300, 129, false, false}, Case{3, 700, 64, false, true}, Case{500, 20, 33, true, false},
+        Case{1, 1000, 300, false, false}, Case{400, 250, 300, false, true}}) {
     check_case(ukr, c, true, &pool);
     check_case(ukr, c, true, &pool, /*packed=*/true);
     check_case(ukr, c, false, nullptr, /*packed=*/true);

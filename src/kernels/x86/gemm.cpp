@@ -88,8 +88,8 @@ std::string_view direct_name_of(const UkrInfo& u) {
 // Which A path the driver takes: chosen per problem, or forced (tests, benchmarks).
 enum class APath : uint8_t { choose, packed, direct };
 
-// Problems with at most this many rows (per thread) take the direct-A path and
-// read B in place or from its prepacked panels, all of N at once.
+// On the direct-A path, a range of at most this many rows reads B in place (or
+// from its prepacked panels) across all of its N per K block, in memory order.
 constexpr int64_t kSmallM = 32;
 // An unpacked B of at most this many floats is read in place by the direct path.
 constexpr int64_t kRawBFloats = 64 * 1024;
@@ -344,16 +344,13 @@ APath env_path() {
   return p;
 }
 
-bool take_direct(const Problem& pr, const UkrInfo& u, APath path, int64_t rows_per_thread) {
+bool take_direct(const UkrInfo& u, APath path) {
   if (!u.direct) return false;
   if (path == APath::choose) path = env_path();
-  if (path != APath::choose) return path == APath::direct;
   // Measured on Zen 4 (bench/gemm_bench.cpp, TESSERA_GEMM_PATH): reading A in
   // place is as fast or faster than packing it on every shape, from GEMV to 2048^3
-  // (no packing pass, masked edges instead of scratch tiles).
-  (void)pr;
-  (void)rows_per_thread;
-  return true;
+  // (no packing pass, masked edges instead of scratch tiles), for AVX-512 and AVX2.
+  return path != APath::packed;
 }
 
 // M = 1 over an unpacked, untransposed B: rows of B streamed in memory order into
@@ -410,9 +407,13 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
   const int threads = pool ? pool->num_threads() : 1;
   const double flops = 2.0 * double(pr.m) * double(pr.n) * double(pr.k);
   const int64_t panels = (pr.n + u.nr - 1) / u.nr;
-  const bool split_n = threads > 1 && (panels >= 2 * threads || pr.m < u.mr * threads);
-  const bool direct =
-      take_direct(pr, u, path, split_n || threads <= 1 ? pr.m : (pr.m + threads - 1) / threads);
+  const bool direct = take_direct(u, path);
+  // Split N when there are enough panels for every thread, M otherwise. On the
+  // direct path A is not packed, so splitting M costs nothing there, while a split
+  // of only a few panels leaves each row group of A reused on one or two panels:
+  // it wants a few panels per task.
+  const bool split_n = threads > 1 && (direct ? panels >= 4 * threads || pr.m < 4 * u.mr * threads
+                                              : panels >= 2 * threads || pr.m < u.mr * threads);
   if (direct && u.gemv && pr.m == 1 && !pr.packed && !pr.trans_b) {
     run_gemv(pr, pool, u, threads, flops);
     return;
@@ -427,10 +428,9 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
     range(0, pr.m, 0, pr.n);
     return;
   }
-  // Split N (each task packs or streams its own contiguous run of B panels) when
-  // there are enough panels; otherwise split M. A few tasks per thread, handed
-  // out as threads come free, so that a thread the OS delays does not hold up
-  // the whole product.
+  // N: each task packs or streams its own contiguous run of B panels. A few tasks
+  // per thread, handed out as threads come free, so that a thread the OS delays
+  // does not hold up the whole product.
   const int64_t max_tasks = 4 * int64_t(threads);
   if (split_n) {
     const int64_t per = (panels + max_tasks - 1) / max_tasks;
@@ -439,8 +439,11 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
       if (n0 < n1) range(0, pr.m, n0, n1);
     });
   } else {
+    // each task packs all of B unless it is prepacked or read in place: then one task per thread
+    const bool b_free = pr.packed || (direct && !pr.trans_b && pr.k * pr.n <= kRawBFloats);
+    const int64_t tasks = b_free ? max_tasks : threads;
     const int64_t slivers = (pr.m + u.mr - 1) / u.mr;
-    const int64_t per = (slivers + max_tasks - 1) / max_tasks * u.mr;
+    const int64_t per = (slivers + tasks - 1) / tasks * u.mr;
     pool->run((pr.m + per - 1) / per, [&](int64_t t) {
       const int64_t m0 = t * per, m1 = std::min(pr.m, (t + 1) * per);
       if (m0 < m1) range(m0, m1, 0, pr.n);

@@ -1,0 +1,146 @@
+// Direct-A f32 GEMM micro-kernel for AVX2 + FMA: an mr x nr tile (mr <= 6,
+// nr <= 16) of C from A read in place (element (i, p) at a[i * rs_a + p * cs_a])
+// and a B panel whose row p starts at b + p * ldb (a prepacked 16-wide panel,
+// ldb = 16, or B itself). Columns past nr are masked. The AVX-512 kernel's
+// companion for CPUs without AVX-512 (see f32_gemm_direct__avx512f.cpp).
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/x86/gemm.h"
+
+namespace tessera::kernels::x86 {
+
+namespace {
+
+constexpr int64_t kPrefetchRows = 64;  // 64 rows of 64 B = 4 KiB ahead of the loads
+
+inline __m256i lane_mask(int64_t w) {  // lanes [0, w) set, w clamped to [0, 8]
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(w < 0 ? 0 : w > 8 ? 8 : w)), idx);
+}
+
+template <int MR, int NV>
+void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
+                 const float* pf_b, float* c, int64_t ldc, int64_t /*mr == MR*/, int64_t nr, float alpha,
+                 float beta, const UkrEpilogue* ep) {
+  static_assert(MR >= 1 && MR <= 6 && NV >= 1 && NV <= 2);
+  __m256i mask[NV];
+  for (int j = 0; j < NV; ++j) mask[j] = lane_mask(nr - 8 * j);
+  const bool full = nr == 8 * NV;
+  __m256 acc[MR][NV];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+    for (int j = 0; j < NV; ++j) acc[i][j] = _mm256_setzero_ps();
+  const uintptr_t pf_step = uintptr_t(ldb) * sizeof(float);
+  uintptr_t pf = pf_b ? reinterpret_cast<uintptr_t>(pf_b)
+                      : reinterpret_cast<uintptr_t>(b) + uintptr_t(kPrefetchRows) * pf_step;
+  const float* ap = a;
+  const float* bp = b;
+  for (int64_t p = 0; p < kc; ++p, bp += ldb, ap += cs_a, pf += pf_step) {
+    _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T0);
+    __m256 bv[NV];
+#pragma GCC unroll 2
+    for (int j = 0; j < NV; ++j)
+      bv[j] = full ? _mm256_loadu_ps(bp + 8 * j) : _mm256_maskload_ps(bp + 8 * j, mask[j]);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      const __m256 av = _mm256_broadcast_ss(ap + i * rs_a);
+#pragma GCC unroll 2
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+  const __m256 valpha = _mm256_set1_ps(alpha), vbeta = _mm256_set1_ps(beta);
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    float* crow = c + i * ldc;
+#pragma GCC unroll 2
+    for (int j = 0; j < NV; ++j) {
+      const __m256i m = mask[j];
+      __m256 v = alpha == 1.0f ? acc[i][j] : _mm256_mul_ps(valpha, acc[i][j]);
+      if (beta != 0.0f) v = _mm256_fmadd_ps(vbeta, _mm256_maskload_ps(crow + 8 * j, m), v);
+      if (ep) {
+        if (ep->bias) v = _mm256_add_ps(v, _mm256_maskload_ps(ep->bias + 8 * j, m));
+        if (ep->row_bias) v = _mm256_add_ps(v, _mm256_set1_ps(ep->row_bias[i]));
+        if (ep->residual) v = _mm256_add_ps(v, _mm256_maskload_ps(ep->residual + i * ep->ldr + 8 * j, m));
+        if (ep->act == Activation::relu)
+          v = _mm256_max_ps(v, _mm256_setzero_ps());
+        else if (ep->act == Activation::clip)
+          v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(ep->clip_min)), _mm256_set1_ps(ep->clip_max));
+      }
+      _mm256_maskstore_ps(crow + 8 * j, m, v);
+    }
+  }
+}
+
+using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*,
+                          float*, int64_t, int64_t, int64_t, float, float, const UkrEpilogue*);
+
+constexpr DirectFn kTable[6][2] = {
+    {direct_tile<1, 1>, direct_tile<1, 2>}, {direct_tile<2, 1>, direct_tile<2, 2>},
+    {direct_tile<3, 1>, direct_tile<3, 2>}, {direct_tile<4, 1>, direct_tile<4, 2>},
+    {direct_tile<5, 1>, direct_tile<5, 2>}, {direct_tile<6, 1>, direct_tile<6, 2>},
+};
+
+}  // namespace
+
+void f32_gemm_direct_6x16__avx2(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
+                                int64_t ldb, const float* pf, float* c, int64_t ldc, int64_t mr, int64_t nr,
+                                float alpha, float beta, const UkrEpilogue* ep) {
+  kTable[mr - 1][(nr + 7) / 8 - 1](kc, a, rs_a, cs_a, b, ldb, pf, c, ldc, mr, nr, alpha, beta, ep);
+}
+
+}  // namespace tessera::kernels::x86
+
+namespace tessera::kernels::x86 {
+
+// GEMV over an unpacked row-major B (see f32_gemv_rows__avx512f): four rows of B
+// streamed at a time into y.
+void f32_gemv_rows__avx2(int64_t k, const float* x, int64_t incx, const float* b, int64_t ldb, int64_t n,
+                         float* y) {
+  const __m256i tail = lane_mask(n % 8);
+  const int64_t nfull = n / 8 * 8;
+  const bool has_tail = n % 8 != 0;
+  int64_t p = 0;
+  for (; p + 4 <= k; p += 4) {
+    const __m256 x0 = _mm256_set1_ps(x[p * incx]), x1 = _mm256_set1_ps(x[(p + 1) * incx]),
+                 x2 = _mm256_set1_ps(x[(p + 2) * incx]), x3 = _mm256_set1_ps(x[(p + 3) * incx]);
+    const float* b0 = b + p * ldb;
+    const float* b1 = b0 + ldb;
+    const float* b2 = b1 + ldb;
+    const float* b3 = b2 + ldb;
+    int64_t j = 0;
+    for (; j < nfull; j += 8) {
+      __m256 acc = p ? _mm256_loadu_ps(y + j) : _mm256_setzero_ps();
+      acc = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0 + j), acc);
+      acc = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b1 + j), acc);
+      acc = _mm256_fmadd_ps(x2, _mm256_loadu_ps(b2 + j), acc);
+      acc = _mm256_fmadd_ps(x3, _mm256_loadu_ps(b3 + j), acc);
+      _mm256_storeu_ps(y + j, acc);
+    }
+    if (has_tail) {
+      __m256 acc = p ? _mm256_maskload_ps(y + j, tail) : _mm256_setzero_ps();
+      acc = _mm256_fmadd_ps(x0, _mm256_maskload_ps(b0 + j, tail), acc);
+      acc = _mm256_fmadd_ps(x1, _mm256_maskload_ps(b1 + j, tail), acc);
+      acc = _mm256_fmadd_ps(x2, _mm256_maskload_ps(b2 + j, tail), acc);
+      acc = _mm256_fmadd_ps(x3, _mm256_maskload_ps(b3 + j, tail), acc);
+      _mm256_maskstore_ps(y + j, tail, acc);
+    }
+  }
+  for (; p < k; ++p) {
+    const __m256 x0 = _mm256_set1_ps(x[p * incx]);
+    const float* b0 = b + p * ldb;
+    int64_t j = 0;
+    for (; j < nfull; j += 8) {
+      const __m256 acc = p ? _mm256_loadu_ps(y + j) : _mm256_setzero_ps();
+      _mm256_storeu_ps(y + j, _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0 + j), acc));
+    }
+    if (has_tail) {
+      const __m256 acc = p ? _mm256_maskload_ps(y + j, tail) : _mm256_setzero_ps();
+      _mm256_maskstore_ps(y + j, tail, _mm256_fmadd_ps(x0, _mm256_maskload_ps(b0 + j, tail), acc));
+    }
+  }
+}
+
+}  // namespace tessera::kernels::x86
