@@ -34,14 +34,16 @@ int64_t spin_ns_from_env() {
 ThreadPool::ThreadPool(int num_threads) : spin_ns_(spin_ns_from_env()) {
   if (num_threads <= 0) num_threads = int(std::max(1u, std::thread::hardware_concurrency()));
   num_threads_ = num_threads;
-  slots_ = std::make_unique<WorkerSlot[]>(size_t(num_threads_));
   for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
   stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  generation_.fetch_add(2, std::memory_order_seq_cst);
+  {
+    std::lock_guard lk(sleep_mutex_);
+  }
+  wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
@@ -57,20 +59,29 @@ void ThreadPool::drain() {
       std::lock_guard lk(error_mutex_);
       if (!error_) error_ = std::current_exception();
     }
+    finished_tasks_.fetch_add(1, std::memory_order_acq_rel);
   }
   tl_inside_pool_task = outer;
 }
 
-void ThreadPool::worker_loop(int index) {
-  uint32_t seen = 0;
+void ThreadPool::worker_loop(int) {
+  uint32_t seen = 0;  // the generation at construction: a worker that starts late still joins an open job
   for (;;) {
+    // (A worker that starts after the destructor began sees its final generation as `seen`: check stop
+    // here and in the sleep predicate, not only after a change.)
+    if (stop_.load(std::memory_order_acquire)) return;
     uint32_t g = generation_.load(std::memory_order_acquire);
     if (g == seen) {
       // Spin a while (the next job usually follows within microseconds), then sleep.
       const int64_t deadline = now_ns() + spin_ns_;
-      for (int i = 0; (g = generation_.load(std::memory_order_acquire)) == seen; ++i) {
+      for (int i = 0; (g = generation_.load(std::memory_order_acquire)) == seen && !stop_.load(); ++i) {
         if ((i & 63) == 63 && now_ns() > deadline) {
-          generation_.wait(seen, std::memory_order_acquire);
+          // Sleep. sleepers_ and generation_ are seq_cst on both sides, so either the caller sees a
+          // sleeper (and notifies under the mutex) or we see the new generation before waiting.
+          std::unique_lock lk(sleep_mutex_);
+          sleepers_.fetch_add(1, std::memory_order_seq_cst);
+          wake_.wait(lk, [&] { return stop_.load() || generation_.load(std::memory_order_seq_cst) != seen; });
+          sleepers_.fetch_sub(1, std::memory_order_seq_cst);
         } else {
           TESSERA_CPU_RELAX();
         }
@@ -78,8 +89,10 @@ void ThreadPool::worker_loop(int index) {
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = g;
-    drain();
-    slots_[size_t(index)].acked.store(g, std::memory_order_release);
+    if ((g & 1) == 0) continue;  // a job already closed
+    active_.fetch_add(1, std::memory_order_acq_rel);
+    if (generation_.load(std::memory_order_acquire) == g) drain();  // still open: the job's fields are valid
+    active_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -94,18 +107,26 @@ void ThreadPool::run(int64_t num_tasks, const std::function<void(int64_t)>& fn) 
   job_tasks_ = num_tasks;
   error_ = nullptr;
   next_task_.store(0, std::memory_order_relaxed);
-  const uint32_t g = generation_.load(std::memory_order_relaxed) + 1;
-  generation_.store(g, std::memory_order_release);
-  generation_.notify_all();
+  finished_tasks_.store(0, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_seq_cst);  // open (odd)
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard lk(sleep_mutex_); }
+    wake_.notify_all();
+  }
   drain();
-  // Every worker acknowledges the job, so none still reads it once we return.
-  for (int i = 1; i < num_threads_; ++i) {
-    for (int spins = 0; slots_[size_t(i)].acked.load(std::memory_order_acquire) != g; ++spins) {
-      if (spins < 4096)
-        TESSERA_CPU_RELAX();
-      else
-        std::this_thread::yield();
-    }
+  // Tasks a worker claimed may still be running; tasks nobody claimed the caller ran in drain().
+  for (int spins = 0; finished_tasks_.load(std::memory_order_acquire) != job_tasks_; ++spins) {
+    if (spins < 4096)
+      TESSERA_CPU_RELAX();
+    else
+      std::this_thread::yield();
+  }
+  generation_.fetch_add(1, std::memory_order_acq_rel);  // closed (even): late workers turn back
+  for (int spins = 0; active_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 4096)
+      TESSERA_CPU_RELAX();
+    else
+      std::this_thread::yield();
   }
   job_ = nullptr;
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));

@@ -3,12 +3,16 @@
 //
 // Waking a sleeping thread costs tens of microseconds, more than many kernels
 // take, so workers spin for a while after each job (TESSERA_SPIN_US, default
-// 300 us) before they sleep on a futex (C++20 atomic wait). A job ends when
-// every worker has acknowledged it, so no worker touches a job after run()
-// returns.
+// 300 us) before they sleep on a condition variable. Tasks are claimed
+// dynamically, and the caller never waits for a worker that has not joined:
+// when another process holds the other cores, the caller runs the tasks itself
+// instead of waiting a scheduler quantum for an absent worker. A job is closed
+// (generation bumped) before run() returns, and a worker only touches a job it
+// entered while it was open, so none touches it afterwards.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -39,23 +43,25 @@ class ThreadPool {
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
-  struct alignas(64) WorkerSlot {
-    std::atomic<uint32_t> acked{0};  // last job generation this worker finished
-  };
   void worker_loop(int index);
   void drain();  // claims and runs tasks of the current job until none are left
 
   int num_threads_;
   int64_t spin_ns_;
   std::vector<std::thread> workers_;
-  std::unique_ptr<WorkerSlot[]> slots_;
   std::mutex run_mutex_;  // one job at a time
+  // Odd: a job is open; even: closed. Workers wait for it to change.
   alignas(64) std::atomic<uint32_t> generation_{0};
+  alignas(64) std::atomic<int> active_{0};  // workers inside the current job
   std::atomic<bool> stop_{false};
   // The current job; written before generation_ is bumped (release).
   const std::function<void(int64_t)>* job_ = nullptr;
   int64_t job_tasks_ = 0;
   alignas(64) std::atomic<int64_t> next_task_{0};
+  alignas(64) std::atomic<int64_t> finished_tasks_{0};
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+  std::atomic<int> sleepers_{0};
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };
