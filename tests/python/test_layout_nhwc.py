@@ -1,0 +1,93 @@
+"""The conv passes (fold_batchnorm, fuse_conv, layout_nhwc): a small CNN with every pattern they
+rewrite — Conv+BatchNorm+Relu, MaxPool, pointwise / depthwise / strided / dilated convs, a residual
+Add, a region value that is also a graph output, a grouped conv the NHWC kernels leave in NCHW —
+gives the same outputs optimized (tuned NHWC kernels) as unoptimized (reference kernels, no passes),
+and as onnxruntime; `tessera info --ir` shows the rewritten graph."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tessera
+
+RNG = np.random.default_rng(11)
+
+
+def _w(name, *shape):
+    return numpy_helper.from_array((RNG.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32), name)
+
+
+def _pos(name, n):
+    return numpy_helper.from_array((RNG.random(n) + 0.5).astype(np.float32), name)
+
+
+def small_cnn(n=2):
+    inits = [
+        _w("w0", 16, 3, 3, 3), _pos("bn_s", 16), _w("bn_b", 16), _w("bn_m", 16), _pos("bn_v", 16),
+        _w("w1", 24, 16, 1, 1), _w("b1", 24),
+        _w("wd", 24, 1, 3, 3), _w("bd", 24),
+        _w("w2", 16, 24, 1, 1),
+        _w("w3", 20, 16, 3, 3), _w("b3", 20),
+        _w("wg", 20, 10, 3, 3),  # group 2: stays NCHW
+        _w("w4", 70, 20, 1, 1), _w("b4", 70),
+        numpy_helper.from_array(np.float32(0.0), "lo"), numpy_helper.from_array(np.float32(6.0), "hi"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c0", "bn_s", "bn_b", "bn_m", "bn_v"], ["bn0"], epsilon=1e-3),
+        helper.make_node("Relu", ["bn0"], ["r0"]),
+        helper.make_node("MaxPool", ["r0"], ["p0"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["p0", "w1", "b1"], ["c1"]),
+        helper.make_node("Clip", ["c1", "lo", "hi"], ["r1"]),
+        helper.make_node("Conv", ["r1", "wd", "bd"], ["c2"], group=24, pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["c2", "lo", "hi"], ["r2"]),
+        helper.make_node("Conv", ["r2", "w2"], ["c3"]),
+        helper.make_node("Add", ["c3", "p0"], ["a3"]),
+        helper.make_node("Conv", ["a3", "w3", "b3"], ["c4"], strides=[2, 2], pads=[2, 1, 1, 2], dilations=[2, 1]),
+        helper.make_node("Relu", ["c4"], ["r4"]),
+        helper.make_node("Conv", ["r4", "wg"], ["g5"], group=2, pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["g5", "w4", "b4"], ["c6"]),
+        helper.make_node("GlobalAveragePool", ["c6"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, 3, 33, 31])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("a3", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_passes_keep_numerics(threads):
+    m = small_cnn()
+    b = m.SerializeToString()
+    x = RNG.standard_normal((2, 3, 33, 31)).astype(np.float32)
+    fast = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})
+    ref = tessera.InferenceSession(b, tessera.SessionOptions(threads=1, optimization_level=0)).run(None, {"x": x})
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for f, r, o in zip(fast, ref, want):
+        assert f.shape == o.shape and r.shape == o.shape
+        scale = np.abs(o).max()
+        assert np.abs(f - o).max() / scale <= 1e-4
+        assert np.abs(r - o).max() / scale <= 1e-4
+
+
+def test_ir_after_passes(tmp_path):
+    p = tmp_path / "cnn.onnx"
+    p.write_bytes(small_cnn().SerializeToString())
+    exe = os.path.join(os.path.dirname(tessera.__file__), "bin", "tessera")
+    if not os.path.exists(exe):
+        pytest.skip("no tessera command next to the module")
+    out = subprocess.run([exe, "info", str(p), "--ir"], capture_output=True, text=True, check=True).stdout
+    ir = out.split("FLOPs (estimate)")[1]
+    assert "= BatchNormalization(" not in ir and "= Relu(" not in ir and "= Clip(" not in ir
+    assert ir.count('layout="NHWC"') == 6  # every conv but the grouped one
+    assert ir.count("tessera.NhwcMaxPool(") == 1
+    # into the region once (x), out for a3 (a graph output) and around the grouped conv, before the pool
+    assert ir.count("Transpose(") == 5
