@@ -72,63 +72,64 @@ ConvUkrInfo conv_ukr_avx512f(int64_t width) {
   return {conv_ukr<12, 1>, 12, 16};
 }
 
+// PX output pixels x 16 channels per step: PX independent FMA chains share each
+// weight vector; a tap outside the image is skipped per pixel.
+template <int PX, bool FULL>
+__attribute__((always_inline)) inline void dw_block(const DwRowArgs& a, int64_t ox, int64_t cb, __mmask16 m,
+                                                    const ConvTileEpilogue& ep) {
+  const int64_t c = a.c, kh = a.kh, kw = a.kw, h = a.h, w = a.w, sw = a.sw, dh = a.dh, dw = a.dw;
+  const int64_t step = sw * c, ix_first = ox * sw + a.ix0;
+  const float* wp = a.wp + cb;
+  __m512 acc[PX];
+  const __m512 b = a.bias ? _mm512_maskz_loadu_ps(m, a.bias + cb) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (int p = 0; p < PX; ++p) acc[p] = b;
+  for (int64_t r = 0; r < kh; ++r) {
+    const int64_t iy = a.iy0 + r * dh;
+    if (iy < 0 || iy >= h) continue;
+    const float* xrow = a.x + iy * w * c + cb;
+    for (int64_t s = 0; s < kw; ++s) {
+      const __m512 wv = _mm512_maskz_loadu_ps(m, wp + (r * kw + s) * c);
+      const int64_t ix = ix_first + s * dw;
+      if (ix >= 0 && ix + (PX - 1) * sw < w) {
+        const float* q = xrow + ix * c;
+#pragma GCC unroll 8
+        for (int p = 0; p < PX; ++p) {
+          acc[p] = _mm512_fmadd_ps(FULL ? _mm512_loadu_ps(q) : _mm512_maskz_loadu_ps(m, q), wv, acc[p]);
+          q += step;
+        }
+      } else {
+#pragma GCC unroll 8
+        for (int p = 0; p < PX; ++p) {
+          const int64_t ixp = ix + p * sw;
+          if (ixp >= 0 && ixp < w) acc[p] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xrow + ixp * c), wv, acc[p]);
+        }
+      }
+    }
+  }
+  float* yo = a.y + (ox - a.ox0) * c + cb;
+  const float* ro = a.residual ? a.residual + (ox - a.ox0) * c + cb : nullptr;
+#pragma GCC unroll 8
+  for (int p = 0; p < PX; ++p) {
+    __m512 v = acc[p];
+    if (ro) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, ro + p * c));
+    _mm512_mask_storeu_ps(yo + p * c, m, act512(v, ep));
+  }
+}
+
 void dw_row_avx512f(const DwRowArgs& a) {
-  const int64_t c = a.c;
-  ConvTileEpilogue ep{a.bias, nullptr, 0, a.act, a.clip_min, a.clip_max};
-  for (int64_t ox = a.ox0; ox < a.ox0 + a.cnt; ++ox) {
-    float* yo = a.y + (ox - a.ox0) * c;
-    const float* ro = a.residual ? a.residual + (ox - a.ox0) * c : nullptr;
-    const int64_t ixb = ox * a.sw + a.ix0;
-    int64_t cb = 0;
-    for (; cb + 64 <= c; cb += 64) {
-      __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-      if (a.bias) {
-        s0 = _mm512_loadu_ps(a.bias + cb), s1 = _mm512_loadu_ps(a.bias + cb + 16);
-        s2 = _mm512_loadu_ps(a.bias + cb + 32), s3 = _mm512_loadu_ps(a.bias + cb + 48);
-      }
-      for (int64_t r = 0; r < a.kh; ++r) {
-        const int64_t iy = a.iy0 + r * a.dh;
-        if (iy < 0 || iy >= a.h) continue;
-        for (int64_t s = 0; s < a.kw; ++s) {
-          const int64_t ix = ixb + s * a.dw;
-          if (ix < 0 || ix >= a.w) continue;
-          const float* xp = a.x + (iy * a.w + ix) * c + cb;
-          const float* wp = a.wp + (r * a.kw + s) * c + cb;
-          s0 = _mm512_fmadd_ps(_mm512_loadu_ps(xp), _mm512_loadu_ps(wp), s0);
-          s1 = _mm512_fmadd_ps(_mm512_loadu_ps(xp + 16), _mm512_loadu_ps(wp + 16), s1);
-          s2 = _mm512_fmadd_ps(_mm512_loadu_ps(xp + 32), _mm512_loadu_ps(wp + 32), s2);
-          s3 = _mm512_fmadd_ps(_mm512_loadu_ps(xp + 48), _mm512_loadu_ps(wp + 48), s3);
-        }
-      }
-      if (ro) {
-        s0 = _mm512_add_ps(s0, _mm512_loadu_ps(ro + cb)),
-        s1 = _mm512_add_ps(s1, _mm512_loadu_ps(ro + cb + 16));
-        s2 = _mm512_add_ps(s2, _mm512_loadu_ps(ro + cb + 32)),
-        s3 = _mm512_add_ps(s3, _mm512_loadu_ps(ro + cb + 48));
-      }
-      _mm512_storeu_ps(yo + cb, act512(s0, ep));
-      _mm512_storeu_ps(yo + cb + 16, act512(s1, ep));
-      _mm512_storeu_ps(yo + cb + 32, act512(s2, ep));
-      _mm512_storeu_ps(yo + cb + 48, act512(s3, ep));
-    }
-    for (; cb < c; cb += 16) {
-      const int64_t n = c - cb;
-      const __mmask16 m = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
-      __m512 s0 = a.bias ? _mm512_maskz_loadu_ps(m, a.bias + cb) : _mm512_setzero_ps();
-      for (int64_t r = 0; r < a.kh; ++r) {
-        const int64_t iy = a.iy0 + r * a.dh;
-        if (iy < 0 || iy >= a.h) continue;
-        for (int64_t s = 0; s < a.kw; ++s) {
-          const int64_t ix = ixb + s * a.dw;
-          if (ix < 0 || ix >= a.w) continue;
-          const float* xp = a.x + (iy * a.w + ix) * c + cb;
-          const float* wp = a.wp + (r * a.kw + s) * c + cb;
-          s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xp), _mm512_maskz_loadu_ps(m, wp), s0);
-        }
-      }
-      if (ro) s0 = _mm512_add_ps(s0, _mm512_maskz_loadu_ps(m, ro + cb));
-      _mm512_mask_storeu_ps(yo + cb, m, act512(s0, ep));
-    }
+  const int64_t c = a.c, end = a.ox0 + a.cnt;
+  const ConvTileEpilogue ep{a.bias, nullptr, 0, a.act, a.clip_min, a.clip_max};
+  int64_t ox = a.ox0;
+  const int64_t cfull = c / 16 * 16;
+  const __mmask16 tail = __mmask16((1u << (c - cfull)) - 1);
+  for (; ox + 8 <= end; ox += 8) {
+    for (int64_t cb = 0; cb < cfull; cb += 16) dw_block<8, true>(a, ox, cb, 0xffff, ep);
+    if (tail) dw_block<8, false>(a, ox, cfull, tail, ep);
+  }
+  for (; ox < end; ++ox) {
+    for (int64_t cb = 0; cb < cfull; cb += 16) dw_block<1, true>(a, ox, cb, 0xffff, ep);
+    if (tail) dw_block<1, false>(a, ox, cfull, tail, ep);
   }
 }
 
