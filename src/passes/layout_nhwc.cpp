@@ -4,7 +4,8 @@
 // and every plain 2-D MaxPool becomes tessera.NhwcMaxPool. Values flow between
 // converted nodes in NHWC; a Transpose is inserted only where an NCHW value enters
 // the region (once per value) and where a region value is read outside it or is
-// a graph output, so the graph means what it meant before.
+// a graph output, so the graph means what it meant before. A GlobalAveragePool of a
+// region value becomes tessera.NhwcGlobalAveragePool (its result needs no Transpose).
 #include <cstring>
 #include <map>
 #include <set>
@@ -132,6 +133,19 @@ void layout_nhwc(ir::Graph& g) {
     return t;
   };
   for (ir::Node* n : nodes) {
+    // GlobalAveragePool of a region value: its [N, C, 1, 1] result is the same in both layouts.
+    if (is_onnx_op(n, "GlobalAveragePool") && n->inputs.size() == 1 && n->outputs.size() == 1 &&
+        twin.count(n->inputs[0]) && known_4d(n->outputs[0])) {
+      ir::Node* f = g.add_node("NhwcGlobalAveragePool", n->name);
+      f->domain = "tessera";
+      f->opset = 1;
+      ir::Value* in = twin[n->inputs[0]];
+      ir::Value* out = n->outputs[0];
+      g.remove_node(n);
+      g.connect_input(f, in);
+      g.connect_output(f, out);
+      continue;
+    }
     const bool conv = convertible_conv(g, n), pool = !conv && convertible_pool(n);
     if (!conv && !pool) continue;
     ir::Value* y = n->outputs[0];

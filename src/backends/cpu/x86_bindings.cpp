@@ -167,6 +167,18 @@ void fused_conv_x86(KernelContext& ctx) {
                            ctx.pool());
 }
 
+void nhwc_gap_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  if (x0.dtype() != DType::f32 || x0.rank() != 4 || x0.dim(1) * x0.dim(2) == 0) {
+    run_ref(ctx, "tessera");
+    return;
+  }
+  const Tensor x = x0.contiguous();
+  Tensor& y = ctx.output(0, DType::f32, {x.dim(0), x.dim(3), 1, 1});
+  kernels::x86::global_avg_pool_nhwc_f32(x.data<float>(), x.dim(0), x.dim(1) * x.dim(2), x.dim(3), y.data<float>(),
+                                         ctx.pool());
+}
+
 // MatMul of f32 tensors of rank >= 2 whose batch dims are equal, or B 2-D.
 void matmul_x86(KernelContext& ctx) {
   const Tensor& a0 = ctx.required_input(0);
@@ -205,6 +217,7 @@ void register_x86_bindings() {
   add_tuned_kernel("tessera", "FusedGemm", {}, fused_gemm_x86);
   add_tuned_kernel("tessera", "FusedConv", {}, fused_conv_x86);
   add_tuned_kernel("tessera", "NhwcMaxPool", {}, nhwc_max_pool_x86);
+  add_tuned_kernel("tessera", "NhwcGlobalAveragePool", {}, nhwc_gap_x86);
   add_tuned_kernel("", "MatMul", {}, matmul_x86);
   void register_x86_eltwise_bindings(); register_x86_eltwise_bindings();  // kfast: until cpu_backend.cpp calls it
 }

@@ -10,6 +10,8 @@
 //     Y and Residual [N,OH,OW,OC], W packed (kernels/x86/conv_nhwc.h: panels for
 //     group 1, [kh*kw][C] for depthwise), weight_shape = the ONNX [OC, C/group, kh, kw].
 //   NhwcMaxPool(X[N,H,W,C]) -> Y[N,OH,OW,C]: MaxPool (ceil_mode 0) over NHWC.
+//   NhwcGlobalAveragePool(X[N,H,W,C]) -> Y[N,C,1,1]: the mean over H and W (Y is the
+//     same in either layout, so it leaves the NHWC region without a Transpose).
 // activation: "" | "Relu" | "Clip" (clip_min, clip_max).
 #include "ir/op_registry.h"
 
@@ -72,6 +74,15 @@ void infer_nhwc_max_pool(InferenceContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], sp[0], sp[1], (*x)[3]});
 }
 
+void infer_nhwc_gap(InferenceContext& ctx) {
+  const auto& x = ctx.input_shape(0);
+  if (!x || x->size() != 4) {
+    ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
+    return;
+  }
+  ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], (*x)[3], Dim(1), Dim(1)});
+}
+
 }  // namespace
 
 void register_fused_schemas(OpRegistry& r) {
@@ -94,6 +105,9 @@ void register_fused_schemas(OpRegistry& r) {
                             "tessera");
   mp.family = "fused";
   r.add(mp);
+  OpSchema gap = make_schema("NhwcGlobalAveragePool", 1, 1, 1, 1, infer_nhwc_gap, {}, "tessera");
+  gap.family = "fused";
+  r.add(gap);
 }
 
 }  // namespace tessera::ir

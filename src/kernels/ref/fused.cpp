@@ -159,12 +159,28 @@ void nhwc_max_pool(KernelContext& ctx) {
         }
 }
 
+// Mean over H and W of an NHWC tensor, in double; Y is [N, C, 1, 1].
+void nhwc_global_average_pool(KernelContext& ctx) {
+  const Tensor x = ctx.required_input(0).contiguous();
+  ctx.check(x.dtype() == DType::f32 && x.rank() == 4, "NhwcGlobalAveragePool takes a 4-D float32 tensor");
+  const int64_t n = x.dim(0), hw = x.dim(1) * x.dim(2), c = x.dim(3);
+  Tensor& y = ctx.output(0, DType::f32, {n, c, 1, 1});
+  const float* xp = x.data<float>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double s = 0;
+      for (int64_t i = 0; i < hw; ++i) s += xp[(b * hw + i) * c + ch];
+      y.data<float>()[b * c + ch] = float(hw ? s / double(hw) : std::nan(""));
+    }
+}
+
 }  // namespace
 
 void register_fused_kernels(KernelTable& t) {
   t.add("FusedGemm", fused_gemm, "tessera");
   t.add("FusedConv", fused_conv, "tessera");
   t.add("NhwcMaxPool", nhwc_max_pool, "tessera");
+  t.add("NhwcGlobalAveragePool", nhwc_global_average_pool, "tessera");
 }
 
 }  // namespace tessera::kernels::ref

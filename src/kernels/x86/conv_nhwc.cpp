@@ -254,6 +254,22 @@ void conv2d_nhwc_f32(const Conv2dParams& p, const float* x, const float* wp, con
     conv_dense(p, x, wp, ep, y, pool, isa);
 }
 
+void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, float* y, ThreadPool* pool) {
+  constexpr int64_t kBlock = 256;  // channels per task
+  const int64_t nb = (c + kBlock - 1) / kBlock;
+  parallel_for(pool, n * nb, 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t img = t / nb, c0 = t % nb * kBlock, c1 = std::min(c, c0 + kBlock);
+      float acc[kBlock] = {};
+      const float* xi = x + img * hw * c;
+      for (int64_t i = 0; i < hw; ++i)
+        for (int64_t ch = c0; ch < c1; ++ch) acc[ch - c0] += xi[i * c + ch];
+      const float inv = 1.0f / float(hw);
+      for (int64_t ch = c0; ch < c1; ++ch) y[img * c + ch] = acc[ch - c0] * inv;
+    }
+  });
+}
+
 void pool2d_nhwc_f32(const PoolParams& pp, const float* x, float* y, ThreadPool* pool) {
   const Conv2dParams& p = pp.g;
   const int64_t oh = pp.oh, ow = pp.ow, C = p.c;

@@ -57,6 +57,9 @@ struct PoolParams {
 };
 void pool2d_nhwc_f32(const PoolParams& p, const float* x, float* y, ThreadPool* pool);
 
+// y[b][c] = mean over the h*w pixels of x[b][.][c] (x NHWC, y [n, c]).
+void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, float* y, ThreadPool* pool);
+
 // ---- micro-kernel interface (the ISA files) ----
 struct ConvTileEpilogue {
   const float* bias;      // offset to the tile's first channel, or nullptr

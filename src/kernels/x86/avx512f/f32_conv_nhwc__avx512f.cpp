@@ -102,7 +102,8 @@ __attribute__((always_inline)) inline void dw_block(const DwRowArgs& a, int64_t 
 #pragma GCC unroll 8
         for (int p = 0; p < PX; ++p) {
           const int64_t ixp = ix + p * sw;
-          if (ixp >= 0 && ixp < w) acc[p] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xrow + ixp * c), wv, acc[p]);
+          if (ixp >= 0 && ixp < w)
+            acc[p] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xrow + ixp * c), wv, acc[p]);
         }
       }
     }
