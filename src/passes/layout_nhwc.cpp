@@ -1,6 +1,7 @@
 // layout_nhwc: runs convolution regions in NHWC. Every tessera.FusedConv that is
 // dense (group 1) or depthwise, with a known 4-D f32 input, becomes an NHWC
-// FusedConv (layout "NHWC", weights packed once here for kernels/x86/conv_nhwc.h),
+// FusedConv (layout "NHWC", weights packed once here for kernels/x86/conv_nhwc.h;
+// 3x3 stride-1 dense convs as Winograd F(2x2, 3x3): attribute winograd = 2),
 // and every plain 2-D MaxPool becomes tessera.NhwcMaxPool. Values flow between
 // converted nodes in NHWC; a Transpose is inserted only where an NCHW value enters
 // the region (once per value) and where a region value is read outside it or is
@@ -163,12 +164,27 @@ void layout_nhwc(ir::Graph& g) {
       const Tensor wt = n->inputs[1]->initializer->contiguous();
       const int64_t oc = wt.dim(0), cg = wt.dim(1), kh = wt.dim(2), kw = wt.dim(3);
       const bool dense = int_attr(n, "group", 1) == 1;
-      Tensor packed(DType::f32, {dense ? int64_t(kernels::x86::conv_nhwc_packed_floats(oc, cg * kh * kw))
-                                       : oc * kh * kw});
-      if (dense)
+      kernels::x86::Conv2dParams cp;
+      const auto st = ints_attr(n, "strides", {1, 1}), dl = ints_attr(n, "dilations", {1, 1});
+      cp.c = cg, cp.oc = oc, cp.kh = kh, cp.kw = kw, cp.sh = st[0], cp.sw = st[1], cp.dh = dl[0],
+      cp.dw = dl[1];
+      const bool wino = dense && kernels::x86::wino23_applies(cp);
+      const int64_t floats = wino    ? int64_t(kernels::x86::conv_nhwc_packed_floats(oc, 16 * cg))
+                             : dense ? int64_t(kernels::x86::conv_nhwc_packed_floats(oc, cg * kh * kw))
+                                     : oc * kh * kw;
+      Tensor packed(DType::f32, {floats});
+      if (wino)
+        kernels::x86::wino23_pack_weights(wt.data<float>(), oc, cg, packed.data<float>());
+      else if (dense)
         kernels::x86::conv_nhwc_pack_weights(wt.data<float>(), oc, cg, kh, kw, packed.data<float>());
       else
         kernels::x86::dw_nhwc_pack_weights(wt.data<float>(), oc, kh, kw, packed.data<float>());
+      if (wino) {
+        Attribute wa;
+        wa.kind = Attribute::Kind::i;
+        wa.i = 2;
+        f->attrs["winograd"] = wa;
+      }
       Attribute lay, ws;
       lay.kind = Attribute::Kind::s;
       lay.s = "NHWC";

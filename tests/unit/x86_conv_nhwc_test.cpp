@@ -50,7 +50,7 @@ void reference(const Conv2dParams& p, const std::vector<float>& x, const std::ve
         }
 }
 
-void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa) {
+void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa, bool wino = false) {
   std::mt19937 rng(unsigned(p.c * 31 + p.oc * 7 + p.kh * 3 + p.sh));
   std::uniform_real_distribution<float> d(-1, 1);
   auto fill = [&](size_t n) {
@@ -72,7 +72,17 @@ void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa) {
     ep.clip_max = 0.8f;
   }
   std::vector<float> wp;
-  if (p.groups == 1) {
+  if (wino) {
+    wp.resize(conv_nhwc_packed_floats(p.oc, 16 * p.c));
+    wino23_pack_weights(w.data(), p.oc, p.c, wp.data());
+    for (int64_t o = 0; o < p.oc; o += 3)
+      for (int64_t ci = 0; ci < p.c; ci += 2)
+        for (int64_t k = 0; k < 9; ++k) {
+          const float g = w[size_t((o * p.c + ci) * 9 + k)];
+          ASSERT_NEAR(wino23_weight_at(wp.data(), p.oc, p.c, o, ci, k / 3, k % 3), g,
+                      1e-6 * (1 + std::fabs(g)));
+        }
+  } else if (p.groups == 1) {
     wp.resize(conv_nhwc_packed_floats(p.oc, p.c * p.kh * p.kw));
     conv_nhwc_pack_weights(w.data(), p.oc, p.c, p.kh, p.kw, wp.data());
   } else {
@@ -80,7 +90,7 @@ void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa) {
     dw_nhwc_pack_weights(w.data(), p.c, p.kh, p.kw, wp.data());
   }
   // every packed element reads back as the ONNX weight
-  if (p.groups == 1)
+  if (p.groups == 1 && !wino)
     for (int64_t o = 0; o < p.oc; o += 7)
       for (int64_t row = 0; row < p.c * p.kh * p.kw; row += 5) {
         const int64_t t = row / p.c, ci = row % p.c;
@@ -89,7 +99,10 @@ void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa) {
       }
   std::vector<float> want(res.size()), got(res.size(), 123.f);
   reference(p, x, w, ep, want);
-  conv2d_nhwc_f32(p, x.data(), wp.data(), ep, got.data(), pool, isa);
+  if (wino)
+    conv2d_wino23_nhwc_f32(p, x.data(), wp.data(), ep, got.data(), pool, isa);
+  else
+    conv2d_nhwc_f32(p, x.data(), wp.data(), ep, got.data(), pool, isa);
   const double tol = 1e-5 * std::sqrt(double(p.c / p.groups * p.kh * p.kw)) * 8;
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i])))
@@ -136,6 +149,31 @@ TEST(X86ConvNhwc, DenseMatchesReference) {
         run_case(p, fused, fused == 1 ? nullptr : &pool, isa);
         if (HasFatalFailure()) return;
       }
+}
+
+TEST(X86ConvNhwc, Winograd23MatchesReference) {
+  ThreadPool pool(2);
+  std::vector<Conv2dParams> cases = {
+      mk(1, 1, 4, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1),      // one channel, 2 x 2 tiles
+      mk(1, 16, 7, 7, 16, 3, 3, 1, 1, 1, 1, 1, 1),    // odd output: partial tiles
+      mk(2, 17, 9, 6, 33, 3, 3, 1, 1, 1, 1, 1, 1),    // primes, 2 images, 48-wide panel
+      mk(1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1),  // 49 tiles: groups of T, full panel
+      mk(1, 24, 8, 11, 130, 3, 3, 1, 1, 0, 0, 0, 0),  // no padding, 3 panels
+      mk(1, 5, 6, 7, 20, 3, 3, 1, 1, 2, 0, 1, 2),     // asymmetric padding
+      mk(3, 600, 5, 5, 40, 3, 3, 1, 1, 1, 1, 1, 1),   // C > 512: K blocks
+      mk(1, 32, 3, 3, 8, 3, 3, 1, 1, 0, 0, 0, 0),     // 1 x 1 output
+      mk(1, 40, 30, 26, 70, 3, 3, 1, 1, 1, 1, 1, 1),  // many tiles and groups
+  };
+  for (ConvIsa isa : isas())
+    for (const auto& p : cases) {
+      ASSERT_TRUE(wino23_applies(p));
+      for (int fused = 0; fused <= 2; ++fused) {
+        run_case(p, fused, fused == 1 ? nullptr : &pool, isa, true);
+        if (HasFatalFailure()) return;
+      }
+    }
+  EXPECT_FALSE(wino23_applies(mk(1, 4, 5, 5, 4, 3, 3, 2, 1, 1, 1, 1, 1)));
+  EXPECT_FALSE(wino23_applies(mk(1, 4, 5, 5, 4, 3, 3, 1, 2, 1, 1, 1, 1)));
 }
 
 TEST(X86ConvNhwc, DepthwiseMatchesReference) {

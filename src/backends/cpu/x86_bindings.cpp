@@ -86,10 +86,14 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   p.n = x0.dim(0), p.h = x0.dim(1), p.w = x0.dim(2), p.c = x0.dim(3), p.oc = ws[0];
   p.groups = ctx.attr_int("group", 1);
   const bool dense = p.groups == 1;
+  const int64_t wino = ctx.attr_int("winograd", 0);
   ctx.check(p.oc > 0 && (dense || p.is_depthwise()), "NHWC FusedConv is dense or depthwise");
   ctx.check(ws[1] == p.c / p.groups && ws[2] == p.kh && ws[3] == p.kw, "weight_shape does not match the input");
-  const size_t want =
-      dense ? kernels::x86::conv_nhwc_packed_floats(p.oc, p.c * p.kh * p.kw) : size_t(p.c * p.kh * p.kw);
+  ctx.check(wino == 0 || (wino == 2 && kernels::x86::wino23_applies(p)),
+            "winograd = 2 needs a dense 3x3 conv of stride 1 and dilation 1");
+  const size_t want = wino    ? kernels::x86::conv_nhwc_packed_floats(p.oc, 16 * p.c)
+                      : dense ? kernels::x86::conv_nhwc_packed_floats(p.oc, p.c * p.kh * p.kw)
+                              : size_t(p.c * p.kh * p.kw);
   ctx.check(size_t(w0.numel()) == want, "packed weights have ", w0.numel(), " floats, not ", want);
   ctx.check(p.oh() > 0 && p.ow() > 0, "output would be empty");
   if (b) ctx.check(b->dtype() == DType::f32 && b->numel() == p.oc, "bias must have ", p.oc, " elements");
@@ -106,7 +110,10 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   ep.bias = b ? bc.data<float>() : nullptr;
   ep.residual = r ? rc.data<float>() : nullptr;
   ep.act = activation_of(ctx, ep.clip_min, ep.clip_max);
-  kernels::x86::conv2d_nhwc_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(), ctx.pool());
+  if (wino)
+    kernels::x86::conv2d_wino23_nhwc_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(), ctx.pool());
+  else
+    kernels::x86::conv2d_nhwc_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(), ctx.pool());
 }
 
 void nhwc_max_pool_x86(KernelContext& ctx) {

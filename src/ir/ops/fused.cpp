@@ -8,7 +8,8 @@
 //     Conv's attributes, pads explicit, plus the activation. layout "NCHW" (default):
 //     X, W, Y as ONNX Conv. layout "NHWC" (made by the layout_nhwc pass): X [N,H,W,C],
 //     Y and Residual [N,OH,OW,OC], W packed (kernels/x86/conv_nhwc.h: panels for
-//     group 1, [kh*kw][C] for depthwise), weight_shape = the ONNX [OC, C/group, kh, kw].
+//     group 1, [kh*kw][C] for depthwise), weight_shape = the ONNX [OC, C/group, kh, kw];
+//     winograd = 2: a 3x3 stride-1 conv whose W holds Winograd F(2x2, 3x3) weights.
 //   NhwcMaxPool(X[N,H,W,C]) -> Y[N,OH,OW,C]: MaxPool (ceil_mode 0) over NHWC.
 //   NhwcGlobalAveragePool(X[N,H,W,C]) -> Y[N,C,1,1]: the mean over H and W (Y is the
 //     same in either layout, so it leaves the NHWC region without a Transpose).
@@ -96,7 +97,7 @@ void register_fused_schemas(OpRegistry& r) {
   OpSchema c = make_schema("FusedConv", 2, 4, 1, 1, infer_fused_conv,
                            {{"kernel_shape", K::ints}, {"strides", K::ints}, {"dilations", K::ints},
                             {"pads", K::ints}, {"group", K::i}, {"activation", K::s}, {"clip_min", K::f},
-                            {"clip_max", K::f}, {"layout", K::s}, {"weight_shape", K::ints}},
+                            {"clip_max", K::f}, {"layout", K::s}, {"weight_shape", K::ints}, {"winograd", K::i}},
                            "tessera");
   c.family = "fused";
   r.add(c);

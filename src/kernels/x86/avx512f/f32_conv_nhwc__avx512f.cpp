@@ -134,4 +134,62 @@ void dw_row_avx512f(const DwRowArgs& a) {
   }
 }
 
+void wino23_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride) {
+  for (int64_t cb = 0; cb < c; cb += 16) {
+    const int64_t n = c - cb;
+    const __mmask16 m = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    __m512 d[16], t[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) d[k] = _mm512_maskz_loadu_ps(m, src[k] + cb);
+      // rows: t = B^T d
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      t[0 * 4 + j] = _mm512_sub_ps(d[0 * 4 + j], d[2 * 4 + j]);
+      t[1 * 4 + j] = _mm512_add_ps(d[1 * 4 + j], d[2 * 4 + j]);
+      t[2 * 4 + j] = _mm512_sub_ps(d[2 * 4 + j], d[1 * 4 + j]);
+      t[3 * 4 + j] = _mm512_sub_ps(d[1 * 4 + j], d[3 * 4 + j]);
+    }
+    // columns: v = t B
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      _mm512_mask_storeu_ps(v + (i * 4 + 0) * stride + cb, m, _mm512_sub_ps(t[i * 4 + 0], t[i * 4 + 2]));
+      _mm512_mask_storeu_ps(v + (i * 4 + 1) * stride + cb, m, _mm512_add_ps(t[i * 4 + 1], t[i * 4 + 2]));
+      _mm512_mask_storeu_ps(v + (i * 4 + 2) * stride + cb, m, _mm512_sub_ps(t[i * 4 + 2], t[i * 4 + 1]));
+      _mm512_mask_storeu_ps(v + (i * 4 + 3) * stride + cb, m, _mm512_sub_ps(t[i * 4 + 1], t[i * 4 + 3]));
+    }
+  }
+}
+
+void wino23_out_avx512f(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
+  const ConvTileEpilogue ep{nullptr, nullptr, 0, o.act, o.clip_min, o.clip_max};
+  for (int64_t cb = 0; cb < n; cb += 16) {
+    const int64_t rest = n - cb;
+    const __mmask16 m = rest >= 16 ? __mmask16(0xffff) : __mmask16((1u << rest) - 1);
+    __m512 d[16], u[8];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) d[k] = _mm512_maskz_loadu_ps(m, mp + k * mstride + cb);
+      // rows: u = A^T M (2 x 4)
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      u[0 * 4 + j] = _mm512_add_ps(_mm512_add_ps(d[0 * 4 + j], d[1 * 4 + j]), d[2 * 4 + j]);
+      u[1 * 4 + j] = _mm512_sub_ps(_mm512_sub_ps(d[1 * 4 + j], d[2 * 4 + j]), d[3 * 4 + j]);
+    }
+    const __m512 b = o.bias ? _mm512_maskz_loadu_ps(m, o.bias + cb) : _mm512_setzero_ps();
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; ++i) {
+      __m512 r[2];
+      r[0] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(u[i * 4 + 0], u[i * 4 + 1]), u[i * 4 + 2]), b);
+      r[1] = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(u[i * 4 + 1], u[i * 4 + 2]), u[i * 4 + 3]), b);
+#pragma GCC unroll 2
+      for (int j = 0; j < 2; ++j) {
+        float* yp = o.y[i * 2 + j];
+        if (!yp) continue;
+        __m512 val = r[j];
+        if (o.res[i * 2 + j]) val = _mm512_add_ps(val, _mm512_maskz_loadu_ps(m, o.res[i * 2 + j] + cb));
+        _mm512_mask_storeu_ps(yp + cb, m, act512(val, ep));
+      }
+    }
+  }
+}
+
 }  // namespace tessera::kernels::x86
