@@ -143,22 +143,30 @@ std::vector<KBlock> k_blocks(int64_t taps, int64_t c, int64_t kc) {
 
 thread_local std::vector<float> tl_zeros;
 thread_local std::vector<const float*> tl_rows;
+thread_local std::vector<float> tl_edge;
 
 void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep, float* y,
                 ThreadPool* pool, ConvIsa isa) {
   const int64_t C = p.c, OC = p.oc, taps = p.kh * p.kw, K = taps * C;
   const int64_t oh = p.oh(), ow = p.ow(), M = p.n * oh * ow;
   const int64_t np = (OC + kConvPanel - 1) / kConvPanel;
-  const std::vector<KBlock> blocks = k_blocks(taps, C, 512);
+  // Few channels (a stem): one "tap" per kernel row, its kw*C inputs contiguous in NHWC
+  // (the packing's K order is (r, s, ci)); a row that crosses the left/right padding is
+  // copied with zeros into a per-thread buffer.
+  const bool row_taps = p.dw == 1 && p.kw > 1 && C * p.kw <= 64;
+  const int64_t tt = row_taps ? p.kh : taps, cc = row_taps ? p.kw * C : C;
+  const std::vector<KBlock> blocks = k_blocks(tt, cc, 512);
   int64_t max_taps = 0;
   for (const KBlock& b : blocks) max_taps = std::max(max_taps, b.t1 - b.t0);
   constexpr int64_t kChunk = 96;  // pixels per task: a multiple of every MR
   const int64_t nchunks = (M + kChunk - 1) / kChunk;
   parallel_for(pool, np * nchunks, 1, [&](int64_t tb, int64_t te) {
-    if (tl_zeros.size() < size_t(C)) tl_zeros.assign(size_t(C), 0.0f);
+    if (tl_zeros.size() < size_t(cc)) tl_zeros.assign(size_t(cc), 0.0f);
     const float* zeros = tl_zeros.data();
     if (tl_rows.size() < size_t(max_taps * 16)) tl_rows.resize(size_t(max_taps * 16));
     const float** rows = tl_rows.data();
+    if (row_taps && tl_edge.size() < size_t(max_taps * 16 * cc)) tl_edge.resize(size_t(max_taps * 16 * cc));
+    float* edge = tl_edge.data();
     int64_t iy0[kChunk], ix0[kChunk];
     const float* base[kChunk];
     for (int64_t task = tb; task < te; ++task) {
@@ -182,10 +190,31 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
       for (size_t bi = 0; bi < blocks.size(); ++bi) {
         const KBlock& b = blocks[bi];
         const bool last = bi + 1 == blocks.size();
-        const float* wb = panel + (b.t0 * C + b.c0) * pw;
+        const float* wb = panel + (b.t0 * cc + b.c0) * pw;
         for (int64_t mt = m0; mt < m1; mt += u.mr) {
           const int64_t mr = std::min(u.mr, m1 - mt);
-          for (int64_t t = b.t0; t < b.t1; ++t) {
+          for (int64_t t = b.t0; row_taps && t < b.t1; ++t) {
+            const float** rt = rows + (t - b.t0) * u.mr;
+            for (int64_t i = 0; i < u.mr; ++i) {
+              const int64_t li = mt - m0 + i, iy = iy0[li] + t * p.dh, ix = ix0[li];
+              if (i >= mr || iy < 0 || iy >= p.h) {
+                rt[i] = zeros;
+              } else if (ix >= 0 && ix + p.kw <= p.w) {
+                rt[i] = base[li] + (iy * p.w + ix) * C;
+              } else {
+                float* e = edge + ((t - b.t0) * 16 + i) * cc;
+                for (int64_t s = 0; s < p.kw; ++s) {
+                  const int64_t xs = ix + s;
+                  if (xs >= 0 && xs < p.w)
+                    std::memcpy(e + s * C, base[li] + (iy * p.w + xs) * C, size_t(C) * sizeof(float));
+                  else
+                    std::memset(e + s * C, 0, size_t(C) * sizeof(float));
+                }
+                rt[i] = e;
+              }
+            }
+          }
+          for (int64_t t = b.t0; !row_taps && t < b.t1; ++t) {
             const int64_t r = t / p.kw, s = t % p.kw;
             const float** rt = rows + (t - b.t0) * u.mr;
             for (int64_t i = 0; i < u.mr; ++i) {
