@@ -155,6 +155,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
   // copied with zeros into a per-thread buffer.
   const bool row_taps = p.dw == 1 && p.kw > 1 && C * p.kw <= 64;
   const int64_t tt = row_taps ? p.kh : taps, cc = row_taps ? p.kw * C : C;
+  const bool pointwise = p.is_pointwise();  // input rows are the output pixels' rows
   const std::vector<KBlock> blocks = k_blocks(tt, cc, 512);
   int64_t max_taps = 0;
   for (const KBlock& b : blocks) max_taps = std::max(max_taps, b.t1 - b.t0);
@@ -172,11 +173,17 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
     for (int64_t task = tb; task < te; ++task) {
       const int64_t j = task / nchunks, q = task % nchunks;
       const int64_t m0 = q * kChunk, m1 = std::min(M, m0 + kChunk);
-      for (int64_t m = m0; m < m1; ++m) {
-        const int64_t img = m / (oh * ow), rem = m % (oh * ow), oy = rem / ow, ox = rem % ow;
-        iy0[m - m0] = oy * p.sh - p.pad_t;
-        ix0[m - m0] = ox * p.sw - p.pad_l;
-        base[m - m0] = x + img * p.h * p.w * C;
+      if (!pointwise) {
+        int64_t img = m0 / (oh * ow), oy = m0 % (oh * ow) / ow, ox = m0 % ow;
+        for (int64_t m = m0; m < m1; ++m) {
+          iy0[m - m0] = oy * p.sh - p.pad_t;
+          ix0[m - m0] = ox * p.sw - p.pad_l;
+          base[m - m0] = x + img * p.h * p.w * C;
+          if (++ox == ow) {
+            ox = 0;
+            if (++oy == oh) oy = 0, ++img;
+          }
+        }
       }
       const int64_t pw = conv_nhwc_panel_width(OC, j), ncols = std::min(pw, OC - j * kConvPanel);
       const float* panel = wp + j * kConvPanel * K;
@@ -214,7 +221,8 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
               }
             }
           }
-          for (int64_t t = b.t0; !row_taps && t < b.t1; ++t) {
+          for (int64_t i = 0; pointwise && i < u.mr; ++i) rows[i] = i < mr ? x + (mt + i) * C + b.c0 : zeros;
+          for (int64_t t = b.t0; !row_taps && !pointwise && t < b.t1; ++t) {
             const int64_t r = t / p.kw, s = t % p.kw;
             const float** rt = rows + (t - b.t0) * u.mr;
             for (int64_t i = 0; i < u.mr; ++i) {
