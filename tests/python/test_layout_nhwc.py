@@ -89,7 +89,7 @@ def test_ir_after_passes(tmp_path):
     assert "= BatchNormalization(" not in ir and "= Relu(" not in ir and "= Clip(" not in ir
     assert ir.count('layout="NHWC"') == 6  # every conv but the grouped one
     assert ir.count("tessera.NhwcMaxPool(") == 1
-    assert ir.count("winograd=2") == 1  # the one 3x3 stride-1 dense conv
+    assert ir.count("winograd=4") == 1  # the one 3x3 stride-1 dense conv
     assert ir.count("tessera.NhwcGlobalAveragePool(") == 1 and "= GlobalAveragePool(" not in ir
     # into the region once (x), out for a3 (a graph output), around the grouped conv; none before the pool
     assert ir.count("Transpose(") == 4

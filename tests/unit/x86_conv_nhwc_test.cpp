@@ -50,7 +50,7 @@ void reference(const Conv2dParams& p, const std::vector<float>& x, const std::ve
         }
 }
 
-void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa, bool wino = false) {
+void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa, int wino = 0) {
   std::mt19937 rng(unsigned(p.c * 31 + p.oc * 7 + p.kh * 3 + p.sh));
   std::uniform_real_distribution<float> d(-1, 1);
   auto fill = [&](size_t n) {
@@ -73,13 +73,13 @@ void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa, b
   }
   std::vector<float> wp;
   if (wino) {
-    wp.resize(conv_nhwc_packed_floats(p.oc, 16 * p.c));
-    wino23_pack_weights(w.data(), p.oc, p.c, wp.data());
+    wp.resize(wino_packed_floats(p.oc, p.c, wino));
+    wino_pack_weights(w.data(), p.oc, p.c, wino, wp.data());
     for (int64_t o = 0; o < p.oc; o += 3)
       for (int64_t ci = 0; ci < p.c; ci += 2)
         for (int64_t k = 0; k < 9; ++k) {
           const float g = w[size_t((o * p.c + ci) * 9 + k)];
-          ASSERT_NEAR(wino23_weight_at(wp.data(), p.oc, p.c, o, ci, k / 3, k % 3), g,
+          ASSERT_NEAR(wino_weight_at(wp.data(), p.oc, p.c, wino, o, ci, k / 3, k % 3), g,
                       1e-6 * (1 + std::fabs(g)));
         }
   } else if (p.groups == 1) {
@@ -100,7 +100,7 @@ void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa, b
   std::vector<float> want(res.size()), got(res.size(), 123.f);
   reference(p, x, w, ep, want);
   if (wino)
-    conv2d_wino23_nhwc_f32(p, x.data(), wp.data(), ep, got.data(), pool, isa);
+    conv2d_wino_nhwc_f32(p, wino, x.data(), wp.data(), ep, got.data(), pool, isa);
   else
     conv2d_nhwc_f32(p, x.data(), wp.data(), ep, got.data(), pool, isa);
   const double tol = 1e-5 * std::sqrt(double(p.c / p.groups * p.kh * p.kw)) * 8;
@@ -151,7 +151,7 @@ TEST(X86ConvNhwc, DenseMatchesReference) {
       }
 }
 
-TEST(X86ConvNhwc, Winograd23MatchesReference) {
+TEST(X86ConvNhwc, WinogradMatchesReference) {
   ThreadPool pool(2);
   std::vector<Conv2dParams> cases = {
       mk(1, 1, 4, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1),      // one channel, 2 x 2 tiles
@@ -166,14 +166,15 @@ TEST(X86ConvNhwc, Winograd23MatchesReference) {
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases) {
-      ASSERT_TRUE(wino23_applies(p));
-      for (int fused = 0; fused <= 2; ++fused) {
-        run_case(p, fused, fused == 1 ? nullptr : &pool, isa, true);
-        if (HasFatalFailure()) return;
-      }
+      ASSERT_TRUE(wino_applies(p));
+      for (int m : {2, 4})
+        for (int fused = 0; fused <= 2; ++fused) {
+          run_case(p, fused, fused == 1 ? nullptr : &pool, isa, m);
+          if (HasFatalFailure()) return;
+        }
     }
-  EXPECT_FALSE(wino23_applies(mk(1, 4, 5, 5, 4, 3, 3, 2, 1, 1, 1, 1, 1)));
-  EXPECT_FALSE(wino23_applies(mk(1, 4, 5, 5, 4, 3, 3, 1, 2, 1, 1, 1, 1)));
+  EXPECT_FALSE(wino_applies(mk(1, 4, 5, 5, 4, 3, 3, 2, 1, 1, 1, 1, 1)));
+  EXPECT_FALSE(wino_applies(mk(1, 4, 5, 5, 4, 3, 3, 1, 2, 1, 1, 1, 1)));
 }
 
 TEST(X86ConvNhwc, DepthwiseMatchesReference) {

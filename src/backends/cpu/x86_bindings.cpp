@@ -89,9 +89,9 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   const int64_t wino = ctx.attr_int("winograd", 0);
   ctx.check(p.oc > 0 && (dense || p.is_depthwise()), "NHWC FusedConv is dense or depthwise");
   ctx.check(ws[1] == p.c / p.groups && ws[2] == p.kh && ws[3] == p.kw, "weight_shape does not match the input");
-  ctx.check(wino == 0 || (wino == 2 && kernels::x86::wino23_applies(p)),
-            "winograd = 2 needs a dense 3x3 conv of stride 1 and dilation 1");
-  const size_t want = wino    ? kernels::x86::conv_nhwc_packed_floats(p.oc, 16 * p.c)
+  ctx.check(wino == 0 || ((wino == 2 || wino == 4) && kernels::x86::wino_applies(p)),
+            "winograd = 2 or 4 needs a dense 3x3 conv of stride 1 and dilation 1");
+  const size_t want = wino    ? kernels::x86::wino_packed_floats(p.oc, p.c, int(wino))
                       : dense ? kernels::x86::conv_nhwc_packed_floats(p.oc, p.c * p.kh * p.kw)
                               : size_t(p.c * p.kh * p.kw);
   ctx.check(size_t(w0.numel()) == want, "packed weights have ", w0.numel(), " floats, not ", want);
@@ -111,7 +111,8 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   ep.residual = r ? rc.data<float>() : nullptr;
   ep.act = activation_of(ctx, ep.clip_min, ep.clip_max);
   if (wino)
-    kernels::x86::conv2d_wino23_nhwc_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(), ctx.pool());
+    kernels::x86::conv2d_wino_nhwc_f32(p, int(wino), x.data<float>(), w.data<float>(), ep, y.data<float>(),
+                                       ctx.pool());
   else
     kernels::x86::conv2d_nhwc_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(), ctx.pool());
 }

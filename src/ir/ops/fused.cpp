@@ -9,7 +9,7 @@
 //     X, W, Y as ONNX Conv. layout "NHWC" (made by the layout_nhwc pass): X [N,H,W,C],
 //     Y and Residual [N,OH,OW,OC], W packed (kernels/x86/conv_nhwc.h: panels for
 //     group 1, [kh*kw][C] for depthwise), weight_shape = the ONNX [OC, C/group, kh, kw];
-//     winograd = 2: a 3x3 stride-1 conv whose W holds Winograd F(2x2, 3x3) weights.
+//     winograd = m (2 or 4): a 3x3 stride-1 conv whose W holds Winograd F(m x m, 3x3) weights.
 //   NhwcMaxPool(X[N,H,W,C]) -> Y[N,OH,OW,C]: MaxPool (ceil_mode 0) over NHWC.
 //   NhwcGlobalAveragePool(X[N,H,W,C]) -> Y[N,C,1,1]: the mean over H and W (Y is the
 //     same in either layout, so it leaves the NHWC region without a Transpose).

@@ -90,12 +90,14 @@ void fused_conv(KernelContext& ctx) {
   ctx.check(oh > 0 && ow > 0, "output would be empty");
   const int64_t cg = c / g, ocg = oc / g, taps = ks[0] * ks[1];
   const bool dw = nhwc && g > 1;
-  const bool wino = nhwc && ctx.attr_int("winograd", 0) != 0;
+  const int64_t wino_m = nhwc ? ctx.attr_int("winograd", 0) : 0;
+  const bool wino = wino_m != 0;
   if (wino) {
-    ctx.check(ctx.attr_int("winograd", 0) == 2 && g == 1 && ks[0] == 3 && ks[1] == 3 && st[0] == 1 && st[1] == 1 &&
+    ctx.check((wino_m == 2 || wino_m == 4) && g == 1 && ks[0] == 3 && ks[1] == 3 && st[0] == 1 && st[1] == 1 &&
                   dl[0] == 1 && dl[1] == 1,
-              "winograd = 2 needs a dense 3x3 conv of stride 1 and dilation 1");
-    ctx.check(size_t(w.numel()) == x86::conv_nhwc_packed_floats(oc, 16 * c), "Winograd weights have the wrong size");
+              "winograd = 2 or 4 needs a dense 3x3 conv of stride 1 and dilation 1");
+    ctx.check(size_t(w.numel()) == x86::wino_packed_floats(oc, c, int(wino_m)),
+              "Winograd weights have the wrong size");
   } else if (nhwc) {
     ctx.check(g == 1 || (g == c && g == oc), "NHWC FusedConv is dense or depthwise");
     const size_t want = dw ? size_t(c * taps) : x86::conv_nhwc_packed_floats(oc, c * taps);
@@ -115,7 +117,7 @@ void fused_conv(KernelContext& ctx) {
   auto wat = [&](int64_t o, int64_t ci, int64_t r, int64_t q) {
     if (!nhwc) return wp[((o * cg + ci) * ks[0] + r) * ks[1] + q];
     if (dw) return wp[(r * ks[1] + q) * c + o];
-    if (wino) return x86::wino23_weight_at(wp, oc, c, o, ci, r, q);
+    if (wino) return x86::wino_weight_at(wp, oc, c, int(wino_m), o, ci, r, q);
     return x86::conv_nhwc_packed_at(wp, oc, c * taps, o, (r * ks[1] + q) * c + ci);
   };
   for (int64_t bi = 0; bi < n; ++bi)

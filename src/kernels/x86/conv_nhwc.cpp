@@ -284,47 +284,93 @@ void conv_depthwise(const Conv2dParams& p, const float* x, const float* wp, cons
 
 namespace {
 
-// ---- Winograd F(2x2, 3x3) ----
-constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+// ---- Winograd F(m x m, 3x3) ----
+// Input B^T (alpha x alpha), kernel G (alpha x 3), output A^T (m x alpha), alpha = m + 2,
+// and L (3 x alpha) with L G = I.
+struct WinoMats {
+  int m, alpha;
+  double bt[6][6], g[6][3], at[4][6], l[3][6];
+};
+constexpr WinoMats kWino2{2,
+                          4,
+                          {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}},
+                          {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}},
+                          {{1, 1, 1, 0}, {0, 1, -1, -1}},
+                          {{1, 0, 0, 0}, {0, 1, -1, 0}, {0, 0, 0, 1}}};
+constexpr WinoMats kWino4{
+    4,
+    6,
+    {{4, 0, -5, 0, 1, 0},
+     {0, -4, -4, 1, 1, 0},
+     {0, 4, -4, -1, 1, 0},
+     {0, -2, -1, 2, 1, 0},
+     {0, 2, -1, -2, 1, 0},
+     {0, 4, 0, -5, 0, 1}},
+    {{1.0 / 4, 0, 0},
+     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+     {1.0 / 24, 1.0 / 12, 1.0 / 6},
+     {1.0 / 24, -1.0 / 12, 1.0 / 6},
+     {0, 0, 1}},
+    {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}},
+    {{4, 0, 0, 0, 0, 0}, {-4, -6, 0, 0, 0, -1}, {0, 0, 0, 0, 0, 1}}};
 
-void wino23_in_portable(const float* const* src, int64_t c, float* v, int64_t stride) {
+const WinoMats& wino_mats(int m) {
+  return m == 4 ? kWino4 : kWino2;
+}
+
+// Portable transforms: the matrices applied in float, one channel at a time.
+template <int M>
+void wino_in_portable(const float* const* src, int64_t c, float* v, int64_t stride) {
+  constexpr int A = M + 2;
+  const WinoMats& w = wino_mats(M);
   for (int64_t ci = 0; ci < c; ++ci) {
-    float d[16], t[16];
-    for (int k = 0; k < 16; ++k) d[k] = src[k][ci];
-    for (int j = 0; j < 4; ++j) {
-      t[0 * 4 + j] = d[0 * 4 + j] - d[2 * 4 + j];
-      t[1 * 4 + j] = d[1 * 4 + j] + d[2 * 4 + j];
-      t[2 * 4 + j] = d[2 * 4 + j] - d[1 * 4 + j];
-      t[3 * 4 + j] = d[1 * 4 + j] - d[3 * 4 + j];
-    }
-    for (int i = 0; i < 4; ++i) {
-      v[(i * 4 + 0) * stride + ci] = t[i * 4 + 0] - t[i * 4 + 2];
-      v[(i * 4 + 1) * stride + ci] = t[i * 4 + 1] + t[i * 4 + 2];
-      v[(i * 4 + 2) * stride + ci] = t[i * 4 + 2] - t[i * 4 + 1];
-      v[(i * 4 + 3) * stride + ci] = t[i * 4 + 1] - t[i * 4 + 3];
-    }
+    float d[A][A], t[A][A];
+    for (int i = 0; i < A; ++i)
+      for (int j = 0; j < A; ++j) d[i][j] = src[i * A + j][ci];
+    for (int i = 0; i < A; ++i)
+      for (int j = 0; j < A; ++j) {
+        float s = 0;
+        for (int k = 0; k < A; ++k)
+          if (w.bt[i][k] != 0) s += float(w.bt[i][k]) * d[k][j];
+        t[i][j] = s;
+      }
+    for (int i = 0; i < A; ++i)
+      for (int j = 0; j < A; ++j) {
+        float s = 0;
+        for (int k = 0; k < A; ++k)
+          if (w.bt[j][k] != 0) s += t[i][k] * float(w.bt[j][k]);
+        v[(i * A + j) * stride + ci] = s;
+      }
   }
 }
 
-void wino23_out_portable(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
+template <int M>
+void wino_out_portable(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
+  constexpr int A = M + 2;
+  const WinoMats& w = wino_mats(M);
   for (int64_t j = 0; j < n; ++j) {
-    float d[16], u[8];
-    for (int k = 0; k < 16; ++k) d[k] = mp[k * mstride + j];
-    for (int q = 0; q < 4; ++q) {
-      u[q] = d[q] + d[4 + q] + d[8 + q];
-      u[4 + q] = d[4 + q] - d[8 + q] - d[12 + q];
-    }
-    const float b = o.bias ? o.bias[j] : 0.0f;
-    for (int i = 0; i < 2; ++i) {
-      const float r[2] = {u[i * 4 + 0] + u[i * 4 + 1] + u[i * 4 + 2] + b,
-                          u[i * 4 + 1] - u[i * 4 + 2] - u[i * 4 + 3] + b};
-      for (int q = 0; q < 2; ++q) {
-        float* yp = o.y[i * 2 + q];
-        if (!yp) continue;
-        const float* rp = o.res[i * 2 + q];
-        yp[j] = act1(r[q] + (rp ? rp[j] : 0.0f), o.act, o.clip_min, o.clip_max);
+    float d[A][A], t[M][A];
+    for (int i = 0; i < A; ++i)
+      for (int q = 0; q < A; ++q) d[i][q] = mp[(i * A + q) * mstride + j];
+    for (int i = 0; i < M; ++i)
+      for (int q = 0; q < A; ++q) {
+        float s = 0;
+        for (int k = 0; k < A; ++k)
+          if (w.at[i][k] != 0) s += float(w.at[i][k]) * d[k][q];
+        t[i][q] = s;
       }
-    }
+    const float b = o.bias ? o.bias[j] : 0.0f;
+    for (int i = 0; i < M; ++i)
+      for (int q = 0; q < M; ++q) {
+        float* yp = o.y[i * M + q];
+        if (!yp) continue;
+        float s = 0;
+        for (int k = 0; k < A; ++k)
+          if (w.at[q][k] != 0) s += t[i][k] * float(w.at[q][k]);
+        const float* rp = o.res[i * M + q];
+        yp[j] = act1(s + b + (rp ? rp[j] : 0.0f), o.act, o.clip_min, o.clip_max);
+      }
   }
 }
 
@@ -332,64 +378,74 @@ thread_local std::vector<float> tl_wino_v, tl_wino_m;
 
 }  // namespace
 
-bool wino23_applies(const Conv2dParams& p) {
+bool wino_applies(const Conv2dParams& p) {
   return p.groups == 1 && p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1;
 }
 
-void wino23_pack_weights(const float* w, int64_t oc, int64_t c, float* out) {
-  // U[o][ci][xi] as an [oc][c][4][4] tensor, then the dense packing with 16 "taps".
-  std::vector<float> u(size_t(oc * c * 16));
+size_t wino_packed_floats(int64_t oc, int64_t c, int m) {
+  return conv_nhwc_packed_floats(oc, (m + 2) * (m + 2) * c);
+}
+
+void wino_pack_weights(const float* w, int64_t oc, int64_t c, int m, float* out) {
+  // U[o][ci][xi] as an [oc][c][alpha][alpha] tensor, then the dense packing with alpha^2 "taps".
+  const WinoMats& wm = wino_mats(m);
+  const int A = wm.alpha;
+  std::vector<float> u(size_t(oc * c * A * A));
   for (int64_t o = 0; o < oc; ++o)
     for (int64_t ci = 0; ci < c; ++ci) {
       const float* g = w + (o * c + ci) * 9;
-      double gg[4][3];  // G g
-      for (int a = 0; a < 4; ++a)
+      double gg[6][3];  // G g
+      for (int a = 0; a < A; ++a)
         for (int s = 0; s < 3; ++s)
-          gg[a][s] = kG[a][0] * g[0 * 3 + s] + kG[a][1] * g[1 * 3 + s] + kG[a][2] * g[2 * 3 + s];
-      for (int a = 0; a < 4; ++a)
-        for (int b = 0; b < 4; ++b)
-          u[size_t((o * c + ci) * 16 + a * 4 + b)] =
-              float(gg[a][0] * kG[b][0] + gg[a][1] * kG[b][1] + gg[a][2] * kG[b][2]);
+          gg[a][s] = wm.g[a][0] * g[0 * 3 + s] + wm.g[a][1] * g[1 * 3 + s] + wm.g[a][2] * g[2 * 3 + s];
+      for (int a = 0; a < A; ++a)
+        for (int b = 0; b < A; ++b)
+          u[size_t((o * c + ci) * A * A + a * A + b)] =
+              float(gg[a][0] * wm.g[b][0] + gg[a][1] * wm.g[b][1] + gg[a][2] * wm.g[b][2]);
     }
-  conv_nhwc_pack_weights(u.data(), oc, c, 4, 4, out);
+  conv_nhwc_pack_weights(u.data(), oc, c, A, A, out);
 }
 
-float wino23_weight_at(const float* packed, int64_t oc, int64_t c, int64_t o, int64_t ci, int64_t r,
-                       int64_t s) {
-  // L = [[1,0,0,0],[0,1,-1,0],[0,0,0,1]]: row r of L as (index, coefficient) pairs.
-  static const int kIdx[3][2] = {{0, 0}, {1, 2}, {3, 3}};
-  static const double kCoef[3][2] = {{1, 0}, {1, -1}, {1, 0}};
+float wino_weight_at(const float* packed, int64_t oc, int64_t c, int m, int64_t o, int64_t ci, int64_t r,
+                     int64_t s) {
+  const WinoMats& wm = wino_mats(m);
+  const int A = wm.alpha;
   double g = 0;
-  for (int i = 0; i < 2; ++i)
-    for (int j = 0; j < 2; ++j) {
-      const double cf = kCoef[r][i] * kCoef[s][j];
-      if (cf != 0)
-        g += cf * conv_nhwc_packed_at(packed, oc, 16 * c, o, (kIdx[r][i] * 4 + kIdx[s][j]) * c + ci);
+  for (int a = 0; a < A; ++a)
+    for (int b = 0; b < A; ++b) {
+      const double cf = wm.l[r][a] * wm.l[s][b];
+      if (cf != 0) g += cf * conv_nhwc_packed_at(packed, oc, A * A * c, o, (a * A + b) * c + ci);
     }
   return float(g);
 }
 
-void conv2d_wino23_nhwc_f32(const Conv2dParams& p, const float* x, const float* up, const ConvEpilogue& ep,
-                            float* y, ThreadPool* pool, ConvIsa isa) {
+void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const float* up,
+                          const ConvEpilogue& ep, float* y, ThreadPool* pool, ConvIsa isa) {
   if (!conv_isa_available(isa)) isa = ConvIsa::portable;
+  const int MT = mt_ == 4 ? 4 : 2, A = MT + 2, NX = A * A;
   const int64_t C = p.c, OC = p.oc, oh = p.oh(), ow = p.ow();
-  const int64_t th = (oh + 1) / 2, tw = (ow + 1) / 2, per_img = th * tw, ntiles = p.n * per_img;
-  const int64_t np = (OC + kConvPanel - 1) / kConvPanel, K = 16 * C;
+  const int64_t th = (oh + MT - 1) / MT, tw = (ow + MT - 1) / MT, per_img = th * tw, ntiles = p.n * per_img;
+  const int64_t np = (OC + kConvPanel - 1) / kConvPanel, K = NX * C;
   const int64_t threads = pool ? pool->num_threads() : 1;
-  int64_t T = 24;  // tiles per task: a multiple of every MR
+  int64_t T = MT == 4 ? 12 : 24;  // tiles per task: a multiple of every MR
   while (T > 6 && ((ntiles + T - 1) / T) * np < 4 * threads) T -= 6;
   const int64_t ngroups = (ntiles + T - 1) / T;
   const std::vector<KBlock> blocks = k_blocks(1, C, 512);
-  void (*win)(const float* const*, int64_t, float*, int64_t) = wino23_in_portable;
-  void (*wout)(const float*, int64_t, int64_t, const WinoOut&) = wino23_out_portable;
+  void (*win)(const float* const*, int64_t, float*, int64_t) =
+      MT == 4 ? wino_in_portable<4> : wino_in_portable<2>;
+  void (*wout)(const float*, int64_t, int64_t, const WinoOut&) =
+      MT == 4 ? wino_out_portable<4> : wino_out_portable<2>;
 #ifdef TESSERA_CONV_X86
-  if (isa == ConvIsa::avx512f) win = wino23_in_avx512f, wout = wino23_out_avx512f;
+  if (isa == ConvIsa::avx512f) {
+    win = MT == 4 ? wino43_in_avx512f : wino23_in_avx512f;
+    wout = MT == 4 ? wino43_out_avx512f : wino23_out_avx512f;
+  }
 #endif
   parallel_for(pool, ngroups * np, 1, [&](int64_t tb, int64_t te) {
     if (tl_zeros.size() < size_t(C)) tl_zeros.assign(size_t(C), 0.0f);
     const float* zeros = tl_zeros.data();
-    if (tl_wino_v.size() < size_t(16 * T * C)) tl_wino_v.resize(size_t(16 * T * C));
-    if (tl_wino_m.size() < size_t(16 * T * kConvPanel)) tl_wino_m.resize(size_t(16 * T * kConvPanel));
+    if (tl_wino_v.size() < size_t(NX * T * C)) tl_wino_v.resize(size_t(NX * T * C));
+    if (tl_wino_m.size() < size_t(NX * T * kConvPanel)) tl_wino_m.resize(size_t(NX * T * kConvPanel));
     float* V = tl_wino_v.data();
     float* M = tl_wino_m.data();
     int64_t have = -1;  // the group whose transformed input V holds
@@ -400,11 +456,11 @@ void conv2d_wino23_nhwc_f32(const Conv2dParams& p, const float* x, const float* 
         for (int64_t tl = 0; tl < nt; ++tl) {
           const int64_t t = t0 + tl, img = t / per_img, ty = t % per_img / tw, tx = t % tw;
           const float* xi = x + img * p.h * p.w * C;
-          const float* src[16];
-          for (int r = 0; r < 4; ++r)
-            for (int s = 0; s < 4; ++s) {
-              const int64_t iy = ty * 2 - p.pad_t + r, ix = tx * 2 - p.pad_l + s;
-              src[r * 4 + s] =
+          const float* src[36];
+          for (int r = 0; r < A; ++r)
+            for (int s = 0; s < A; ++s) {
+              const int64_t iy = ty * MT - p.pad_t + r, ix = tx * MT - p.pad_l + s;
+              src[r * A + s] =
                   (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) ? xi + (iy * p.w + ix) * C : zeros;
             }
           win(src, C, V + tl * C, T * C);
@@ -421,7 +477,7 @@ void conv2d_wino23_nhwc_f32(const Conv2dParams& p, const float* x, const float* 
         u = conv_ukr_avx2(pw);
 #endif
       const float* rows[16];
-      for (int xi = 0; xi < 16; ++xi)
+      for (int xi = 0; xi < NX; ++xi)
         for (size_t bi = 0; bi < blocks.size(); ++bi) {
           const KBlock& b = blocks[bi];
           const float* wb = panel + (xi * C + b.c0) * pw;
@@ -439,13 +495,13 @@ void conv2d_wino23_nhwc_f32(const Conv2dParams& p, const float* x, const float* 
         WinoOut o{};
         o.bias = ep.bias ? ep.bias + col : nullptr;
         o.act = ep.act, o.clip_min = ep.clip_min, o.clip_max = ep.clip_max;
-        for (int i = 0; i < 2; ++i)
-          for (int k = 0; k < 2; ++k) {
-            const int64_t oy = ty * 2 + i, ox = tx * 2 + k;
+        for (int i = 0; i < MT; ++i)
+          for (int k = 0; k < MT; ++k) {
+            const int64_t oy = ty * MT + i, ox = tx * MT + k;
             const bool in = oy < oh && ox < ow;
             const int64_t off = ((img * oh + oy) * ow + ox) * OC + col;
-            o.y[i * 2 + k] = in ? y + off : nullptr;
-            o.res[i * 2 + k] = in && ep.residual ? ep.residual + off : nullptr;
+            o.y[i * MT + k] = in ? y + off : nullptr;
+            o.res[i * MT + k] = in && ep.residual ? ep.residual + off : nullptr;
           }
         wout(M + tl * pw, T * pw, ncols, o);
       }

@@ -47,22 +47,22 @@ inline void conv2d_nhwc_f32(const Conv2dParams& p, const float* x, const float* 
   conv2d_nhwc_f32(p, x, wp, ep, y, pool, conv_isa());
 }
 
-// Winograd F(2x2, 3x3) for dense 3x3 convs of stride 1 and dilation 1 (any padding):
-// 16 GEMMs of [tiles x C] x [C x OC] replace the 9*C-deep one (2.25x fewer multiplies).
-// Weights U = G g G^T (computed in double) are packed like a dense packing with
-// K = 16*C (row xi*C + ci): conv_nhwc_packed_floats(oc, 16*c) floats.
-void wino23_pack_weights(const float* w, int64_t oc, int64_t c, float* out);
+// Winograd F(m x m, 3x3), m = 2 or 4, for dense 3x3 convs of stride 1 and dilation 1
+// (any padding): (m+2)^2 GEMMs of [tiles x C] x [C x OC] replace the 9*C-deep one
+// (2.25x / 4x fewer multiplies). Weights U = G g G^T (computed in double) are packed
+// like a dense packing with K = (m+2)^2 * C (row xi*C + ci).
+bool wino_applies(const Conv2dParams& p);
+size_t wino_packed_floats(int64_t oc, int64_t c, int m);
+void wino_pack_weights(const float* w, int64_t oc, int64_t c, int m, float* out);
 // The 3x3 weight (o, ci, r, s) a packing holds, recovered as g = L U L^T (L G = I).
-float wino23_weight_at(const float* packed, int64_t oc, int64_t c, int64_t o, int64_t ci, int64_t r,
-                       int64_t s);
-void conv2d_wino23_nhwc_f32(const Conv2dParams& p, const float* x, const float* up, const ConvEpilogue& ep,
-                            float* y, ThreadPool* pool, ConvIsa isa);
-inline void conv2d_wino23_nhwc_f32(const Conv2dParams& p, const float* x, const float* up,
-                                   const ConvEpilogue& ep, float* y, ThreadPool* pool) {
-  conv2d_wino23_nhwc_f32(p, x, up, ep, y, pool, conv_isa());
+float wino_weight_at(const float* packed, int64_t oc, int64_t c, int m, int64_t o, int64_t ci, int64_t r,
+                     int64_t s);
+void conv2d_wino_nhwc_f32(const Conv2dParams& p, int m, const float* x, const float* up,
+                          const ConvEpilogue& ep, float* y, ThreadPool* pool, ConvIsa isa);
+inline void conv2d_wino_nhwc_f32(const Conv2dParams& p, int m, const float* x, const float* up,
+                                 const ConvEpilogue& ep, float* y, ThreadPool* pool) {
+  conv2d_wino_nhwc_f32(p, m, x, up, ep, y, pool, conv_isa());
 }
-// Whether conv2d_wino23_nhwc_f32 computes p (3x3, stride 1, dilation 1, group 1).
-bool wino23_applies(const Conv2dParams& p);
 
 // Max / average pooling over NHWC. Pool geometry in Conv2dParams terms (oc = c,
 // kh/kw the window; oh/ow may be given explicitly for ceil_mode).
@@ -114,18 +114,20 @@ struct DwRowArgs {
 };
 void dw_row_avx512f(const DwRowArgs& a);
 
-// Winograd transforms, c channels each: src = the 16 input pixels of a 4x4 tile (row-major;
+// Winograd transforms, c channels each: src = the (m+2)^2 input pixels of a tile (row-major;
 // a zero row where outside the image) -> v[xi * stride + ci]; m[xi * mstride + j] -> the
-// 2x2 outputs y[k] (nullptr: outside the output), + bias, + res[k], activation.
+// m x m outputs y[k] (nullptr: outside the output), + bias, + res[k], activation.
 struct WinoOut {
   const float* bias;
-  const float* res[4];
-  float* y[4];
+  const float* res[16];
+  float* y[16];
   Activation act;
   float clip_min, clip_max;
 };
 void wino23_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride);
 void wino23_out_avx512f(const float* m, int64_t mstride, int64_t n, const WinoOut& o);
+void wino43_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride);
+void wino43_out_avx512f(const float* m, int64_t mstride, int64_t n, const WinoOut& o);
 void dw_row_avx2(const DwRowArgs& a);
 
 }  // namespace tessera::kernels::x86

@@ -192,4 +192,84 @@ void wino23_out_avx512f(const float* mp, int64_t mstride, int64_t n, const WinoO
   }
 }
 
+namespace {
+// B^T x for 6 values of F(4x4, 3x3).
+inline void bt6(const __m512* d, __m512* t) {
+  const __m512 four = _mm512_set1_ps(4.0f), five = _mm512_set1_ps(-5.0f), two = _mm512_set1_ps(2.0f);
+  t[0] = _mm512_fmadd_ps(four, d[0], _mm512_fmadd_ps(five, d[2], d[4]));
+  const __m512 a = _mm512_fnmadd_ps(four, d[2], d[4]), b = _mm512_fnmadd_ps(four, d[1], d[3]);
+  t[1] = _mm512_add_ps(a, b);
+  t[2] = _mm512_sub_ps(a, b);
+  const __m512 c = _mm512_sub_ps(d[4], d[2]), e = _mm512_mul_ps(two, _mm512_sub_ps(d[3], d[1]));
+  t[3] = _mm512_add_ps(c, e);
+  t[4] = _mm512_sub_ps(c, e);
+  t[5] = _mm512_fmadd_ps(four, d[1], _mm512_fmadd_ps(five, d[3], d[5]));
+}
+// A^T x: 6 values -> 4.
+inline void at6(const __m512* m, __m512* o) {
+  const __m512 p = _mm512_add_ps(m[1], m[2]), q = _mm512_sub_ps(m[1], m[2]);
+  const __m512 r = _mm512_add_ps(m[3], m[4]), s = _mm512_sub_ps(m[3], m[4]);
+  o[0] = _mm512_add_ps(_mm512_add_ps(m[0], p), r);
+  o[1] = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), s, q);
+  o[2] = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), r, p);
+  o[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), s, q), m[5]);
+}
+}  // namespace
+
+void wino43_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride) {
+  for (int64_t cb = 0; cb < c; cb += 16) {
+    const int64_t n = c - cb;
+    const __mmask16 m = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    __m512 t[36];  // t[i * 6 + j] = (B^T d)[i][j]
+#pragma GCC unroll 6
+    for (int j = 0; j < 6; ++j) {
+      __m512 d[6], r[6];
+#pragma GCC unroll 6
+      for (int k = 0; k < 6; ++k) d[k] = _mm512_maskz_loadu_ps(m, src[k * 6 + j] + cb);
+      bt6(d, r);
+#pragma GCC unroll 6
+      for (int i = 0; i < 6; ++i) t[i * 6 + j] = r[i];
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; ++i) {
+      __m512 r[6];
+      bt6(t + i * 6, r);
+#pragma GCC unroll 6
+      for (int j = 0; j < 6; ++j) _mm512_mask_storeu_ps(v + (i * 6 + j) * stride + cb, m, r[j]);
+    }
+  }
+}
+
+void wino43_out_avx512f(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
+  const ConvTileEpilogue ep{nullptr, nullptr, 0, o.act, o.clip_min, o.clip_max};
+  for (int64_t cb = 0; cb < n; cb += 16) {
+    const int64_t rest = n - cb;
+    const __mmask16 m = rest >= 16 ? __mmask16(0xffff) : __mmask16((1u << rest) - 1);
+    __m512 u[24];  // u[i * 6 + q] = (A^T M)[i][q]
+#pragma GCC unroll 6
+    for (int q = 0; q < 6; ++q) {
+      __m512 d[6], r[4];
+#pragma GCC unroll 6
+      for (int k = 0; k < 6; ++k) d[k] = _mm512_maskz_loadu_ps(m, mp + (k * 6 + q) * mstride + cb);
+      at6(d, r);
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) u[i * 6 + q] = r[i];
+    }
+    const __m512 b = o.bias ? _mm512_maskz_loadu_ps(m, o.bias + cb) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      __m512 r[4];
+      at6(u + i * 6, r);
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        float* yp = o.y[i * 4 + k];
+        if (!yp) continue;
+        __m512 val = _mm512_add_ps(r[k], b);
+        if (o.res[i * 4 + k]) val = _mm512_add_ps(val, _mm512_maskz_loadu_ps(m, o.res[i * 4 + k] + cb));
+        _mm512_mask_storeu_ps(yp + cb, m, act512(val, ep));
+      }
+    }
+  }
+}
+
 }  // namespace tessera::kernels::x86
