@@ -161,6 +161,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
   for (const KBlock& b : blocks) max_taps = std::max(max_taps, b.t1 - b.t0);
   constexpr int64_t kChunk = 96;  // pixels per task: a multiple of every MR
   const int64_t nchunks = (M + kChunk - 1) / kChunk;
+  const bool chunk_major = K * OC * int64_t(sizeof(float)) <= (256 << 10);
   parallel_for(pool, np * nchunks, 1, [&](int64_t tb, int64_t te) {
     if (tl_zeros.size() < size_t(cc)) tl_zeros.assign(size_t(cc), 0.0f);
     const float* zeros = tl_zeros.data();
@@ -171,7 +172,10 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
     int64_t iy0[kChunk], ix0[kChunk];
     const float* base[kChunk];
     for (int64_t task = tb; task < te; ++task) {
-      const int64_t j = task / nchunks, q = task % nchunks;
+      // Small weights stay in cache: walk all panels of a chunk before the next chunk, so each
+      // output row is written while it is in cache; large weights: all chunks of a panel.
+      const int64_t j = chunk_major ? task % np : task / nchunks,
+                    q = chunk_major ? task / np : task % nchunks;
       const int64_t m0 = q * kChunk, m1 = std::min(M, m0 + kChunk);
       if (!pointwise) {
         int64_t img = m0 / (oh * ow), oy = m0 % (oh * ow) / ow, ox = m0 % ow;

@@ -118,14 +118,54 @@ __attribute__((always_inline)) inline void dw_block(const DwRowArgs& a, int64_t 
   }
 }
 
+// 3x3, all 8 pixels' taps inside the row: no bounds checks, weights of the 16-channel
+// block held in registers across the 3 rows.
+template <int PX>
+__attribute__((always_inline)) inline void dw3_block(const DwRowArgs& a, int64_t ox, int64_t cb,
+                                                     const ConvTileEpilogue& ep) {
+  const int64_t c = a.c, step = a.sw * c, dwc = a.dw * c;
+  __m512 acc[PX];
+  const __m512 b = a.bias ? _mm512_loadu_ps(a.bias + cb) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (int p = 0; p < PX; ++p) acc[p] = b;
+  for (int64_t r = 0; r < 3; ++r) {
+    const int64_t iy = a.iy0 + r * a.dh;
+    if (iy < 0 || iy >= a.h) continue;
+    const float* q0 = a.x + (iy * a.w + ox * a.sw + a.ix0) * c + cb;
+    const __m512 w0 = _mm512_loadu_ps(a.wp + (r * 3 + 0) * c + cb);
+    const __m512 w1 = _mm512_loadu_ps(a.wp + (r * 3 + 1) * c + cb);
+    const __m512 w2 = _mm512_loadu_ps(a.wp + (r * 3 + 2) * c + cb);
+#pragma GCC unroll 8
+    for (int p = 0; p < PX; ++p) {
+      acc[p] = _mm512_fmadd_ps(_mm512_loadu_ps(q0), w0, acc[p]);
+      acc[p] = _mm512_fmadd_ps(_mm512_loadu_ps(q0 + dwc), w1, acc[p]);
+      acc[p] = _mm512_fmadd_ps(_mm512_loadu_ps(q0 + 2 * dwc), w2, acc[p]);
+      q0 += step;
+    }
+  }
+  float* yo = a.y + (ox - a.ox0) * c + cb;
+  const float* ro = a.residual ? a.residual + (ox - a.ox0) * c + cb : nullptr;
+#pragma GCC unroll 8
+  for (int p = 0; p < PX; ++p) {
+    __m512 v = acc[p];
+    if (ro) v = _mm512_add_ps(v, _mm512_loadu_ps(ro + p * c));
+    _mm512_storeu_ps(yo + p * c, act512(v, ep));
+  }
+}
+
 void dw_row_avx512f(const DwRowArgs& a) {
   const int64_t c = a.c, end = a.ox0 + a.cnt;
   const ConvTileEpilogue ep{a.bias, nullptr, 0, a.act, a.clip_min, a.clip_max};
   int64_t ox = a.ox0;
   const int64_t cfull = c / 16 * 16;
   const __mmask16 tail = __mmask16((1u << (c - cfull)) - 1);
+  const bool k3 = a.kh == 3 && a.kw == 3;
   for (; ox + 8 <= end; ox += 8) {
-    for (int64_t cb = 0; cb < cfull; cb += 16) dw_block<8, true>(a, ox, cb, 0xffff, ep);
+    const int64_t ix = ox * a.sw + a.ix0;
+    if (k3 && ix >= 0 && ix + 7 * a.sw + 2 * a.dw < a.w)
+      for (int64_t cb = 0; cb < cfull; cb += 16) dw3_block<8>(a, ox, cb, ep);
+    else
+      for (int64_t cb = 0; cb < cfull; cb += 16) dw_block<8, true>(a, ox, cb, 0xffff, ep);
     if (tail) dw_block<8, false>(a, ox, cfull, tail, ep);
   }
   for (; ox < end; ++ox) {
