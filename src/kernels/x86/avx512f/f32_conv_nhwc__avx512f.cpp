@@ -74,28 +74,35 @@ ConvUkrInfo conv_ukr_avx512f(int64_t width) {
 
 // PX output pixels x 16 channels per step: PX independent FMA chains share each
 // weight vector; a tap outside the image is skipped per pixel.
-template <int PX, bool FULL>
+template <int PX, int NV, bool FULL>
 __attribute__((always_inline)) inline void dw_block(const DwRowArgs& a, int64_t ox, int64_t cb, __mmask16 m,
                                                     const ConvTileEpilogue& ep) {
   const int64_t c = a.c, kh = a.kh, kw = a.kw, h = a.h, w = a.w, sw = a.sw, dh = a.dh, dw = a.dw;
   const int64_t step = sw * c, ix_first = ox * sw + a.ix0;
   const float* wp = a.wp + cb;
-  __m512 acc[PX];
-  const __m512 b = a.bias ? _mm512_maskz_loadu_ps(m, a.bias + cb) : _mm512_setzero_ps();
+  auto ld = [&](const float* q) { return FULL ? _mm512_loadu_ps(q) : _mm512_maskz_loadu_ps(m, q); };
+  __m512 acc[PX][NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const __m512 b = a.bias ? ld(a.bias + cb + 16 * v) : _mm512_setzero_ps();
 #pragma GCC unroll 8
-  for (int p = 0; p < PX; ++p) acc[p] = b;
+    for (int p = 0; p < PX; ++p) acc[p][v] = b;
+  }
   for (int64_t r = 0; r < kh; ++r) {
     const int64_t iy = a.iy0 + r * dh;
     if (iy < 0 || iy >= h) continue;
     const float* xrow = a.x + iy * w * c + cb;
     for (int64_t s = 0; s < kw; ++s) {
-      const __m512 wv = _mm512_maskz_loadu_ps(m, wp + (r * kw + s) * c);
+      __m512 wv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) wv[v] = ld(wp + (r * kw + s) * c + 16 * v);
       const int64_t ix = ix_first + s * dw;
       if (ix >= 0 && ix + (PX - 1) * sw < w) {
         const float* q = xrow + ix * c;
 #pragma GCC unroll 8
         for (int p = 0; p < PX; ++p) {
-          acc[p] = _mm512_fmadd_ps(FULL ? _mm512_loadu_ps(q) : _mm512_maskz_loadu_ps(m, q), wv, acc[p]);
+#pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v) acc[p][v] = _mm512_fmadd_ps(ld(q + 16 * v), wv[v], acc[p][v]);
           q += step;
         }
       } else {
@@ -103,7 +110,9 @@ __attribute__((always_inline)) inline void dw_block(const DwRowArgs& a, int64_t 
         for (int p = 0; p < PX; ++p) {
           const int64_t ixp = ix + p * sw;
           if (ixp >= 0 && ixp < w)
-            acc[p] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xrow + ixp * c), wv, acc[p]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v)
+              acc[p][v] = _mm512_fmadd_ps(ld(xrow + ixp * c + 16 * v), wv[v], acc[p][v]);
         }
       }
     }
@@ -111,46 +120,70 @@ __attribute__((always_inline)) inline void dw_block(const DwRowArgs& a, int64_t 
   float* yo = a.y + (ox - a.ox0) * c + cb;
   const float* ro = a.residual ? a.residual + (ox - a.ox0) * c + cb : nullptr;
 #pragma GCC unroll 8
-  for (int p = 0; p < PX; ++p) {
-    __m512 v = acc[p];
-    if (ro) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, ro + p * c));
-    _mm512_mask_storeu_ps(yo + p * c, m, act512(v, ep));
-  }
+  for (int p = 0; p < PX; ++p)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      __m512 val = acc[p][v];
+      if (ro) val = _mm512_add_ps(val, ld(ro + p * c + 16 * v));
+      if (FULL)
+        _mm512_storeu_ps(yo + p * c + 16 * v, act512(val, ep));
+      else
+        _mm512_mask_storeu_ps(yo + p * c + 16 * v, m, act512(val, ep));
+    }
 }
 
-// 3x3, all 8 pixels' taps inside the row: no bounds checks, weights of the 16-channel
-// block held in registers across the 3 rows.
-template <int PX>
+template <int PX, int NV>
 __attribute__((always_inline)) inline void dw3_block(const DwRowArgs& a, int64_t ox, int64_t cb,
                                                      const ConvTileEpilogue& ep) {
   const int64_t c = a.c, step = a.sw * c, dwc = a.dw * c;
-  __m512 acc[PX];
-  const __m512 b = a.bias ? _mm512_loadu_ps(a.bias + cb) : _mm512_setzero_ps();
+  __m512 acc[PX][NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const __m512 b = a.bias ? _mm512_loadu_ps(a.bias + cb + 16 * v) : _mm512_setzero_ps();
 #pragma GCC unroll 8
-  for (int p = 0; p < PX; ++p) acc[p] = b;
+    for (int p = 0; p < PX; ++p) acc[p][v] = b;
+  }
   for (int64_t r = 0; r < 3; ++r) {
     const int64_t iy = a.iy0 + r * a.dh;
     if (iy < 0 || iy >= a.h) continue;
-    const float* q0 = a.x + (iy * a.w + ox * a.sw + a.ix0) * c + cb;
-    const __m512 w0 = _mm512_loadu_ps(a.wp + (r * 3 + 0) * c + cb);
-    const __m512 w1 = _mm512_loadu_ps(a.wp + (r * 3 + 1) * c + cb);
-    const __m512 w2 = _mm512_loadu_ps(a.wp + (r * 3 + 2) * c + cb);
+    const float* xr = a.x + (iy * a.w + ox * a.sw + a.ix0) * c + cb;
+    const float* wr = a.wp + r * 3 * c + cb;
+#pragma GCC unroll 3
+    for (int s = 0; s < 3; ++s) {
+      __m512 wv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_ps(wr + s * c + 16 * v);
+      const float* q = xr + s * dwc;
 #pragma GCC unroll 8
-    for (int p = 0; p < PX; ++p) {
-      acc[p] = _mm512_fmadd_ps(_mm512_loadu_ps(q0), w0, acc[p]);
-      acc[p] = _mm512_fmadd_ps(_mm512_loadu_ps(q0 + dwc), w1, acc[p]);
-      acc[p] = _mm512_fmadd_ps(_mm512_loadu_ps(q0 + 2 * dwc), w2, acc[p]);
-      q0 += step;
+      for (int p = 0; p < PX; ++p) {
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v)
+          acc[p][v] = _mm512_fmadd_ps(_mm512_loadu_ps(q + 16 * v), wv[v], acc[p][v]);
+        q += step;
+      }
     }
   }
   float* yo = a.y + (ox - a.ox0) * c + cb;
   const float* ro = a.residual ? a.residual + (ox - a.ox0) * c + cb : nullptr;
 #pragma GCC unroll 8
-  for (int p = 0; p < PX; ++p) {
-    __m512 v = acc[p];
-    if (ro) v = _mm512_add_ps(v, _mm512_loadu_ps(ro + p * c));
-    _mm512_storeu_ps(yo + p * c, act512(v, ep));
-  }
+  for (int p = 0; p < PX; ++p)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      __m512 val = acc[p][v];
+      if (ro) val = _mm512_add_ps(val, _mm512_loadu_ps(ro + p * c + 16 * v));
+      _mm512_storeu_ps(yo + p * c + 16 * v, act512(val, ep));
+    }
+}
+
+// Pixels of one channel range [cb, cfull) in blocks of 64 (4 vectors) then 16 channels,
+// and the channel tail (masked).
+template <int PX>
+inline void dw_pixels(const DwRowArgs& a, int64_t ox, int64_t cfull, __mmask16 tail,
+                      const ConvTileEpilogue& ep) {
+  int64_t cb = 0;
+  for (; cb + 64 <= cfull; cb += 64) dw_block<PX, 4, true>(a, ox, cb, 0xffff, ep);
+  for (; cb < cfull; cb += 16) dw_block<PX, 1, true>(a, ox, cb, 0xffff, ep);
+  if (tail) dw_block<PX, 1, false>(a, ox, cfull, tail, ep);
 }
 
 void dw_row_avx512f(const DwRowArgs& a) {
@@ -162,16 +195,21 @@ void dw_row_avx512f(const DwRowArgs& a) {
   const bool k3 = a.kh == 3 && a.kw == 3;
   for (; ox + 8 <= end; ox += 8) {
     const int64_t ix = ox * a.sw + a.ix0;
-    if (k3 && ix >= 0 && ix + 7 * a.sw + 2 * a.dw < a.w)
-      for (int64_t cb = 0; cb < cfull; cb += 16) dw3_block<8>(a, ox, cb, ep);
-    else
-      for (int64_t cb = 0; cb < cfull; cb += 16) dw_block<8, true>(a, ox, cb, 0xffff, ep);
-    if (tail) dw_block<8, false>(a, ox, cfull, tail, ep);
+    if (k3 && ix >= 0 && ix + 7 * a.sw + 2 * a.dw < a.w) {
+      int64_t cb = 0;
+      for (; cb + 64 <= cfull; cb += 64) {
+        dw3_block<4, 4>(a, ox, cb, ep);
+        dw3_block<4, 4>(a, ox + 4, cb, ep);
+      }
+      for (; cb < cfull; cb += 16) dw3_block<8, 1>(a, ox, cb, ep);
+      if (tail) dw_block<8, 1, false>(a, ox, cfull, tail, ep);
+    } else {
+      dw_pixels<4>(a, ox, cfull, tail, ep);
+      dw_pixels<4>(a, ox + 4, cfull, tail, ep);
+    }
   }
-  for (; ox < end; ++ox) {
-    for (int64_t cb = 0; cb < cfull; cb += 16) dw_block<1, true>(a, ox, cb, 0xffff, ep);
-    if (tail) dw_block<1, false>(a, ox, cfull, tail, ep);
-  }
+  for (; ox + 2 <= end; ox += 2) dw_pixels<2>(a, ox, cfull, tail, ep);
+  for (; ox < end; ++ox) dw_pixels<1>(a, ox, cfull, tail, ep);
 }
 
 void wino23_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride) {
