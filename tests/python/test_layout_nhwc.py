@@ -93,3 +93,58 @@ def test_ir_after_passes(tmp_path):
     assert ir.count("tessera.NhwcGlobalAveragePool(") == 1 and "= GlobalAveragePool(" not in ir
     # into the region once (x), out for a3 (a graph output), around the grouped conv; none before the pool
     assert ir.count("Transpose(") == 4
+
+
+def _tessera_node_model(op, attrs, inits, xshape):
+    n = helper.make_node(op, ["x"] + [i.name for i in inits], ["y"], domain="tessera", **attrs)
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xshape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("tessera", 1)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+_CONV = dict(kernel_shape=[3, 3], strides=[1, 1], dilations=[1, 1], pads=[1, 1, 1, 1], group=1, layout="NHWC",
+             weight_shape=[8, 4, 3, 3])
+_W_OK = 16 * 36  # 8 output channels pad to one 16-wide panel, K = 36
+
+
+@pytest.mark.parametrize("op,attrs,wsize,xshape", [
+    ("FusedConv", _CONV, 100, (1, 5, 5, 4)),                                   # packed size
+    ("FusedConv", dict(_CONV, strides=[2, 2], winograd=4), _W_OK, (1, 5, 5, 4)),  # Winograd needs stride 1
+    ("FusedConv", dict(_CONV, winograd=3), _W_OK, (1, 5, 5, 4)),                 # no F(3x3)
+    ("FusedConv", dict(_CONV, strides=[0, 1]), _W_OK, (1, 5, 5, 4)),
+    ("FusedConv", dict(_CONV, pads=[-1, 0, 0, 0]), _W_OK, (1, 5, 5, 4)),
+    ("FusedConv", dict(_CONV, weight_shape=[8, 4]), _W_OK, (1, 5, 5, 4)),
+    ("FusedConv", dict(_CONV, weight_shape=[8, 3, 3, 3]), _W_OK, (1, 5, 5, 4)),  # channels
+    ("FusedConv", dict(_CONV, pads=[0, 0, 0, 0], kernel_shape=[9, 9], weight_shape=[8, 4, 9, 9]),
+     16 * 4 * 81, (1, 5, 5, 4)),                                                # empty output
+    ("FusedConv", _CONV, _W_OK, (1, 5, 5)),                                     # rank
+    ("NhwcMaxPool", dict(kernel_shape=[3]), None, (1, 5, 5, 4)),
+    ("NhwcMaxPool", dict(kernel_shape=[7, 7]), None, (1, 5, 5, 4)),
+    ("NhwcMaxPool", dict(kernel_shape=[3, 3], strides=[-1, 1]), None, (1, 5, 5, 4)),
+    ("NhwcMaxPool", dict(kernel_shape=[3, 3]), None, (5, 5, 4)),
+    ("NhwcGlobalAveragePool", {}, None, (5, 4)),
+])
+@pytest.mark.parametrize("level", [0, 99])
+def test_bad_nhwc_nodes_fail_cleanly(op, attrs, wsize, xshape, level):
+    inits = [numpy_helper.from_array(np.ones(wsize, np.float32), "w")] if wsize else []
+    with pytest.raises(Exception, match="node"):
+        s = tessera.InferenceSession(_tessera_node_model(op, attrs, inits, xshape),
+                                     tessera.SessionOptions(threads=1, optimization_level=level))
+        s.run(None, {"x": np.ones(xshape, np.float32)})
+
+
+def test_good_nhwc_nodes_run():
+    w = numpy_helper.from_array(np.ones(_W_OK, np.float32), "w")
+    x = np.ones((1, 5, 5, 4), np.float32)
+    for level in (0, 99):
+        so = tessera.SessionOptions(threads=1, optimization_level=level)
+        (y,) = tessera.InferenceSession(_tessera_node_model("FusedConv", _CONV, [w], x.shape), so).run(None, {"x": x})
+        assert y.shape == (1, 5, 5, 8) and y[0, 2, 2, 0] == 36 and y[0, 0, 0, 0] == 16
+        (y,) = tessera.InferenceSession(_tessera_node_model("NhwcMaxPool", dict(kernel_shape=[3, 3]), [], x.shape),
+                                        so).run(None, {"x": x})
+        assert y.shape == (1, 3, 3, 4)
+        (y,) = tessera.InferenceSession(_tessera_node_model("NhwcGlobalAveragePool", {}, [], x.shape),
+                                        so).run(None, {"x": x})
+        assert y.shape == (1, 4, 1, 1) and np.all(y == 1)

@@ -36,6 +36,8 @@ std::vector<Dim> spatial_out(InferenceContext& ctx, const Dim& h, const Dim& w) 
              d = ctx.attr_ints("dilations", {1, 1}), p = ctx.attr_ints("pads", {0, 0, 0, 0});
   std::vector<Dim> out;
   if (k.size() != 2 || s.size() != 2 || d.size() != 2 || p.size() != 4) return {Dim(), Dim()};
+  for (size_t i = 0; i < 2; ++i)
+    if (k[i] <= 0 || s[i] <= 0 || d[i] <= 0) return {Dim(), Dim()};  // the kernels reject these
   for (int i = 0; i < 2; ++i) {
     const Dim& in = i == 0 ? h : w;
     out.push_back(in.known() ? Dim((in.value + p[size_t(i)] + p[size_t(i + 2)] - d[size_t(i)] * (k[size_t(i)] - 1) - 1) /
