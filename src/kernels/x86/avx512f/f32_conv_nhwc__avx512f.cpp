@@ -43,6 +43,28 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
     }
   }
   const int64_t tail = nr - (NV - 1) * 16;
+  if (tail >= 16 && mr == MR) {  // full tile: plain loads and stores
+    __m512 bias[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      bias[v] = ep && ep->bias ? _mm512_loadu_ps(ep->bias + v * 16) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      float* yr = y + i * ldy;
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        __m512 s = acc[i][v];
+        if (accumulate) s = _mm512_add_ps(s, _mm512_loadu_ps(yr + v * 16));
+        if (ep) {
+          s = _mm512_add_ps(s, bias[v]);
+          if (ep->residual) s = _mm512_add_ps(s, _mm512_loadu_ps(ep->residual + i * ep->ldr + v * 16));
+          s = act512(s, *ep);
+        }
+        _mm512_storeu_ps(yr + v * 16, s);
+      }
+    }
+    return;
+  }
   const __mmask16 last = tail >= 16 ? __mmask16(0xffff) : __mmask16((1u << tail) - 1);
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
