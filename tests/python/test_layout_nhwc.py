@@ -148,3 +148,33 @@ def test_good_nhwc_nodes_run():
         (y,) = tessera.InferenceSession(_tessera_node_model("NhwcGlobalAveragePool", {}, [], x.shape),
                                         so).run(None, {"x": x})
         assert y.shape == (1, 4, 1, 1) and np.all(y == 1)
+
+
+@pytest.mark.parametrize("attrs,indices", [
+    (dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), False),
+    (dict(kernel_shape=[2, 3], strides=[1, 2], pads=[0, 1, 1, 0], dilations=[2, 1]), False),
+    (dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), False),  # reference kernel
+    (dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), True),  # indices: reference kernel
+])
+def test_nchw_max_pool(attrs, indices):
+    outs = ["y", "i"] if indices else ["y"]
+    n = helper.make_node("MaxPool", ["x"], outs, **attrs)
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 13, 11])],
+                          [helper.make_tensor_value_info(o, TensorProto.INT64 if o == "i" else TensorProto.FLOAT, None)
+                           for o in outs])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    b = m.SerializeToString()
+    x = RNG.standard_normal((2, 5, 13, 11)).astype(np.float32)
+    x[0, 1, 2, 3] = np.nan
+    o = ort.InferenceSession(b, providers=["CPUExecutionProvider"])
+    # NaN propagates (Tessera's rule): windows holding the NaN give NaN, the rest what onnxruntime gives
+    want = o.run(None, {"x": np.where(np.isnan(x), -np.inf, x).astype(np.float32)})
+    hit = o.run(None, {"x": np.isnan(x).astype(np.float32)})[0] > 0
+    want[0] = np.where(hit, np.float32(np.nan), want[0])
+    for level in (0, 99):
+        got = tessera.InferenceSession(b, tessera.SessionOptions(threads=2, optimization_level=level)).run(None, {"x": x})
+        np.testing.assert_array_equal(got[0], want[0])
+        if indices:
+            ok = ~hit  # indices of NaN windows may differ by tie-breaking rules
+            np.testing.assert_array_equal(got[1][ok], want[1][ok])

@@ -206,7 +206,8 @@ TEST(X86ConvNhwc, MaxPoolMatchesReferenceAndPropagatesNaN) {
     int64_t n, c, h, w, k, s, d, pt, pl, pb, pr;
   };
   for (const Case& cs : {Case{1, 64, 12, 12, 3, 2, 1, 1, 1, 1, 1}, Case{2, 5, 7, 9, 2, 2, 1, 0, 0, 1, 1},
-                         Case{1, 19, 8, 8, 3, 1, 2, 2, 2, 2, 2}, Case{1, 3, 5, 5, 5, 3, 1, 0, 2, 1, 0}}) {
+                         Case{1, 19, 8, 8, 3, 1, 2, 2, 2, 2, 2}, Case{1, 3, 5, 5, 5, 3, 1, 0, 2, 1, 0},
+                         Case{6, 1, 9, 7, 3, 2, 1, 1, 0, 1, 1}}) {  // 1 channel: NCHW MaxPool
     PoolParams pp;
     pp.g = mk(cs.n, cs.c, cs.h, cs.w, cs.c, cs.k, cs.k, cs.s, cs.d, cs.pt, cs.pl, cs.pb, cs.pr);
     pp.oh = pp.g.oh(), pp.ow = pp.g.ow();

@@ -187,6 +187,34 @@ void nhwc_gap_x86(KernelContext& ctx) {
                                          ctx.pool());
 }
 
+// ONNX MaxPool over NCHW, 2-D, ceil_mode 0, without the indices output: the NHWC
+// pool kernel with N*C one-channel images. Anything else goes to the reference kernel.
+bool claims_max_pool(const ir::Node& n) {
+  if (n.outputs.size() > 1 && n.outputs[1]) return false;
+  const Attribute* cm = n.attr("ceil_mode");
+  const Attribute* ap = n.attr("auto_pad");
+  const Attribute* ks = n.attr("kernel_shape");
+  return (!cm || cm->i == 0) && (!ap || ap->s.empty() || ap->s == "NOTSET") && ks && ks->ints.size() == 2;
+}
+
+void max_pool_nchw_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  const auto ks = ctx.attr_ints("kernel_shape");
+  if (x0.dtype() != DType::f32 || x0.rank() != 4 || ks.size() != 2 || ctx.num_outputs() > 1 ||
+      ctx.attr_int("ceil_mode", 0) != 0) {
+    run_ref(ctx, "");
+    return;
+  }
+  kernels::x86::PoolParams pp;
+  read_geometry(ctx, pp.g);
+  pp.g.n = x0.dim(0) * x0.dim(1), pp.g.h = x0.dim(2), pp.g.w = x0.dim(3), pp.g.c = pp.g.oc = 1;
+  pp.oh = pp.g.oh(), pp.ow = pp.g.ow();
+  ctx.check(pp.oh > 0 && pp.ow > 0, "output would be empty");
+  const Tensor x = x0.contiguous();
+  Tensor& y = ctx.output(0, DType::f32, {x0.dim(0), x0.dim(1), pp.oh, pp.ow});
+  kernels::x86::pool2d_nhwc_f32(pp, x.data<float>(), y.data<float>(), ctx.pool());
+}
+
 // MatMul of f32 tensors of rank >= 2 whose batch dims are equal, or B 2-D.
 void matmul_x86(KernelContext& ctx) {
   const Tensor& a0 = ctx.required_input(0);
@@ -226,6 +254,7 @@ void register_x86_bindings() {
   add_tuned_kernel("tessera", "FusedConv", {}, fused_conv_x86);
   add_tuned_kernel("tessera", "NhwcMaxPool", {}, nhwc_max_pool_x86);
   add_tuned_kernel("tessera", "NhwcGlobalAveragePool", {}, nhwc_gap_x86);
+  add_tuned_kernel("", "MaxPool", claims_max_pool, max_pool_nchw_x86);
   add_tuned_kernel("", "MatMul", {}, matmul_x86);
   void register_x86_eltwise_bindings(); register_x86_eltwise_bindings();  // kfast: until cpu_backend.cpp calls it
 }
