@@ -88,7 +88,8 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   const bool dense = p.groups == 1;
   const int64_t wino = ctx.attr_int("winograd", 0);
   ctx.check(p.oc > 0 && (dense || p.is_depthwise()), "NHWC FusedConv is dense or depthwise");
-  ctx.check(ws[1] == p.c / p.groups && ws[2] == p.kh && ws[3] == p.kw, "weight_shape does not match the input");
+  ctx.check(ws[1] == p.c / p.groups && ws[2] == p.kh && ws[3] == p.kw,
+            "weight_shape does not match the input");
   ctx.check(wino == 0 || ((wino == 2 || wino == 4) && kernels::x86::wino_applies(p)),
             "winograd = 2 or 4 needs a dense 3x3 conv of stride 1 and dilation 1");
   const size_t want = wino    ? kernels::x86::wino_packed_floats(p.oc, p.c, int(wino))
@@ -183,8 +184,8 @@ void nhwc_gap_x86(KernelContext& ctx) {
   }
   const Tensor x = x0.contiguous();
   Tensor& y = ctx.output(0, DType::f32, {x.dim(0), x.dim(3), 1, 1});
-  kernels::x86::global_avg_pool_nhwc_f32(x.data<float>(), x.dim(0), x.dim(1) * x.dim(2), x.dim(3), y.data<float>(),
-                                         ctx.pool());
+  kernels::x86::global_avg_pool_nhwc_f32(x.data<float>(), x.dim(0), x.dim(1) * x.dim(2), x.dim(3),
+                                         y.data<float>(), ctx.pool());
 }
 
 // ONNX MaxPool over NCHW, 2-D, ceil_mode 0, without the indices output: the NHWC

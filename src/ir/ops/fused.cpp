@@ -97,15 +97,24 @@ void register_fused_schemas(OpRegistry& r) {
   g.family = "fused";
   r.add(g);
   OpSchema c = make_schema("FusedConv", 2, 4, 1, 1, infer_fused_conv,
-                           {{"kernel_shape", K::ints}, {"strides", K::ints}, {"dilations", K::ints},
-                            {"pads", K::ints}, {"group", K::i}, {"activation", K::s}, {"clip_min", K::f},
-                            {"clip_max", K::f}, {"layout", K::s}, {"weight_shape", K::ints}, {"winograd", K::i}},
+                           {{"kernel_shape", K::ints},
+                            {"strides", K::ints},
+                            {"dilations", K::ints},
+                            {"pads", K::ints},
+                            {"group", K::i},
+                            {"activation", K::s},
+                            {"clip_min", K::f},
+                            {"clip_max", K::f},
+                            {"layout", K::s},
+                            {"weight_shape", K::ints},
+                            {"winograd", K::i}},
                            "tessera");
   c.family = "fused";
   r.add(c);
-  OpSchema mp = make_schema("NhwcMaxPool", 1, 1, 1, 1, infer_nhwc_max_pool,
-                            {{"kernel_shape", K::ints}, {"strides", K::ints}, {"dilations", K::ints}, {"pads", K::ints}},
-                            "tessera");
+  OpSchema mp = make_schema(
+      "NhwcMaxPool", 1, 1, 1, 1, infer_nhwc_max_pool,
+      {{"kernel_shape", K::ints}, {"strides", K::ints}, {"dilations", K::ints}, {"pads", K::ints}},
+      "tessera");
   mp.family = "fused";
   r.add(mp);
   OpSchema gap = make_schema("NhwcGlobalAveragePool", 1, 1, 1, 1, infer_nhwc_gap, {}, "tessera");

@@ -52,12 +52,14 @@ struct ConvGeom {
 };
 
 ConvGeom conv_geom(KernelContext& ctx) {
-  ConvGeom c{ctx.attr_ints("kernel_shape"), ctx.attr_ints("strides", {1, 1}), ctx.attr_ints("dilations", {1, 1}),
-             ctx.attr_ints("pads", {0, 0, 0, 0}), ctx.attr_int("group", 1)};
+  ConvGeom c{ctx.attr_ints("kernel_shape"), ctx.attr_ints("strides", {1, 1}),
+             ctx.attr_ints("dilations", {1, 1}), ctx.attr_ints("pads", {0, 0, 0, 0}),
+             ctx.attr_int("group", 1)};
   ctx.check(c.ks.size() == 2 && c.st.size() == 2 && c.dl.size() == 2 && c.pd.size() == 4,
             "kernel_shape, strides, dilations must have 2 values and pads 4");
   for (int i = 0; i < 2; ++i)
-    ctx.check(c.ks[size_t(i)] > 0 && c.st[size_t(i)] > 0 && c.dl[size_t(i)] > 0, "kernel_shape, strides and dilations must be positive");
+    ctx.check(c.ks[size_t(i)] > 0 && c.st[size_t(i)] > 0 && c.dl[size_t(i)] > 0,
+              "kernel_shape, strides and dilations must be positive");
   for (int64_t v : c.pd) ctx.check(v >= 0, "pads must not be negative");
   return c;
 }
@@ -83,7 +85,8 @@ void fused_conv(KernelContext& ctx) {
   }
   const int64_t n = x.dim(0), c = nhwc ? x.dim(3) : x.dim(1), h = nhwc ? x.dim(1) : x.dim(2),
                 wd = nhwc ? x.dim(2) : x.dim(3), oc = wshape[0];
-  ctx.check(g > 0 && oc > 0 && c % g == 0 && oc % g == 0 && wshape[1] == c / g, "channels do not match the groups");
+  ctx.check(g > 0 && oc > 0 && c % g == 0 && oc % g == 0 && wshape[1] == c / g,
+            "channels do not match the groups");
   ctx.check(wshape[2] == ks[0] && wshape[3] == ks[1], "weights do not match kernel_shape");
   const int64_t oh = (h + pd[0] + pd[2] - dl[0] * (ks[0] - 1) - 1) / st[0] + 1;
   const int64_t ow = (wd + pd[1] + pd[3] - dl[1] * (ks[1] - 1) - 1) / st[1] + 1;
@@ -93,8 +96,8 @@ void fused_conv(KernelContext& ctx) {
   const int64_t wino_m = nhwc ? ctx.attr_int("winograd", 0) : 0;
   const bool wino = wino_m != 0;
   if (wino) {
-    ctx.check((wino_m == 2 || wino_m == 4) && g == 1 && ks[0] == 3 && ks[1] == 3 && st[0] == 1 && st[1] == 1 &&
-                  dl[0] == 1 && dl[1] == 1,
+    ctx.check((wino_m == 2 || wino_m == 4) && g == 1 && ks[0] == 3 && ks[1] == 3 && st[0] == 1 &&
+                  st[1] == 1 && dl[0] == 1 && dl[1] == 1,
               "winograd = 2 or 4 needs a dense 3x3 conv of stride 1 and dilation 1");
     ctx.check(size_t(w.numel()) == x86::wino_packed_floats(oc, c, int(wino_m)),
               "Winograd weights have the wrong size");
@@ -133,7 +136,8 @@ void fused_conv(KernelContext& ctx) {
                 if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
                 s += double(xat(bi, gi * cg + ci, iy, ix)) * wat(o, ci, r, q);
               }
-          const int64_t idx = nhwc ? ((bi * oh + oy) * ow + ox) * oc + o : ((bi * oc + o) * oh + oy) * ow + ox;
+          const int64_t idx =
+              nhwc ? ((bi * oh + oy) * ow + ox) * oc + o : ((bi * oc + o) * oh + oy) * ow + ox;
           if (res) s += rc.data<float>()[idx];
           yp[idx] = float(activate(s, act, lo, hi));
         }
