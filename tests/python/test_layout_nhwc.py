@@ -27,7 +27,7 @@ def _pos(name, n):
     return numpy_helper.from_array((RNG.random(n) + 0.5).astype(np.float32), name)
 
 
-def small_cnn(n=2):
+def small_cnn(n=2, batch_dim=None):
     inits = [
         _w("w0", 16, 3, 3, 3), _pos("bn_s", 16), _w("bn_b", 16), _w("bn_m", 16), _pos("bn_v", 16),
         _w("w1", 24, 16, 1, 1), _w("b1", 24),
@@ -55,7 +55,8 @@ def small_cnn(n=2):
         helper.make_node("Conv", ["g5", "w4", "b4"], ["c6"]),
         helper.make_node("GlobalAveragePool", ["c6"], ["y"]),
     ]
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, 3, 33, 31])],
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                     [batch_dim or n, 3, 33, 31])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
                            helper.make_tensor_value_info("a3", TensorProto.FLOAT, None)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
@@ -63,9 +64,9 @@ def small_cnn(n=2):
     return m
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_passes_keep_numerics(threads):
-    m = small_cnn()
+@pytest.mark.parametrize("threads,batch_dim", [(1, None), (2, None), (2, "N")])
+def test_passes_keep_numerics(threads, batch_dim):
+    m = small_cnn(batch_dim=batch_dim)
     b = m.SerializeToString()
     x = RNG.standard_normal((2, 3, 33, 31)).astype(np.float32)
     fast = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})
