@@ -180,15 +180,14 @@ TEST(X86ConvNhwc, WinogradMatchesReference) {
 TEST(X86ConvNhwc, DepthwiseMatchesReference) {
   ThreadPool pool(2);
   std::vector<Conv2dParams> cases = {
-      mk(1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8),       mk(2, 17, 9, 8, 17, 3, 3, 2, 1, 1, 1, 1, 1, 17),
-      mk(1, 64, 12, 12, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64),  mk(1, 96, 11, 11, 96, 3, 3, 2, 1, 0, 1, 1, 0, 96),
+      mk(1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8), mk(2, 17, 9, 8, 17, 3, 3, 2, 1, 1, 1, 1, 1, 17),
+      mk(1, 64, 12, 12, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64), mk(1, 96, 11, 11, 96, 3, 3, 2, 1, 0, 1, 1, 0, 96),
       mk(1, 144, 5, 6, 144, 5, 5, 1, 2, 4, 4, 4, 4, 144), mk(1, 67, 6, 6, 67, 3, 1, 1, 1, 1, 0, 1, 0, 67),
       mk(3, 40, 4, 4, 40, 3, 3, 3, 1, 2, 0, 0, 2, 40),
       // wide rows: the 3x3 interior fast path (8 pixels whose taps are all inside)
-      mk(1, 48, 5, 30, 48, 3, 3, 1, 1, 1, 1, 1, 1, 48),
-      mk(2, 32, 9, 40, 32, 3, 3, 2, 1, 1, 1, 1, 1, 32),
-      mk(1, 16, 6, 30, 16, 3, 3, 1, 2, 2, 2, 2, 2, 16),
-      mk(1, 24, 3, 27, 24, 3, 3, 1, 1, 0, 0, 0, 0, 24),
+      mk(1, 48, 5, 30, 48, 3, 3, 1, 1, 1, 1, 1, 1, 48), mk(2, 32, 9, 40, 32, 3, 3, 2, 1, 1, 1, 1, 1, 32),
+      mk(1, 16, 6, 30, 16, 3, 3, 1, 2, 2, 2, 2, 2, 16), mk(1, 24, 3, 27, 24, 3, 3, 1, 1, 0, 0, 0, 0, 24),
+      mk(2, 80, 40, 36, 80, 3, 3, 1, 1, 1, 1, 1, 1, 80),  // large enough to run on both threads
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)
@@ -207,7 +206,8 @@ TEST(X86ConvNhwc, MaxPoolMatchesReferenceAndPropagatesNaN) {
   };
   for (const Case& cs : {Case{1, 64, 12, 12, 3, 2, 1, 1, 1, 1, 1}, Case{2, 5, 7, 9, 2, 2, 1, 0, 0, 1, 1},
                          Case{1, 19, 8, 8, 3, 1, 2, 2, 2, 2, 2}, Case{1, 3, 5, 5, 5, 3, 1, 0, 2, 1, 0},
-                         Case{6, 1, 9, 7, 3, 2, 1, 1, 0, 1, 1}}) {  // 1 channel: NCHW MaxPool
+                         Case{6, 1, 9, 7, 3, 2, 1, 1, 0, 1, 1},        // 1 channel: NCHW MaxPool
+                         Case{2, 64, 40, 40, 3, 1, 1, 1, 1, 1, 1}}) {  // large enough for both threads
     PoolParams pp;
     pp.g = mk(cs.n, cs.c, cs.h, cs.w, cs.c, cs.k, cs.k, cs.s, cs.d, cs.pt, cs.pl, cs.pb, cs.pr);
     pp.oh = pp.g.oh(), pp.ow = pp.g.ow();
