@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -65,10 +66,22 @@ void dw_nhwc_pack_weights(const float* w, int64_t c, int64_t kh, int64_t kw, flo
 
 namespace {
 
-// The pool, or none when the work (multiply-adds or element visits) is too small to be worth
-// waking another thread for (about 15 us on one core).
-ThreadPool* pool_for(ThreadPool* pool, double work) {
-  return work < double(1 << 19) ? nullptr : pool;
+// Runs fn(begin, end) over [0, n) tasks of about equal work (`work` multiply-adds or element
+// visits in all): on the calling thread when the work is small (under ~15 us), else as pool tasks
+// of ~8 us or more, at least 4 per thread, taken dynamically, so a thread that wakes late still
+// gets a share instead of finding the work done by the others.
+void run_tasks(ThreadPool* pool, int64_t n, double work, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  const int64_t threads = pool ? pool->num_threads() : 1;
+  if (threads <= 1 || n == 1 || work < double(1 << 19)) {
+    fn(0, n);
+    return;
+  }
+  const double per_task = std::max(work / double(n), 1.0);
+  int64_t per = std::max<int64_t>(1, int64_t(double(1 << 18) / per_task));
+  per = std::min(per, std::max<int64_t>(1, n / (4 * threads)));
+  const int64_t groups = (n + per - 1) / per;
+  pool->run(groups, [&](int64_t g) { fn(g * per, std::min(n, (g + 1) * per)); });
 }
 
 float act1(float v, Activation act, float lo, float hi) {
@@ -168,101 +181,98 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
   constexpr int64_t kChunk = 96;  // pixels per task: a multiple of every MR
   const int64_t nchunks = (M + kChunk - 1) / kChunk;
   const bool chunk_major = K * OC * int64_t(sizeof(float)) <= (256 << 10);
-  parallel_for(
-      pool_for(pool, double(M) * double(K) * double(OC)), np * nchunks, 1, [&](int64_t tb, int64_t te) {
-        if (tl_zeros.size() < size_t(cc)) tl_zeros.assign(size_t(cc), 0.0f);
-        const float* zeros = tl_zeros.data();
-        if (tl_rows.size() < size_t(max_taps * 16)) tl_rows.resize(size_t(max_taps * 16));
-        const float** rows = tl_rows.data();
-        if (row_taps && tl_edge.size() < size_t(max_taps * 16 * cc))
-          tl_edge.resize(size_t(max_taps * 16 * cc));
-        float* edge = tl_edge.data();
-        int64_t iy0[kChunk], ix0[kChunk];
-        const float* base[kChunk];
-        for (int64_t task = tb; task < te; ++task) {
-          // Small weights stay in cache: walk all panels of a chunk before the next chunk, so each
-          // output row is written while it is in cache; large weights: all chunks of a panel.
-          const int64_t j = chunk_major ? task % np : task / nchunks,
-                        q = chunk_major ? task / np : task % nchunks;
-          const int64_t m0 = q * kChunk, m1 = std::min(M, m0 + kChunk);
-          if (!pointwise) {
-            int64_t img = m0 / (oh * ow), oy = m0 % (oh * ow) / ow, ox = m0 % ow;
-            for (int64_t m = m0; m < m1; ++m) {
-              iy0[m - m0] = oy * p.sh - p.pad_t;
-              ix0[m - m0] = ox * p.sw - p.pad_l;
-              base[m - m0] = x + img * p.h * p.w * C;
-              if (++ox == ow) {
-                ox = 0;
-                if (++oy == oh) oy = 0, ++img;
-              }
-            }
-          }
-          const int64_t pw = conv_nhwc_panel_width(OC, j), ncols = std::min(pw, OC - j * kConvPanel);
-          const float* panel = wp + j * kConvPanel * K;
-          ConvUkrInfo u{conv_ukr_portable, 4, 16};
-#ifdef TESSERA_CONV_X86
-          if (isa == ConvIsa::avx512f)
-            u = conv_ukr_avx512f(pw);
-          else if (isa == ConvIsa::avx2)
-            u = conv_ukr_avx2(pw);
-#endif
-          for (size_t bi = 0; bi < blocks.size(); ++bi) {
-            const KBlock& b = blocks[bi];
-            const bool last = bi + 1 == blocks.size();
-            const float* wb = panel + (b.t0 * cc + b.c0) * pw;
-            for (int64_t mt = m0; mt < m1; mt += u.mr) {
-              const int64_t mr = std::min(u.mr, m1 - mt);
-              for (int64_t t = b.t0; row_taps && t < b.t1; ++t) {
-                const float** rt = rows + (t - b.t0) * u.mr;
-                for (int64_t i = 0; i < u.mr; ++i) {
-                  const int64_t li = mt - m0 + i, iy = iy0[li] + t * p.dh, ix = ix0[li];
-                  if (i >= mr || iy < 0 || iy >= p.h) {
-                    rt[i] = zeros;
-                  } else if (ix >= 0 && ix + p.kw <= p.w) {
-                    rt[i] = base[li] + (iy * p.w + ix) * C;
-                  } else {
-                    float* e = edge + ((t - b.t0) * 16 + i) * cc;
-                    for (int64_t s = 0; s < p.kw; ++s) {
-                      const int64_t xs = ix + s;
-                      if (xs >= 0 && xs < p.w)
-                        std::memcpy(e + s * C, base[li] + (iy * p.w + xs) * C, size_t(C) * sizeof(float));
-                      else
-                        std::memset(e + s * C, 0, size_t(C) * sizeof(float));
-                    }
-                    rt[i] = e;
-                  }
-                }
-              }
-              for (int64_t i = 0; pointwise && i < u.mr; ++i)
-                rows[i] = i < mr ? x + (mt + i) * C + b.c0 : zeros;
-              for (int64_t t = b.t0; !row_taps && !pointwise && t < b.t1; ++t) {
-                const int64_t r = t / p.kw, s = t % p.kw;
-                const float** rt = rows + (t - b.t0) * u.mr;
-                for (int64_t i = 0; i < u.mr; ++i) {
-                  if (i >= mr) {
-                    rt[i] = zeros;
-                    continue;
-                  }
-                  const int64_t li = mt - m0 + i, iy = iy0[li] + r * p.dh, ix = ix0[li] + s * p.dw;
-                  rt[i] = (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) ? base[li] + (iy * p.w + ix) * C + b.c0
-                                                                       : zeros;
-                }
-              }
-              for (int64_t j0 = 0; j0 < ncols; j0 += u.nr) {
-                const int64_t col = j * kConvPanel + j0;
-                ConvTileEpilogue te_{ep.bias ? ep.bias + col : nullptr,
-                                     ep.residual ? ep.residual + mt * OC + col : nullptr,
-                                     OC,
-                                     ep.act,
-                                     ep.clip_min,
-                                     ep.clip_max};
-                u.fn(rows, b.t1 - b.t0, b.c1 - b.c0, wb + j0, pw, y + mt * OC + col, OC, mr,
-                     std::min(u.nr, ncols - j0), bi > 0, last ? &te_ : nullptr);
-              }
-            }
+  run_tasks(pool, np * nchunks, double(M) * double(K) * double(OC), [&](int64_t tb, int64_t te) {
+    if (tl_zeros.size() < size_t(cc)) tl_zeros.assign(size_t(cc), 0.0f);
+    const float* zeros = tl_zeros.data();
+    if (tl_rows.size() < size_t(max_taps * 16)) tl_rows.resize(size_t(max_taps * 16));
+    const float** rows = tl_rows.data();
+    if (row_taps && tl_edge.size() < size_t(max_taps * 16 * cc)) tl_edge.resize(size_t(max_taps * 16 * cc));
+    float* edge = tl_edge.data();
+    int64_t iy0[kChunk], ix0[kChunk];
+    const float* base[kChunk];
+    for (int64_t task = tb; task < te; ++task) {
+      // Small weights stay in cache: walk all panels of a chunk before the next chunk, so each
+      // output row is written while it is in cache; large weights: all chunks of a panel.
+      const int64_t j = chunk_major ? task % np : task / nchunks,
+                    q = chunk_major ? task / np : task % nchunks;
+      const int64_t m0 = q * kChunk, m1 = std::min(M, m0 + kChunk);
+      if (!pointwise) {
+        int64_t img = m0 / (oh * ow), oy = m0 % (oh * ow) / ow, ox = m0 % ow;
+        for (int64_t m = m0; m < m1; ++m) {
+          iy0[m - m0] = oy * p.sh - p.pad_t;
+          ix0[m - m0] = ox * p.sw - p.pad_l;
+          base[m - m0] = x + img * p.h * p.w * C;
+          if (++ox == ow) {
+            ox = 0;
+            if (++oy == oh) oy = 0, ++img;
           }
         }
-      });
+      }
+      const int64_t pw = conv_nhwc_panel_width(OC, j), ncols = std::min(pw, OC - j * kConvPanel);
+      const float* panel = wp + j * kConvPanel * K;
+      ConvUkrInfo u{conv_ukr_portable, 4, 16};
+#ifdef TESSERA_CONV_X86
+      if (isa == ConvIsa::avx512f)
+        u = conv_ukr_avx512f(pw);
+      else if (isa == ConvIsa::avx2)
+        u = conv_ukr_avx2(pw);
+#endif
+      for (size_t bi = 0; bi < blocks.size(); ++bi) {
+        const KBlock& b = blocks[bi];
+        const bool last = bi + 1 == blocks.size();
+        const float* wb = panel + (b.t0 * cc + b.c0) * pw;
+        for (int64_t mt = m0; mt < m1; mt += u.mr) {
+          const int64_t mr = std::min(u.mr, m1 - mt);
+          for (int64_t t = b.t0; row_taps && t < b.t1; ++t) {
+            const float** rt = rows + (t - b.t0) * u.mr;
+            for (int64_t i = 0; i < u.mr; ++i) {
+              const int64_t li = mt - m0 + i, iy = iy0[li] + t * p.dh, ix = ix0[li];
+              if (i >= mr || iy < 0 || iy >= p.h) {
+                rt[i] = zeros;
+              } else if (ix >= 0 && ix + p.kw <= p.w) {
+                rt[i] = base[li] + (iy * p.w + ix) * C;
+              } else {
+                float* e = edge + ((t - b.t0) * 16 + i) * cc;
+                for (int64_t s = 0; s < p.kw; ++s) {
+                  const int64_t xs = ix + s;
+                  if (xs >= 0 && xs < p.w)
+                    std::memcpy(e + s * C, base[li] + (iy * p.w + xs) * C, size_t(C) * sizeof(float));
+                  else
+                    std::memset(e + s * C, 0, size_t(C) * sizeof(float));
+                }
+                rt[i] = e;
+              }
+            }
+          }
+          for (int64_t i = 0; pointwise && i < u.mr; ++i) rows[i] = i < mr ? x + (mt + i) * C + b.c0 : zeros;
+          for (int64_t t = b.t0; !row_taps && !pointwise && t < b.t1; ++t) {
+            const int64_t r = t / p.kw, s = t % p.kw;
+            const float** rt = rows + (t - b.t0) * u.mr;
+            for (int64_t i = 0; i < u.mr; ++i) {
+              if (i >= mr) {
+                rt[i] = zeros;
+                continue;
+              }
+              const int64_t li = mt - m0 + i, iy = iy0[li] + r * p.dh, ix = ix0[li] + s * p.dw;
+              rt[i] = (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) ? base[li] + (iy * p.w + ix) * C + b.c0
+                                                                   : zeros;
+            }
+          }
+          for (int64_t j0 = 0; j0 < ncols; j0 += u.nr) {
+            const int64_t col = j * kConvPanel + j0;
+            ConvTileEpilogue te_{ep.bias ? ep.bias + col : nullptr,
+                                 ep.residual ? ep.residual + mt * OC + col : nullptr,
+                                 OC,
+                                 ep.act,
+                                 ep.clip_min,
+                                 ep.clip_max};
+            u.fn(rows, b.t1 - b.t0, b.c1 - b.c0, wb + j0, pw, y + mt * OC + col, OC, mr,
+                 std::min(u.nr, ncols - j0), bi > 0, last ? &te_ : nullptr);
+          }
+        }
+      }
+    }
+  });
 }
 
 void conv_depthwise(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep, float* y,
@@ -277,21 +287,20 @@ void conv_depthwise(const Conv2dParams& p, const float* x, const float* wp, cons
 #else
   (void)isa;
 #endif
-  parallel_for(pool_for(pool, double(p.n * oh * ow) * double(C * p.kh * p.kw)), p.n * oh, 1,
-               [&](int64_t b, int64_t e) {
-                 for (int64_t t = b; t < e; ++t) {
-                   const int64_t img = t / oh, oy = t % oh;
-                   DwRowArgs a{};
-                   a.x = x + img * p.h * p.w * C;
-                   a.h = p.h, a.w = p.w, a.c = C, a.wp = wp, a.kh = p.kh, a.kw = p.kw, a.sw = p.sw,
-                   a.dh = p.dh, a.dw = p.dw;
-                   a.iy0 = oy * p.sh - p.pad_t, a.ix0 = -p.pad_l, a.ox0 = 0, a.cnt = ow;
-                   a.y = y + t * ow * C;
-                   a.residual = ep.residual ? ep.residual + t * ow * C : nullptr;
-                   a.bias = ep.bias, a.act = ep.act, a.clip_min = ep.clip_min, a.clip_max = ep.clip_max;
-                   row(a);
-                 }
-               });
+  run_tasks(pool, p.n * oh, double(p.n * oh * ow) * double(C * p.kh * p.kw), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t img = t / oh, oy = t % oh;
+      DwRowArgs a{};
+      a.x = x + img * p.h * p.w * C;
+      a.h = p.h, a.w = p.w, a.c = C, a.wp = wp, a.kh = p.kh, a.kw = p.kw, a.sw = p.sw, a.dh = p.dh,
+      a.dw = p.dw;
+      a.iy0 = oy * p.sh - p.pad_t, a.ix0 = -p.pad_l, a.ox0 = 0, a.cnt = ow;
+      a.y = y + t * ow * C;
+      a.residual = ep.residual ? ep.residual + t * ow * C : nullptr;
+      a.bias = ep.bias, a.act = ep.act, a.clip_min = ep.clip_min, a.clip_max = ep.clip_max;
+      row(a);
+    }
+  });
 }
 
 }  // namespace
@@ -455,76 +464,72 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
     wout = MT == 4 ? wino43_out_avx512f : wino23_out_avx512f;
   }
 #endif
-  parallel_for(pool_for(pool, double(ntiles) * NX * double(C) * double(OC)), ngroups * np, 1,
-               [&](int64_t tb, int64_t te) {
-                 if (tl_zeros.size() < size_t(C)) tl_zeros.assign(size_t(C), 0.0f);
-                 const float* zeros = tl_zeros.data();
-                 if (tl_wino_v.size() < size_t(NX * T * C)) tl_wino_v.resize(size_t(NX * T * C));
-                 if (tl_wino_m.size() < size_t(NX * T * kConvPanel))
-                   tl_wino_m.resize(size_t(NX * T * kConvPanel));
-                 float* V = tl_wino_v.data();
-                 float* M = tl_wino_m.data();
-                 int64_t have = -1;  // the group whose transformed input V holds
-                 for (int64_t task = tb; task < te; ++task) {
-                   const int64_t q = task / np, j = task % np;
-                   const int64_t t0 = q * T, nt = std::min(T, ntiles - t0);
-                   if (have != q) {
-                     for (int64_t tl = 0; tl < nt; ++tl) {
-                       const int64_t t = t0 + tl, img = t / per_img, ty = t % per_img / tw, tx = t % tw;
-                       const float* xi = x + img * p.h * p.w * C;
-                       const float* src[36];
-                       for (int r = 0; r < A; ++r)
-                         for (int s = 0; s < A; ++s) {
-                           const int64_t iy = ty * MT - p.pad_t + r, ix = tx * MT - p.pad_l + s;
-                           src[r * A + s] = (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w)
-                                                ? xi + (iy * p.w + ix) * C
-                                                : zeros;
-                         }
-                       win(src, C, V + tl * C, T * C);
-                     }
-                     have = q;
-                   }
-                   const int64_t pw = conv_nhwc_panel_width(OC, j), ncols = std::min(pw, OC - j * kConvPanel);
-                   const float* panel = up + j * kConvPanel * K;
-                   ConvUkrInfo u{conv_ukr_portable, 4, 16};
+  run_tasks(pool, ngroups * np, double(ntiles) * NX * double(C) * double(OC), [&](int64_t tb, int64_t te) {
+    if (tl_zeros.size() < size_t(C)) tl_zeros.assign(size_t(C), 0.0f);
+    const float* zeros = tl_zeros.data();
+    if (tl_wino_v.size() < size_t(NX * T * C)) tl_wino_v.resize(size_t(NX * T * C));
+    if (tl_wino_m.size() < size_t(NX * T * kConvPanel)) tl_wino_m.resize(size_t(NX * T * kConvPanel));
+    float* V = tl_wino_v.data();
+    float* M = tl_wino_m.data();
+    int64_t have = -1;  // the group whose transformed input V holds
+    for (int64_t task = tb; task < te; ++task) {
+      const int64_t q = task / np, j = task % np;
+      const int64_t t0 = q * T, nt = std::min(T, ntiles - t0);
+      if (have != q) {
+        for (int64_t tl = 0; tl < nt; ++tl) {
+          const int64_t t = t0 + tl, img = t / per_img, ty = t % per_img / tw, tx = t % tw;
+          const float* xi = x + img * p.h * p.w * C;
+          const float* src[36];
+          for (int r = 0; r < A; ++r)
+            for (int s = 0; s < A; ++s) {
+              const int64_t iy = ty * MT - p.pad_t + r, ix = tx * MT - p.pad_l + s;
+              src[r * A + s] =
+                  (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) ? xi + (iy * p.w + ix) * C : zeros;
+            }
+          win(src, C, V + tl * C, T * C);
+        }
+        have = q;
+      }
+      const int64_t pw = conv_nhwc_panel_width(OC, j), ncols = std::min(pw, OC - j * kConvPanel);
+      const float* panel = up + j * kConvPanel * K;
+      ConvUkrInfo u{conv_ukr_portable, 4, 16};
 #ifdef TESSERA_CONV_X86
-                   if (isa == ConvIsa::avx512f)
-                     u = conv_ukr_avx512f(pw);
-                   else if (isa == ConvIsa::avx2)
-                     u = conv_ukr_avx2(pw);
+      if (isa == ConvIsa::avx512f)
+        u = conv_ukr_avx512f(pw);
+      else if (isa == ConvIsa::avx2)
+        u = conv_ukr_avx2(pw);
 #endif
-                   const float* rows[16];
-                   for (int xi = 0; xi < NX; ++xi)
-                     for (size_t bi = 0; bi < blocks.size(); ++bi) {
-                       const KBlock& b = blocks[bi];
-                       const float* wb = panel + (xi * C + b.c0) * pw;
-                       for (int64_t mt = 0; mt < nt; mt += u.mr) {
-                         const int64_t mr = std::min(u.mr, nt - mt);
-                         for (int64_t i = 0; i < u.mr; ++i)
-                           rows[i] = i < mr ? V + (xi * T + mt + i) * C + b.c0 : zeros;
-                         for (int64_t j0 = 0; j0 < ncols; j0 += u.nr)
-                           u.fn(rows, 1, b.c1 - b.c0, wb + j0, pw, M + (xi * T + mt) * pw + j0, pw, mr,
-                                std::min(u.nr, ncols - j0), bi > 0, nullptr);
-                       }
-                     }
-                   const int64_t col = j * kConvPanel;
-                   for (int64_t tl = 0; tl < nt; ++tl) {
-                     const int64_t t = t0 + tl, img = t / per_img, ty = t % per_img / tw, tx = t % tw;
-                     WinoOut o{};
-                     o.bias = ep.bias ? ep.bias + col : nullptr;
-                     o.act = ep.act, o.clip_min = ep.clip_min, o.clip_max = ep.clip_max;
-                     for (int i = 0; i < MT; ++i)
-                       for (int k = 0; k < MT; ++k) {
-                         const int64_t oy = ty * MT + i, ox = tx * MT + k;
-                         const bool in = oy < oh && ox < ow;
-                         const int64_t off = ((img * oh + oy) * ow + ox) * OC + col;
-                         o.y[i * MT + k] = in ? y + off : nullptr;
-                         o.res[i * MT + k] = in && ep.residual ? ep.residual + off : nullptr;
-                       }
-                     wout(M + tl * pw, T * pw, ncols, o);
-                   }
-                 }
-               });
+      const float* rows[16];
+      for (int xi = 0; xi < NX; ++xi)
+        for (size_t bi = 0; bi < blocks.size(); ++bi) {
+          const KBlock& b = blocks[bi];
+          const float* wb = panel + (xi * C + b.c0) * pw;
+          for (int64_t mt = 0; mt < nt; mt += u.mr) {
+            const int64_t mr = std::min(u.mr, nt - mt);
+            for (int64_t i = 0; i < u.mr; ++i) rows[i] = i < mr ? V + (xi * T + mt + i) * C + b.c0 : zeros;
+            for (int64_t j0 = 0; j0 < ncols; j0 += u.nr)
+              u.fn(rows, 1, b.c1 - b.c0, wb + j0, pw, M + (xi * T + mt) * pw + j0, pw, mr,
+                   std::min(u.nr, ncols - j0), bi > 0, nullptr);
+          }
+        }
+      const int64_t col = j * kConvPanel;
+      for (int64_t tl = 0; tl < nt; ++tl) {
+        const int64_t t = t0 + tl, img = t / per_img, ty = t % per_img / tw, tx = t % tw;
+        WinoOut o{};
+        o.bias = ep.bias ? ep.bias + col : nullptr;
+        o.act = ep.act, o.clip_min = ep.clip_min, o.clip_max = ep.clip_max;
+        for (int i = 0; i < MT; ++i)
+          for (int k = 0; k < MT; ++k) {
+            const int64_t oy = ty * MT + i, ox = tx * MT + k;
+            const bool in = oy < oh && ox < ow;
+            const int64_t off = ((img * oh + oy) * ow + ox) * OC + col;
+            o.y[i * MT + k] = in ? y + off : nullptr;
+            o.res[i * MT + k] = in && ep.residual ? ep.residual + off : nullptr;
+          }
+        wout(M + tl * pw, T * pw, ncols, o);
+      }
+    }
+  });
 }
 
 void conv2d_nhwc_f32(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep, float* y,
@@ -539,7 +544,7 @@ void conv2d_nhwc_f32(const Conv2dParams& p, const float* x, const float* wp, con
 void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, float* y, ThreadPool* pool) {
   constexpr int64_t kBlock = 256;  // channels per task
   const int64_t nb = (c + kBlock - 1) / kBlock;
-  parallel_for(pool_for(pool, double(n * hw * c)), n * nb, 1, [&](int64_t b, int64_t e) {
+  run_tasks(pool, n * nb, double(n * hw * c), [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       const int64_t img = t / nb, c0 = t % nb * kBlock, c1 = std::min(c, c0 + kBlock);
       float acc[kBlock] = {};
@@ -555,29 +560,28 @@ void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, 
 void pool2d_nhwc_f32(const PoolParams& pp, const float* x, float* y, ThreadPool* pool) {
   const Conv2dParams& p = pp.g;
   const int64_t oh = pp.oh, ow = pp.ow, C = p.c;
-  parallel_for(pool_for(pool, double(p.n * oh * ow) * double(C * p.kh * p.kw)), p.n * oh, 1,
-               [&](int64_t b, int64_t e) {
-                 for (int64_t t = b; t < e; ++t) {
-                   const int64_t img = t / oh, oy = t % oh;
-                   const float* xi = x + img * p.h * p.w * C;
-                   for (int64_t ox = 0; ox < ow; ++ox) {
-                     float* yo = y + (t * ow + ox) * C;
-                     for (int64_t ch = 0; ch < C; ++ch) yo[ch] = -std::numeric_limits<float>::infinity();
-                     for (int64_t r = 0; r < p.kh; ++r) {
-                       const int64_t iy = oy * p.sh - p.pad_t + r * p.dh;
-                       if (iy < 0 || iy >= p.h) continue;
-                       for (int64_t s = 0; s < p.kw; ++s) {
-                         const int64_t ix = ox * p.sw - p.pad_l + s * p.dw;
-                         if (ix < 0 || ix >= p.w) continue;
-                         const float* xp = xi + (iy * p.w + ix) * C;
-                         // NaN propagates: a NaN in x is taken, and a NaN in y is never replaced.
-                         for (int64_t ch = 0; ch < C; ++ch)
-                           yo[ch] = (xp[ch] > yo[ch] || xp[ch] != xp[ch]) ? xp[ch] : yo[ch];
-                       }
-                     }
-                   }
-                 }
-               });
+  run_tasks(pool, p.n * oh, double(p.n * oh * ow) * double(C * p.kh * p.kw), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t img = t / oh, oy = t % oh;
+      const float* xi = x + img * p.h * p.w * C;
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        float* yo = y + (t * ow + ox) * C;
+        for (int64_t ch = 0; ch < C; ++ch) yo[ch] = -std::numeric_limits<float>::infinity();
+        for (int64_t r = 0; r < p.kh; ++r) {
+          const int64_t iy = oy * p.sh - p.pad_t + r * p.dh;
+          if (iy < 0 || iy >= p.h) continue;
+          for (int64_t s = 0; s < p.kw; ++s) {
+            const int64_t ix = ox * p.sw - p.pad_l + s * p.dw;
+            if (ix < 0 || ix >= p.w) continue;
+            const float* xp = xi + (iy * p.w + ix) * C;
+            // NaN propagates: a NaN in x is taken, and a NaN in y is never replaced.
+            for (int64_t ch = 0; ch < C; ++ch)
+              yo[ch] = (xp[ch] > yo[ch] || xp[ch] != xp[ch]) ? xp[ch] : yo[ch];
+          }
+        }
+      }
+    }
+  });
 }
 
 }  // namespace tessera::kernels::x86
