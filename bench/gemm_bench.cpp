@@ -1,7 +1,7 @@
 // f32 GEMM: Tessera vs oneDNN (dnnl_sgemm) vs OpenBLAS (cblas_sgemm) on the shapes of issue 3,
 // at 1 and 2 threads, in one process so that they share the machine's state.
 //   build/bench/bench/gemm_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-// Counters: GFLOPS (per second) and pct_peak (of 32 f32 FLOP/cycle/core at the nominal clock
+// Counters: GFLOPS (per second), GBps (A + B + C bytes once, per second: the GEMV bound) and pct_peak (of 32 f32 FLOP/cycle/core at the nominal clock
 // passed in TESSERA_PEAK_GHZ, default 3.6 — 114.8 GFLOP/s per core).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -22,7 +22,10 @@ struct Shape {
 };
 const Shape kShapes[] = {{256, 256, 256},  {512, 512, 512},  {1024, 1024, 1024}, {2048, 2048, 2048},
                          {1, 4096, 4096},  {128, 768, 768},  {128, 3072, 768},   {3136, 64, 576},
-                         {196, 256, 2304}, {49, 2048, 512}};
+                         {196, 256, 2304}, {49, 2048, 512},
+                         // model shapes: bert_base seq 16, gpt2 decode (M = 1) incl. the LM head
+                         {16, 768, 768},   {16, 3072, 768},  {16, 768, 3072},    {1, 2304, 768},
+                         {1, 768, 3072},   {1, 50257, 768}};
 
 double peak_gflops(int threads) {
   const char* g = std::getenv("TESSERA_PEAK_GHZ");
@@ -42,6 +45,9 @@ struct Data {
 void report(benchmark::State& st, const Shape& s, int threads) {
   const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
   st.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  // bytes of A, B and C touched once: the bandwidth a GEMV (M = 1) is bound by
+  const double bytes = 4.0 * (double(s.m) * double(s.k) + double(s.k) * double(s.n) + double(s.m) * double(s.n));
+  st.counters["GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   st.counters["pct_peak"] =
       benchmark::Counter(flops * 1e-9 * 100.0 / peak_gflops(threads), benchmark::Counter::kIsIterationInvariantRate);
 }

@@ -1,15 +1,16 @@
 // `tessera info MODEL [--ir]`: inputs, outputs, op histogram, parameters and a
 // FLOPs estimate from the static shapes; --ir prints the optimized IR.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <algorithm>
 #include <set>
 
 #include "frontend/onnx/onnx_loader.h"
 #include "ir/op_registry.h"
+#include "passes/pass_manager.h"
 #include "tessera/tessera.h"
 #include "tools/commands.h"
 
@@ -20,6 +21,7 @@ namespace {
 struct InfoOptions {
   std::string model;
   bool ir = false;
+  std::string dump_after;  // a pass name, or "import"
 };
 
 std::string human(double v, const char* unit) {
@@ -106,8 +108,10 @@ void walk(const ir::Graph& g, Stats& st) {
   for (const auto& n : g.nodes()) {
     ++st.nodes;
     st.histogram[n->domain.empty() || n->domain == "ai.onnx" ? n->op_type : n->domain + ":" + n->op_type]++;
-    if (auto f = node_flops(*n)) st.flops += *f;
-    else ++st.unknown_flops_nodes;
+    if (auto f = node_flops(*n))
+      st.flops += *f;
+    else
+      ++st.unknown_flops_nodes;
     for (const ir::Graph* sg : n->subgraphs()) walk(*sg, st);
   }
 }
@@ -118,6 +122,13 @@ std::string value_line(const ir::Value* v) {
 }
 
 void print_info(const InfoOptions& o) {
+  if (!o.dump_after.empty() && o.dump_after != "import") {
+    const auto names = passes::pass_names();
+    std::string known = "import";
+    for (const std::string& n : names) known += ", " + n;
+    check_arg(std::find(names.begin(), names.end(), o.dump_after) != names.end(),
+              "--dump-after: no pass named '", o.dump_after, "' (passes, in order: ", known, ")");
+  }
   ir::Model model = frontend::onnx::load_file(o.model);
   ir::Graph& g = *model.graph;
   std::string inference_note;
@@ -155,12 +166,22 @@ void print_info(const InfoOptions& o) {
   std::cout << "parameter bytes: " << st.param_bytes << " (" << human(double(st.param_bytes), "B") << ")\n";
   std::cout << "FLOPs (estimate): " << human(st.flops, "FLOP");
   if (g_symbolic_dims) std::cout << " (named/unknown dims taken as 1)";
-  if (st.unknown_flops_nodes) std::cout << " (" << st.unknown_flops_nodes << " nodes of unknown rank not counted)";
+  if (st.unknown_flops_nodes)
+    std::cout << " (" << st.unknown_flops_nodes << " nodes of unknown rank not counted)";
   std::cout << "\n";
   if (!inference_note.empty()) std::cout << "note: shape inference stopped: " << inference_note << "\n";
   if (o.ir) {
     Session session(o.model, SessionOptions{.threads = 1});
     std::cout << "\n" << session.graph_text();
+  }
+  if (!o.dump_after.empty()) {
+    std::string text;
+    if (o.dump_after == "import") {
+      text = ir::to_string(g);
+    } else {
+      passes::run_pipeline(model, 99, o.dump_after, &text);
+    }
+    std::cout << "\ngraph after " << o.dump_after << ":\n" << text;
   }
 }
 
@@ -171,6 +192,18 @@ void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Describe a model: inputs, outputs, ops, parameters, FLOPs");
   cmd->add_option("model", opts->model, "the .onnx file")->required();
   cmd->add_flag("--ir", opts->ir, "also print the IR after import and optimization");
+  cmd->add_option(
+      "--dump-after", opts->dump_after,
+      "print the graph after this pass ('import' for before any; `tessera info --passes` lists them)");
+  cmd->add_flag_callback(
+      "--passes",
+      [] {
+        std::cout << "import";
+        for (const std::string& n : passes::pass_names()) std::cout << " " << n;
+        std::cout << "\n";
+        throw CLI::Success();
+      },
+      "list the optimization passes in order and exit");
   cmd->callback([opts] { print_info(*opts); });
 }
 

@@ -31,20 +31,22 @@ void print_ops(const OpsOptions& o) {
     r.schema = true;
     r.family = s->family;
   }
-  for (const auto& [domain, op] : kernels::ref::KernelTable::instance().ops()) rows[{domain, op}].kernel = true;
+  for (const auto& [domain, op] : kernels::ref::KernelTable::instance().ops())
+    rows[{domain, op}].kernel = true;
 
   size_t with_kernel = 0;
   for (const auto& [k, r] : rows) with_kernel += r.kernel;
   if (o.markdown) {
     std::cout << "| op | domain | family | reference kernel |\n|---|---|---|---|\n";
     for (const auto& [k, r] : rows)
-      std::cout << "| " << k.second << " | " << (k.first.empty() ? "ai.onnx" : k.first) << " | " << r.family << " | "
-                << (r.kernel ? "yes" : "no") << " |\n";
+      std::cout << "| " << k.second << " | " << (k.first.empty() ? "ai.onnx" : k.first) << " | " << r.family
+                << " | " << (r.kernel ? "yes" : "no") << " |\n";
     std::cout << "\n" << rows.size() << " ops, " << with_kernel << " with a reference kernel.\n";
     return;
   }
   size_t width = 4;
-  for (const auto& [k, r] : rows) width = std::max(width, k.second.size() + (k.first.empty() ? 0 : k.first.size() + 1));
+  for (const auto& [k, r] : rows)
+    width = std::max(width, k.second.size() + (k.first.empty() ? 0 : k.first.size() + 1));
   std::cout << "op" << std::string(width - 2 + 2, ' ') << "family          kernel\n";
   for (const auto& [k, r] : rows) {
     std::string name = k.first.empty() ? k.second : k.first + ":" + k.second;

@@ -14,6 +14,7 @@
 
 #include "tessera/tessera.h"
 #include "tools/commands.h"
+#include "tools/feeds.h"
 #include "tools/npy.h"
 
 namespace tessera::tools {
@@ -23,6 +24,7 @@ namespace {
 struct RunOptions {
   std::string model;
   std::vector<std::string> inputs;
+  std::vector<std::string> dims;
   std::string output_dir;
   int threads = 0;
   int repeat = 1;
@@ -34,42 +36,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-bool contains_ci(std::string s, const std::string& needle) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s.find(needle) != std::string::npos;
-}
-
-// A random tensor of the input's type and shape (unknown dims become 1):
-// floats uniform in [-1, 1), integers small and non-negative (token ids,
-// indices), anything named like a mask all ones.
-Tensor random_tensor(const ValueInfo& vi, std::mt19937_64& rng) {
-  check(vi.dtype != DType::undefined, ErrorCode::unsupported, "input '", vi.name, "' has type ", vi.type,
-        "; pass it with --input ", vi.name, "=FILE.npy");
-  Shape shape;
-  for (int64_t d : vi.shape) shape.push_back(d < 0 ? 1 : d);
-  Tensor t(vi.dtype, shape);
-  const bool mask = contains_ci(vi.name, "mask");
-  std::uniform_real_distribution<double> uni(-1.0, 1.0);
-  std::uniform_int_distribution<int> small(0, 9);
-  dispatch_dtype(vi.dtype, [&]<typename T>() {
-    T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if constexpr (std::is_same_v<T, std::string>) {
-        p[i] = "tessera";
-      } else if constexpr (std::is_same_v<T, bool>) {
-        p[i] = mask ? true : (small(rng) & 1);
-      } else if (mask) {
-        p[i] = from_double<T>(1.0);
-      } else if (is_float(vi.dtype) || is_complex(vi.dtype)) {
-        p[i] = from_double<T>(uni(rng));
-      } else {
-        p[i] = from_double<T>(double(small(rng)));
-      }
-    }
-  });
-  return t;
 }
 
 std::string describe_shape(const Shape& s) {
@@ -127,24 +93,7 @@ void run_model(const RunOptions& o) {
   Session session(o.model, so);
   const double load_ms = ms_since(t0);
 
-  std::map<std::string, DataValue> feeds;
-  std::map<std::string, const ValueInfo*> by_name;
-  for (const ValueInfo& vi : session.inputs()) by_name[vi.name] = &vi;
-  for (const std::string& spec : o.inputs) {
-    const size_t eq = spec.find('=');
-    check_arg(eq != std::string::npos && eq > 0, "--input expects NAME=FILE.npy, got '", spec, "'");
-    const std::string name = spec.substr(0, eq);
-    check_arg(by_name.count(name), "--input: the model has no input named '", name, "'");
-    feeds[name] = read_npy(spec.substr(eq + 1));
-  }
-  std::mt19937_64 rng(o.seed);
-  for (const ValueInfo& vi : session.inputs()) {
-    if (feeds.count(vi.name)) continue;
-    if (vi.type.rfind("seq(", 0) == 0)
-      feeds[vi.name] = DataValue::make_sequence({random_tensor(vi, rng)}, vi.dtype);
-    else
-      feeds[vi.name] = random_tensor(vi, rng);
-  }
+  const std::map<std::string, DataValue> feeds = make_feeds(session, o.inputs, o.dims, o.seed);
 
   std::vector<double> times;
   std::vector<DataValue> outs;
@@ -153,10 +102,8 @@ void run_model(const RunOptions& o) {
     outs = session.run(feeds);
     times.push_back(ms_since(t1));
   }
-  std::vector<double> sorted = times;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                          : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+  const double median = percentile(times, 0.5);
+  const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
 
   for (const auto& [name, v] : feeds)
     if (v.is_tensor()) print_tensor_stats("input " + name, v.tensor);
@@ -177,8 +124,9 @@ void run_model(const RunOptions& o) {
     }
   }
   char buf[200];
-  std::snprintf(buf, sizeof buf, "session: %.3f ms  run: median %.3f ms over %d run%s (min %.3f ms, max %.3f ms)\n",
-                load_ms, median, o.repeat, o.repeat == 1 ? "" : "s", sorted.front(), sorted.back());
+  std::snprintf(buf, sizeof buf,
+                "session: %.3f ms  run: median %.3f ms over %d run%s (min %.3f ms, max %.3f ms)\n", load_ms,
+                median, o.repeat, o.repeat == 1 ? "" : "s", *lo, *hi);
   std::cout << buf;
 }
 
@@ -189,6 +137,7 @@ void add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run a model on given or random inputs");
   cmd->add_option("model", opts->model, "the .onnx file")->required();
   cmd->add_option("--input,-i", opts->inputs, "NAME=FILE.npy (repeatable); others get random data");
+  cmd->add_option("--dim", opts->dims, "NAME=VALUE for a symbolic input dim (repeatable; others become 1)");
   cmd->add_option("--output-dir,-o", opts->output_dir, "write each output as NAME.npy here");
   cmd->add_option("--threads,-t", opts->threads, "worker threads (0: one per core)");
   cmd->add_option("--repeat,-r", opts->repeat, "run N times and report the median time");

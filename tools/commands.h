@@ -12,5 +12,7 @@ namespace tessera::tools {
 void add_run_command(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_ops_command(CLI::App& app);
+void add_profile_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace tessera::tools

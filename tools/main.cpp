@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   tessera::tools::add_run_command(app);
   tessera::tools::add_info_command(app);
   tessera::tools::add_ops_command(app);
+  tessera::tools::add_profile_command(app);
+  tessera::tools::add_bench_command(app);
   tessera::tools::add_npu_commands(app);
   try {
     app.parse(argc, argv);

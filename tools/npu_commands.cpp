@@ -44,12 +44,16 @@ void write_bytes(const std::string& path, const void* data, size_t n) {
   check(bool(f), ErrorCode::io, "error writing '", path, "'");
 }
 
-void write_text(const std::string& path, const std::string& s) { write_bytes(path, s.data(), s.size()); }
+void write_text(const std::string& path, const std::string& s) {
+  write_bytes(path, s.data(), s.size());
+}
 
 void add_sim_options(CLI::App* c, SimOptions& o) {
-  c->add_option("--arch", o.arch, "preset (tnpu-v1, tpu-v1, gemmini-16x16, scalesim-32x32), .json or SCALE-Sim .cfg");
+  c->add_option("--arch", o.arch,
+                "preset (tnpu-v1, tpu-v1, gemmini-16x16, scalesim-32x32), .json or SCALE-Sim .cfg");
   c->add_option("--mode", o.mode, "timing mode")->check(CLI::IsMember({"scalesim", "detailed"}));
-  c->add_option("--dataflow", o.dataflow, "override the arch's dataflow")->check(CLI::IsMember({"ws", "os", "is"}));
+  c->add_option("--dataflow", o.dataflow, "override the arch's dataflow")
+      ->check(CLI::IsMember({"ws", "os", "is"}));
   c->add_option("--json", o.json_out, "write the results as JSON");
   c->add_option("--trace", o.trace_out, "write a Chrome trace (detailed mode)");
   c->add_option("--report", o.report_out, "write SCALE-Sim's COMPUTE_REPORT.csv (scalesim mode)");
@@ -73,15 +77,24 @@ void simulate_layers(const std::vector<TopologyLayer>& layers, const SimOptions&
   int64_t total = 0;
   if (o.mode == "scalesim") {
     auto rs = scalesim_topology(layers, a);
-    std::printf("%-12s %8s %8s %8s %8s %14s %8s %8s\n", "layer", "M", "N", "K", "folds", "cycles", "util%", "map%");
+    std::printf("%-12s %8s %8s %8s %8s %14s %8s %8s\n", "layer", "M", "N", "K", "folds", "cycles", "util%",
+                "map%");
     for (const auto& r : rs) {
-      std::printf("%-12s %8lld %8lld %8lld %8lld %14lld %8.2f %8.2f\n", r.name.c_str(), (long long)r.m, (long long)r.n,
-                  (long long)r.k, (long long)r.folds, (long long)r.total_cycles, r.overall_util, r.mapping_eff);
+      std::printf("%-12s %8lld %8lld %8lld %8lld %14lld %8.2f %8.2f\n", r.name.c_str(), (long long)r.m,
+                  (long long)r.n, (long long)r.k, (long long)r.folds, (long long)r.total_cycles,
+                  r.overall_util, r.mapping_eff);
       total += r.total_cycles;
-      j["layers"].push_back({{"name", r.name}, {"cycles", r.total_cycles}, {"stall_cycles", r.stall_cycles},
-                             {"m", r.m}, {"n", r.n}, {"k", r.k}, {"folds", r.folds},
-                             {"cycles_per_fold", r.cycles_per_fold}, {"overall_util", r.overall_util},
-                             {"mapping_efficiency", r.mapping_eff}, {"compute_util", r.compute_util}});
+      j["layers"].push_back({{"name", r.name},
+                             {"cycles", r.total_cycles},
+                             {"stall_cycles", r.stall_cycles},
+                             {"m", r.m},
+                             {"n", r.n},
+                             {"k", r.k},
+                             {"folds", r.folds},
+                             {"cycles_per_fold", r.cycles_per_fold},
+                             {"overall_util", r.overall_util},
+                             {"mapping_efficiency", r.mapping_eff},
+                             {"compute_util", r.compute_util}});
     }
     if (!o.report_out.empty()) {
       std::ostringstream os;
@@ -96,8 +109,9 @@ void simulate_layers(const std::vector<TopologyLayer>& layers, const SimOptions&
     std::vector<TimingResult> results;
     results.reserve(layers.size());
     double gen_s = 0, sim_s = 0;
-    std::printf("%-12s %12s %7s %10s %10s %10s %10s %10s %10s %10s %12s %10s\n", "layer", "cycles", "util%", "active",
-                "w.stall", "w.shift", "input", "raw", "fill/dr", "non-mat", "hbm_bytes", "energy_uJ");
+    std::printf("%-12s %12s %7s %10s %10s %10s %10s %10s %10s %10s %12s %10s\n", "layer", "cycles", "util%",
+                "active", "w.stall", "w.shift", "input", "raw", "fill/dr", "non-mat", "hbm_bytes",
+                "energy_uJ");
     for (const auto& l : layers) {
       auto t0 = std::chrono::steady_clock::now();
       LayerProgram lp = conv_program(topology_conv_spec(l, dt), a);
@@ -106,11 +120,11 @@ void simulate_layers(const std::vector<TopologyLayer>& layers, const SimOptions&
       auto t2 = std::chrono::steady_clock::now();
       gen_s += std::chrono::duration<double>(t1 - t0).count();
       sim_s += std::chrono::duration<double>(t2 - t1).count();
-      std::printf("%-12s %12lld %7.2f %10lld %10lld %10lld %10lld %10lld %10lld %10lld %12lld %10.2f\n", l.name.c_str(),
-                  (long long)r.total_cycles, 100 * r.utilization(a), (long long)r.array_active,
-                  (long long)r.weight_stall, (long long)r.weight_shift, (long long)r.input_stall,
-                  (long long)r.raw_stall, (long long)r.fill_drain, (long long)r.non_matrix, (long long)r.hbm_bytes,
-                  r.energy_pj * 1e-6);
+      std::printf("%-12s %12lld %7.2f %10lld %10lld %10lld %10lld %10lld %10lld %10lld %12lld %10.2f\n",
+                  l.name.c_str(), (long long)r.total_cycles, 100 * r.utilization(a),
+                  (long long)r.array_active, (long long)r.weight_stall, (long long)r.weight_shift,
+                  (long long)r.input_stall, (long long)r.raw_stall, (long long)r.fill_drain,
+                  (long long)r.non_matrix, (long long)r.hbm_bytes, r.energy_pj * 1e-6);
       total += r.total_cycles;
       nlohmann::json lj = r.to_json(a);
       lj["name"] = l.name;
@@ -120,8 +134,9 @@ void simulate_layers(const std::vector<TopologyLayer>& layers, const SimOptions&
     }
     double rate = sim_s > 0 ? double(total) / sim_s : 0;
     double rate_all = gen_s + sim_s > 0 ? double(total) / (gen_s + sim_s) : 0;
-    std::printf("simulated %lld cycles in %.3f s (%.3g cycles/s; %.3g cycles/s including program generation)\n",
-                (long long)total, sim_s, rate, rate_all);
+    std::printf(
+        "simulated %lld cycles in %.3f s (%.3g cycles/s; %.3g cycles/s including program generation)\n",
+        (long long)total, sim_s, rate, rate_all);
     j["wall_seconds"] = sim_s;
     j["generation_seconds"] = gen_s;
     j["simulated_cycles_per_second"] = rate;
@@ -192,7 +207,8 @@ void add_npu_commands(CLI::App& app) {
     auto out = std::make_shared<std::string>();
     auto hbm = std::make_shared<int64_t>(0);
     auto trace = std::make_shared<std::string>();
-    CLI::App* c = npu->add_subcommand("run", "run a program on a memory image (functional + detailed timing)");
+    CLI::App* c =
+        npu->add_subcommand("run", "run a program on a memory image (functional + detailed timing)");
     c->add_option("PROGRAM", *prog, "TNPU binary or assembly text")->required();
     c->add_option("--arch", *arch, "preset or file");
     c->add_option("--mem", *mem, "HBM image (raw bytes loaded at address 0)");
@@ -208,7 +224,8 @@ void add_npu_commands(CLI::App& app) {
       std::vector<uint8_t> image;
       if (!mem->empty()) image = read_bytes(*mem);
       size_t size = *hbm > 0 ? size_t(*hbm) : std::max<size_t>(image.size(), 1 << 20);
-      check_arg(image.size() <= size, "the memory image (", image.size(), " bytes) is larger than --hbm-size");
+      check_arg(image.size() <= size, "the memory image (", image.size(),
+                " bytes) is larger than --hbm-size");
       Machine m(a, size);
       std::copy(image.begin(), image.end(), m.hbm().begin());
       auto st = m.run(p);

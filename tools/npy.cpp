@@ -15,10 +15,10 @@ struct DescrEntry {
 
 // numpy descr <-> Tessera dtype (little-endian; '|' for one-byte types).
 constexpr DescrEntry kDescrs[] = {
-    {"<f4", DType::f32},  {"<f8", DType::f64},  {"<f2", DType::f16},  {"|i1", DType::i8},
-    {"|u1", DType::u8},   {"<i2", DType::i16},  {"<u2", DType::u16},  {"<i4", DType::i32},
-    {"<u4", DType::u32},  {"<i8", DType::i64},  {"<u8", DType::u64},  {"|b1", DType::boolean},
-    {"<c8", DType::c64},  {"<c16", DType::c128},
+    {"<f4", DType::f32}, {"<f8", DType::f64},   {"<f2", DType::f16}, {"|i1", DType::i8},
+    {"|u1", DType::u8},  {"<i2", DType::i16},   {"<u2", DType::u16}, {"<i4", DType::i32},
+    {"<u4", DType::u32}, {"<i8", DType::i64},   {"<u8", DType::u64}, {"|b1", DType::boolean},
+    {"<c8", DType::c64}, {"<c16", DType::c128},
 };
 
 [[noreturn]] void bad(const std::string& what, const std::string& why) {
@@ -81,7 +81,8 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
   const std::string fortran = dict_value(header, "fortran_order", what);
   const std::string shape_text = dict_value(header, "shape", what);
   if (fortran.find("True") != std::string::npos)
-    throw Error(ErrorCode::invalid_argument, cat(what, ": Fortran-order arrays are not supported (save C order)"));
+    throw Error(ErrorCode::invalid_argument,
+                cat(what, ": Fortran-order arrays are not supported (save C order)"));
 
   DType dtype = DType::undefined;
   for (const auto& e : kDescrs) {
@@ -136,14 +137,19 @@ std::string encode_npy(const Tensor& t_in) {
   std::string descr = npy_descr(t.dtype());
   if (descr.empty()) {
     switch (dtype_size(t.dtype())) {
-      case 1: descr = is_signed(t.dtype()) && is_integer(t.dtype()) ? "|i1" : "|u1"; break;
-      case 2: descr = "<u2"; break;
+      case 1:
+        descr = is_signed(t.dtype()) && is_integer(t.dtype()) ? "|i1" : "|u1";
+        break;
+      case 2:
+        descr = "<u2";
+        break;
       default:
         throw Error(ErrorCode::unsupported, cat("cannot write ", dtype_name(t.dtype()), " tensors as .npy"));
     }
   }
   std::string shape = "(";
-  for (size_t i = 0; i < t.shape().size(); ++i) shape += cat(t.shape()[i], t.shape().size() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));
+  for (size_t i = 0; i < t.shape().size(); ++i)
+    shape += cat(t.shape()[i], t.shape().size() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));
   shape += ")";
   std::string header = cat("{'descr': '", descr, "', 'fortran_order': False, 'shape': ", shape, ", }");
   // magic(6) + version(2) + len(2) + header + '\n' padded to a multiple of 64

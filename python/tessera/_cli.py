@@ -17,6 +17,8 @@ def main() -> int:
         sys.stderr.write(f"tessera: error: the tessera binary is missing ({exe}); reinstall the package\n")
         return 1
     argv = [exe] + sys.argv[1:]
+    # `tessera bench --compare onnxruntime` runs `python -m tessera.bench`: use this interpreter.
+    os.environ.setdefault("TESSERA_PYTHON", sys.executable)
     sys.stdout.flush()
     sys.stderr.flush()
     if os.name == "posix":

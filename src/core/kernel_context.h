@@ -37,6 +37,9 @@ class KernelContext {
   virtual bool output_requested(size_t i) const = 0;
   // Allocates output i with the given type and shape and returns it to fill.
   virtual Tensor& output(size_t i, DType dtype, const Shape& shape) = 0;
+  // Same, with unspecified contents: for kernels that write every element
+  // (saves clearing the buffer first).
+  virtual Tensor& output_for_overwrite(size_t i, DType dtype, const Shape& shape) { return output(i, dtype, shape); }
   // Sets output i to an existing value (e.g. a view of an input, or a sequence).
   virtual void set_output(size_t i, DataValue v) = 0;
 

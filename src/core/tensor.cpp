@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include "core/strided_copy.h"
+
 namespace tessera {
 
 int64_t shape_numel(std::span<const int64_t> shape) {
@@ -56,7 +58,9 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   strides_ = contiguous_strides(shape_);
   const size_t n = size_t(numel_);
   const size_t esize = dtype_size(dtype);
-  check_arg(n <= kMaxTensorBytes / esize, "refusing to allocate tensor ", dtype_name(dtype), shape_str(shape_));
+  if (n > kMaxTensorBytes / esize)  // (no check_arg: its message would be built for every tensor)
+    throw Error(ErrorCode::invalid_argument,
+                cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape_)));
   if (dtype == DType::string) {
     auto* p = new std::string[std::max<size_t>(n, 1)];
     storage_ = std::shared_ptr<void>(p, [](void* q) { delete[] static_cast<std::string*>(q); });
@@ -64,6 +68,15 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
     storage_ = allocate_storage(n * esize);
     std::memset(storage_.get(), 0, n * esize);
   }
+}
+
+Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+  if (dtype == DType::string || dtype == DType::undefined) return Tensor(dtype, std::move(shape));
+  const int64_t n = shape_numel(shape);
+  if (size_t(n) > kMaxTensorBytes / dtype_size(dtype))
+    throw Error(ErrorCode::invalid_argument,
+                cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape)));
+  return view(dtype, std::move(shape), allocate_storage(size_t(n) * dtype_size(dtype)), 0);
 }
 
 Tensor Tensor::borrow(DType dtype, Shape shape, void* data) {
@@ -108,8 +121,14 @@ Tensor Tensor::clone() const {
     const T* src = static_cast<const T*>(raw_data());
     T* dst = out.data<T>();
     if (is_contiguous()) {
-      if constexpr (std::is_trivially_copyable_v<T>) std::memcpy(dst, src, size_t(numel_) * es);
-      else std::copy(src, src + numel_, dst);
+      if constexpr (std::is_trivially_copyable_v<T>)
+        std::memcpy(dst, src, size_t(numel_) * es);
+      else
+        std::copy(src, src + numel_, dst);
+      return;
+    }
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      strided_copy(src, 0, strides_, dst, shape_, es);
       return;
     }
     for (int64_t i = 0; i < numel_; ++i) {
@@ -125,20 +144,24 @@ Tensor Tensor::clone() const {
   return out;
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const {
+  return is_contiguous() ? *this : clone();
+}
 
 double Tensor::at_double(int64_t i) const {
-  return dispatch_dtype(dtype_, [&]<typename T>() -> double {
-    return to_double(static_cast<const T*>(raw_data())[i]);
-  });
+  return dispatch_dtype(
+      dtype_, [&]<typename T>() -> double { return to_double(static_cast<const T*>(raw_data())[i]); });
 }
 
 int64_t Tensor::at_int(int64_t i) const {
   return dispatch_dtype(dtype_, [&]<typename T>() -> int64_t {
     const T& v = static_cast<const T*>(raw_data())[i];
-    if constexpr (std::is_integral_v<T>) return int64_t(v);
-    else if constexpr (kIsSubByteInt<T>) return int64_t(v.value);
-    else return int64_t(to_double(v));
+    if constexpr (std::is_integral_v<T>)
+      return int64_t(v);
+    else if constexpr (kIsSubByteInt<T>)
+      return int64_t(v.value);
+    else
+      return int64_t(to_double(v));
   });
 }
 
@@ -156,7 +179,9 @@ std::vector<double> Tensor::to_double_vector() const {
   return v;
 }
 
-std::string Tensor::describe() const { return cat(dtype_name(dtype_), shape_str(shape_)); }
+std::string Tensor::describe() const {
+  return cat(dtype_name(dtype_), shape_str(shape_));
+}
 
 void Tensor::throw_type_mismatch(DType wanted) const {
   throw Error(ErrorCode::internal,

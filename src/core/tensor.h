@@ -31,6 +31,8 @@ class Tensor {
 
   // Points at external memory without owning it.
   static Tensor borrow(DType dtype, Shape shape, void* data);
+  // Contiguous, contents unspecified (for code that writes every element; strings are still constructed).
+  static Tensor uninitialized(DType dtype, Shape shape);
   // Shares ownership of `storage`, starting `byte_offset` into it.
   static Tensor view(DType dtype, Shape shape, std::shared_ptr<void> storage, size_t byte_offset,
                      std::vector<int64_t> strides = {});

@@ -1,46 +1,85 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
-#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <utility>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TESSERA_CPU_RELAX() _mm_pause()
+#else
+#define TESSERA_CPU_RELAX() std::this_thread::yield()
+#endif
 
 namespace tessera {
 
 namespace {
+
 thread_local bool tl_inside_pool_task = false;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
-ThreadPool::ThreadPool(int num_threads) {
+int64_t spin_ns_from_env() {
+  int64_t us = 300;
+  if (const char* e = std::getenv("TESSERA_SPIN_US")) us = std::max<long long>(0, std::atoll(e));
+  return us * 1000;
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int num_threads) : spin_ns_(spin_ns_from_env()) {
   if (num_threads <= 0) num_threads = int(std::max(1u, std::thread::hardware_concurrency()));
   num_threads_ = num_threads;
+  slots_ = std::make_unique<WorkerSlot[]>(size_t(num_threads_));
   for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard lk(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
+  stop_.store(true, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::worker_loop(int) {
-  uint64_t seen = 0;
-  std::unique_lock lk(mutex_);
+void ThreadPool::drain() {
+  const bool outer = tl_inside_pool_task;
+  tl_inside_pool_task = true;
   for (;;) {
-    wake_.wait(lk, [&] { return stop_ || generation_ != seen; });
-    if (stop_) return;
-    seen = generation_;
-    while (job_ && next_task_ < job_tasks_) {
-      const int64_t t = next_task_++;
-      const auto* job = job_;
-      lk.unlock();
-      tl_inside_pool_task = true;
-      (*job)(t);
-      tl_inside_pool_task = false;
-      lk.lock();
-      if (++finished_tasks_ == job_tasks_) done_.notify_all();
+    const int64_t t = next_task_.fetch_add(1, std::memory_order_relaxed);
+    if (t >= job_tasks_) break;
+    try {
+      (*job_)(t);
+    } catch (...) {
+      std::lock_guard lk(error_mutex_);
+      if (!error_) error_ = std::current_exception();
     }
+  }
+  tl_inside_pool_task = outer;
+}
+
+void ThreadPool::worker_loop(int index) {
+  uint32_t seen = 0;
+  for (;;) {
+    uint32_t g = generation_.load(std::memory_order_acquire);
+    if (g == seen) {
+      // Spin a while (the next job usually follows within microseconds), then sleep.
+      const int64_t deadline = now_ns() + spin_ns_;
+      for (int i = 0; (g = generation_.load(std::memory_order_acquire)) == seen; ++i) {
+        if ((i & 63) == 63 && now_ns() > deadline) {
+          generation_.wait(seen, std::memory_order_acquire);
+        } else {
+          TESSERA_CPU_RELAX();
+        }
+      }
+    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = g;
+    drain();
+    slots_[size_t(index)].acked.store(g, std::memory_order_release);
   }
 }
 
@@ -51,24 +90,25 @@ void ThreadPool::run(int64_t num_tasks, const std::function<void(int64_t)>& fn) 
     return;
   }
   std::lock_guard run_lk(run_mutex_);
-  std::unique_lock lk(mutex_);
   job_ = &fn;
   job_tasks_ = num_tasks;
-  next_task_ = 0;
-  finished_tasks_ = 0;
-  ++generation_;
-  wake_.notify_all();
-  while (next_task_ < job_tasks_) {
-    const int64_t t = next_task_++;
-    lk.unlock();
-    tl_inside_pool_task = true;
-    fn(t);
-    tl_inside_pool_task = false;
-    lk.lock();
-    ++finished_tasks_;
+  error_ = nullptr;
+  next_task_.store(0, std::memory_order_relaxed);
+  const uint32_t g = generation_.load(std::memory_order_relaxed) + 1;
+  generation_.store(g, std::memory_order_release);
+  generation_.notify_all();
+  drain();
+  // Every worker acknowledges the job, so none still reads it once we return.
+  for (int i = 1; i < num_threads_; ++i) {
+    for (int spins = 0; slots_[size_t(i)].acked.load(std::memory_order_acquire) != g; ++spins) {
+      if (spins < 4096)
+        TESSERA_CPU_RELAX();
+      else
+        std::this_thread::yield();
+    }
   }
-  done_.wait(lk, [&] { return finished_tasks_ == job_tasks_; });
   job_ = nullptr;
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {

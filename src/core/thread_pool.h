@@ -1,10 +1,18 @@
 // A fork-join thread pool. The caller takes part in the work, so a pool of N
 // threads starts N-1 workers. Kernels receive the pool; they never start threads.
+//
+// Waking a sleeping thread costs tens of microseconds, more than many kernels
+// take, so workers spin for a while after each job (TESSERA_SPIN_US, default
+// 300 us) before they sleep on a futex (C++20 atomic wait). A job ends when
+// every worker has acknowledged it, so no worker touches a job after run()
+// returns.
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -22,7 +30,8 @@ class ThreadPool {
 
   // Calls fn(task) for task in [0, num_tasks), spread over the threads; returns
   // when all are done. Safe to call from several threads at once (calls are
-  // serialized); a nested call from inside a task runs inline.
+  // serialized); a nested call from inside a task runs inline. The first
+  // exception a task throws is rethrown here (the other tasks still run).
   void run(int64_t num_tasks, const std::function<void(int64_t)>& fn);
 
   // Splits [0, n) into about num_threads chunks of at least `grain` and calls
@@ -30,19 +39,25 @@ class ThreadPool {
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
+  struct alignas(64) WorkerSlot {
+    std::atomic<uint32_t> acked{0};  // last job generation this worker finished
+  };
   void worker_loop(int index);
+  void drain();  // claims and runs tasks of the current job until none are left
 
   int num_threads_;
+  int64_t spin_ns_;
   std::vector<std::thread> workers_;
+  std::unique_ptr<WorkerSlot[]> slots_;
   std::mutex run_mutex_;  // one job at a time
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
+  alignas(64) std::atomic<uint32_t> generation_{0};
+  std::atomic<bool> stop_{false};
+  // The current job; written before generation_ is bumped (release).
   const std::function<void(int64_t)>* job_ = nullptr;
   int64_t job_tasks_ = 0;
-  int64_t next_task_ = 0;
-  int64_t finished_tasks_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  alignas(64) std::atomic<int64_t> next_task_{0};
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
 };
 
 // Runs fn(begin, end) over [0, n): on the pool when given, inline otherwise.

@@ -145,16 +145,15 @@ std::string Graph::unique_name(const std::string& base) {
 }
 
 namespace {
-// Values from outside `g` that nodes inside g's subgraphs read (transitively).
+// Values owned outside `root` that nodes in g (a subgraph at or below root) read,
+// transitively: the outer-scope dependencies of the node that owns root.
 void collect_outer_uses(const Graph& g, const Graph& root, std::vector<Value*>& out) {
   for (const auto& n : g.nodes()) {
     for (Value* v : n->inputs)
       if (v && v->owner != &g) {
-        // owned by an enclosing graph of g: is it root (or above)?
-        bool inside = false;
-        for (const Graph* p = v->owner; p; p = p->parent)
-          if (p == &root) inside = true;
-        if (inside) out.push_back(v);
+        bool inside = false;  // owned by root or a graph nested in it
+        for (const Graph* p = v->owner; p && !inside; p = p->parent) inside = p == &root;
+        if (!inside) out.push_back(v);
       }
     for (Graph* sg : n->subgraphs()) collect_outer_uses(*sg, root, out);
   }

@@ -22,6 +22,7 @@ struct Match {
   Tensor weights;  // K x N, row-major, alpha applied
   std::optional<Tensor> bias;
   std::optional<FusedActivation> act;
+  bool a_rank2 = false;  // from Gemm: A must be 2-D at run time
 };
 
 Tensor bias_vector(const Tensor& c, int64_t n, float beta) {
@@ -31,18 +32,21 @@ Tensor bias_vector(const Tensor& c, int64_t n, float beta) {
 }
 
 bool match_root(const ir::Graph& g, ir::Node* n, Match& m) {
-  if (n->inputs.size() < 2 || !is_f32(n->inputs[0]) || !n->inputs[1] || !is_constant(g, n->inputs[1])) return false;
+  if (n->inputs.size() < 2 || !is_f32(n->inputs[0]) || !n->inputs[1] || !is_constant(g, n->inputs[1]))
+    return false;
   const Tensor& w = *n->inputs[1]->initializer;
   if (w.dtype() != DType::f32 || w.rank() != 2) return false;
+  // A of unknown rank is fine for MatMul: FusedGemm keeps A's leading dims
+  // (a 1-D A gives [N], as MatMul does).
   const auto& ashape = n->inputs[0]->type.shape;
-  if (!ashape || ashape->size() < 1) return false;
+  if (ashape && ashape->empty()) return false;
   if (is_onnx_op(n, "MatMul")) {
-    if (ashape->size() < 2) return false;  // a 1-D A drops a dim: leave it to the plain kernel
     m.weights = w.contiguous();
   } else if (is_onnx_op(n, "Gemm")) {
     const Attribute* ta = n->attr("transA");
     if (ta && ta->i != 0) return false;
-    if (ashape->size() != 2) return false;
+    if (ashape && ashape->size() != 2) return false;  // unknown rank: FusedGemm checks rank 2 (a_rank)
+    m.a_rank2 = true;
     const Attribute* tb = n->attr("transB");
     const Attribute* al = n->attr("alpha");
     const Attribute* be = n->attr("beta");
@@ -72,13 +76,19 @@ bool match_root(const ir::Graph& g, ir::Node* n, Match& m) {
   return m.out != nullptr;
 }
 
+// The bias may be folded only when broadcasting it does not add dims to the output.
+bool rank_at_least(const ir::Value* a, int64_t r) {
+  return r <= 1 || (a->type.shape && int64_t(a->type.shape->size()) >= r);
+}
+
 void absorb_epilogue(const ir::Graph& g, Match& m) {
   const int64_t n = m.weights.dim(1);
   ir::Node* c = sole_consumer(g, m.out);
   if (!m.bias && is_onnx_op(c, "Add")) {
     ir::Value* other = c->inputs[0] == m.out ? c->inputs[1] : c->inputs[0];
     if (other && is_constant(g, other) && other->initializer->dtype() == DType::f32 &&
-        other->initializer->numel() == n && other->initializer->dim(-1) == n) {
+        other->initializer->numel() == n && other->initializer->dim(-1) == n &&
+        rank_at_least(m.a, other->initializer->rank())) {
       m.bias = other->initializer->contiguous().reshape({n});
       m.absorbed.push_back(c);
       m.out = c->outputs[0];
@@ -125,6 +135,7 @@ void rewrite(ir::Graph& g, Match& m) {
   set_i("N", n);
   set_i("kc", PackedB::native_kc());
   set_i("nr", PackedB::native_nr());
+  if (m.a_rank2) set_i("a_rank", 2);
   if (m.act) set_activation_attrs(f, *m.act);
   g.connect_input(f, a);
   g.connect_input(f, pv);
@@ -147,7 +158,13 @@ void fuse_gemm(ir::Graph& g) {
     taken.insert(taken.end(), m.absorbed.begin(), m.absorbed.end());
     matches.push_back(std::move(m));
   }
-  for (Match& m : matches) rewrite(g, m);
+  for (Match& m : matches) {
+    ir::Value* w = m.root->inputs[1];
+    rewrite(g, m);
+    // Free each original weight as soon as its packed copy exists (peak memory: one matrix, not all).
+    m.weights = Tensor();
+    if (w->uses.empty() && w->initializer && !is_graph_output(g, w)) w->initializer.reset();
+  }
   g.remove_unused_values();
 }
 

@@ -6,6 +6,7 @@
 #include <new>
 #include <thread>
 
+#include "runtime/cost_model.h"
 #include "runtime/memory_planner.h"
 #include "runtime/session_impl.h"
 
@@ -14,17 +15,21 @@ namespace tessera {
 namespace runtime {
 
 namespace {
-int64_t now_us(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+double now_us(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // How a feed or a graph input's declared type reads in messages.
 std::string describe_value(const DataValue& v) {
   switch (v.kind) {
-    case DataValue::Kind::tensor: return v.tensor.describe();
-    case DataValue::Kind::sequence: return cat("sequence of ", v.sequence.size(), " tensors");
-    case DataValue::Kind::optional_none: return "an empty optional";
-    case DataValue::Kind::none: return "nothing";
+    case DataValue::Kind::tensor:
+      return v.tensor.describe();
+    case DataValue::Kind::sequence:
+      return cat("sequence of ", v.sequence.size(), " tensors");
+    case DataValue::Kind::optional_none:
+      return "an empty optional";
+    case DataValue::Kind::none:
+      return "nothing";
   }
   return "?";
 }
@@ -51,7 +56,9 @@ class RunState {
   void exec(Frame& f, bool main);
   std::vector<DataValue> run_subgraph(const CompiledNode& cn, Frame& f, const Subgraph& sg,
                                       const std::vector<DataValue>& inputs);
-  Tensor allocate(bool main, int node, const CompiledNode& cn, size_t out, DType dtype, const Shape& shape);
+  // zeroed: clear the buffer (KernelContext::output) or not (output_for_overwrite).
+  Tensor allocate(bool main, int node, const CompiledNode& cn, size_t out, DType dtype, const Shape& shape,
+                  bool zeroed);
   const DataValue* resolve(Frame& f, ValueRef r) const {
     if (r.slot < 0) return nullptr;
     Frame* fr = &f;
@@ -80,6 +87,7 @@ class RunState {
 
   size_t arena_bytes = 0, fallback_bytes = 0;
   std::vector<ProfileEvent> events;
+  std::map<int, std::vector<DataValue>> shape_cache;  // recorded for the plan
 
  private:
   void touch_tensor(const Tensor& t, int node);
@@ -116,7 +124,12 @@ class NodeContext final : public KernelContext {
   bool output_requested(size_t i) const override { return i < cn_.requested.size() && cn_.requested[i]; }
   Tensor& output(size_t i, DType dtype, const Shape& shape) override {
     if (i >= outs_.size()) fail(ErrorCode::internal, "kernel wrote output ", i, " of ", outs_.size());
-    outs_[i] = DataValue(rs_.allocate(main_, index_, cn_, i, dtype, shape));
+    outs_[i] = DataValue(rs_.allocate(main_, index_, cn_, i, dtype, shape, true));
+    return outs_[i].tensor;
+  }
+  Tensor& output_for_overwrite(size_t i, DType dtype, const Shape& shape) override {
+    if (i >= outs_.size()) fail(ErrorCode::internal, "kernel wrote output ", i, " of ", outs_.size());
+    outs_[i] = DataValue(rs_.allocate(main_, index_, cn_, i, dtype, shape, false));
     return outs_[i].tensor;
   }
   void set_output(size_t i, DataValue v) override {
@@ -144,20 +157,22 @@ class NodeContext final : public KernelContext {
 };
 
 Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t out, DType dtype,
-                          const Shape& shape) {
+                          const Shape& shape, bool zeroed) {
+  const auto fresh = [&] { return zeroed ? Tensor(dtype, shape) : Tensor::uninitialized(dtype, shape); };
   const bool plannable = main && out < cn.graph_output.size() && !cn.graph_output[out] &&
                          dtype != DType::string && dtype != DType::undefined;
   if (!plannable) {
-    Tensor t(dtype, shape);
+    Tensor t = fresh();
     fallback_bytes += t.nbytes();
     return t;
   }
   const int64_t numel = shape_numel(shape);
-  check_arg(size_t(numel) <= (size_t(64) << 30) / dtype_size(dtype), "refusing to allocate tensor ",
-            dtype_name(dtype), shape_str(shape));
+  if (size_t(numel) > (size_t(64) << 30) / dtype_size(dtype))
+    throw Error(ErrorCode::invalid_argument,
+                cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape)));
   const size_t nbytes = size_t(numel) * dtype_size(dtype);
   if (recording_) {
-    Tensor t(dtype, shape);
+    Tensor t = fresh();
     fallback_bytes += nbytes;
     if (nbytes > 0) {
       const int r = int(records_.size());
@@ -168,13 +183,13 @@ Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t ou
   }
   auto it = plan_->placement.find({node, int(out)});
   if (it == plan_->placement.end() || it->second.size != nbytes) {  // unplanned or dynamic
-    Tensor t(dtype, shape);
+    Tensor t = fresh();
     fallback_bytes += nbytes;
     return t;
   }
   if (!arena_) arena_ = allocate_storage(plan_->arena_size);
   Tensor t = Tensor::view(dtype, shape, arena_, it->second.offset);
-  std::memset(t.raw_data(), 0, nbytes);  // same contract as a fresh Tensor
+  if (zeroed) std::memset(t.raw_data(), 0, nbytes);  // same contract as a fresh Tensor
   arena_bytes += nbytes;
   return t;
 }
@@ -182,7 +197,8 @@ Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t ou
 void RunState::touch_tensor(const Tensor& t, int node) {
   if (!t.storage()) return;
   auto it = rec_by_storage_.find(t.storage().get());
-  if (it != rec_by_storage_.end()) records_[size_t(it->second)].last = std::max(records_[size_t(it->second)].last, node);
+  if (it != rec_by_storage_.end())
+    records_[size_t(it->second)].last = std::max(records_[size_t(it->second)].last, node);
 }
 
 void RunState::touch(const DataValue& v, int node) {
@@ -212,9 +228,10 @@ std::shared_ptr<const Plan> RunState::make_plan() const {
   auto plan = std::make_shared<Plan>();
   plan->arena_size = mp.arena_size;
   for (size_t i = 0; i < planned.size(); ++i)
-    plan->placement[{planned[i]->node, planned[i]->out}] = {mp.offsets[i], planned[i]->size, planned[i]->first,
-                                                            planned[i]->last};
+    plan->placement[{planned[i]->node, planned[i]->out}] = {mp.offsets[i], planned[i]->size,
+                                                            planned[i]->first, planned[i]->last};
   plan->aliases = aliases_;
+  plan->shape_cache = shape_cache;
   return plan;
 }
 
@@ -242,11 +259,17 @@ void RunState::check_aliases(int node, size_t out, DataValue& v) {
   auto fix = [&](Tensor& t) {
     if (t.storage().get() != arena_.get()) return;
     const size_t off = t.byte_offset();
+    // Usually the output is the node's own planned buffer: no scan needed.
+    if (auto own = plan_->placement.find(self); own != plan_->placement.end() && off >= own->second.offset &&
+                                                off < own->second.offset + own->second.size)
+      return;
     for (const auto& [key, slot] : plan_->placement) {
-      if (off < slot.offset || off >= slot.offset + slot.size || node < slot.first || node > slot.last) continue;
+      if (off < slot.offset || off >= slot.offset + slot.size || node < slot.first || node > slot.last)
+        continue;
       if (key == self) return;
       auto it = plan_->aliases.find(self);
-      if (it != plan_->aliases.end() && std::find(it->second.begin(), it->second.end(), key) != it->second.end())
+      if (it != plan_->aliases.end() &&
+          std::find(it->second.begin(), it->second.end(), key) != it->second.end())
         return;
       break;
     }
@@ -260,10 +283,18 @@ void RunState::exec(Frame& f, bool main) {
   const CompiledGraph& cg = *f.cg;
   for (size_t k = 0; k < cg.nodes.size(); ++k) {
     const CompiledNode& cn = cg.nodes[k];
+    if (main && cn.shape_only && !recording_) {
+      if (auto hit = plan_->shape_cache.find(int(k)); hit != plan_->shape_cache.end()) {
+        for (size_t i = 0; i < cn.outputs.size(); ++i)
+          if (cn.outputs[i] >= 0) f.slots[size_t(cn.outputs[i])] = hit->second[i];
+        for (int s : cn.release) f.slots[size_t(s)] = DataValue();
+        continue;
+      }
+    }
     if (main && recording_)
       for (int s : cn.touches) touch(f.slots[size_t(s)], int(k));
     NodeContext ctx(*this, f, cn, int(k), main);
-    const int64_t t_start = profiling_ ? now_us(s_.t0_) : 0;
+    const double t_start = profiling_ ? now_us(s_.t0_) : 0;
     try {
       cn.fn(ctx);
     } catch (const Error& e) {
@@ -273,17 +304,40 @@ void RunState::exec(Frame& f, bool main) {
     } catch (const std::exception& e) {
       throw Error(ErrorCode::runtime, e.what(), cn.name, cn.node->op_type);
     }
-    if (profiling_)
-      events.push_back({cn.name, cn.node->op_type, t_start, now_us(s_.t0_) - t_start,
-                        std::hash<std::thread::id>{}(std::this_thread::get_id())});
     auto& outs = ctx.outs();
+    if (profiling_) {
+      const double t_end = now_us(s_.t0_);
+      const NodeCost cost = node_cost(ctx, outs);
+      events.push_back({cn.name, cn.node->op_type, t_start, t_end - t_start,
+                        std::hash<std::thread::id>{}(std::this_thread::get_id()), cost.flops, cost.bytes,
+                        cost.shapes});
+    }
     for (size_t i = 0; i < outs.size(); ++i) {
       if (cn.requested[i] && outs[i].kind == DataValue::Kind::none)
         throw Error(ErrorCode::internal,
-                    cat("the kernel did not produce output ", i, " ('", cn.node->outputs[i]->name, "')"), cn.name,
-                    cn.node->op_type);
+                    cat("the kernel did not produce output ", i, " ('", cn.node->outputs[i]->name, "')"),
+                    cn.name, cn.node->op_type);
       if (main && outs[i].kind != DataValue::Kind::none) check_aliases(int(k), i, outs[i]);
       if (cn.outputs[i] >= 0) f.slots[size_t(cn.outputs[i])] = std::move(outs[i]);
+    }
+    if (main && recording_ && cn.shape_only) {
+      // Small results only; owned copies (the recording run's buffers are its own).
+      constexpr size_t kMaxCachedBytes = size_t(64) << 10;
+      std::vector<DataValue> cached;
+      size_t bytes = 0;
+      bool ok = true;
+      for (size_t i = 0; i < cn.outputs.size() && ok; ++i) {
+        const DataValue* v = cn.outputs[i] >= 0 ? &f.slots[size_t(cn.outputs[i])] : nullptr;
+        if (!v || v->kind == DataValue::Kind::none) {
+          cached.emplace_back();
+          continue;
+        }
+        ok = v->is_tensor() && v->tensor.dtype() != DType::string;
+        if (ok) bytes += v->tensor.nbytes();
+        ok = ok && bytes <= kMaxCachedBytes;
+        if (ok) cached.emplace_back(v->tensor.clone());
+      }
+      if (ok) shape_cache[int(k)] = std::move(cached);
     }
     for (int s : cn.release) f.slots[size_t(s)] = DataValue();
   }
@@ -294,7 +348,8 @@ std::vector<DataValue> RunState::run_subgraph(const CompiledNode& cn, Frame& f, 
   const auto* g = dynamic_cast<const ir::Graph*>(&sg);
   bool own = false;
   for (const ir::Graph* x : cn.node->subgraphs()) own |= (x == g);
-  if (!own) throw Error(ErrorCode::internal, "run_subgraph: not a subgraph of this node", cn.name, cn.node->op_type);
+  if (!own)
+    throw Error(ErrorCode::internal, "run_subgraph: not a subgraph of this node", cn.name, cn.node->op_type);
   auto it = s_.compiled_.find(g);
   check(it != s_.compiled_.end(), ErrorCode::internal, "subgraph '", g->name, "' was not compiled");
   const CompiledGraph& cg = *it->second;
@@ -330,12 +385,14 @@ void SessionImpl::validate_feeds(const std::map<std::string, DataValue>& feeds) 
     if (!in) {
       std::string names;
       for (const ValueInfo& vi : inputs_) names += (names.empty() ? "" : ", ") + vi.name;
-      throw Error(ErrorCode::invalid_argument, cat("unknown input '", name, "' (the model's inputs: ", names, ")"));
+      throw Error(ErrorCode::invalid_argument,
+                  cat("unknown input '", name, "' (the model's inputs: ", names, ")"));
     }
     const ir::TypeInfo& t = in->type;
     const std::string expected = t.str();
     auto bad = [&]() {
-      throw Error(ErrorCode::invalid_argument, cat("input '", name, "': expected ", expected, ", got ", runtime::describe_value(v)));
+      throw Error(ErrorCode::invalid_argument,
+                  cat("input '", name, "': expected ", expected, ", got ", runtime::describe_value(v)));
     };
     auto check_tensor = [&](const Tensor& x) {
       if (t.elem != DType::undefined && x.dtype() != t.elem) bad();
@@ -408,7 +465,8 @@ std::vector<DataValue> SessionImpl::run(const std::map<std::string, DataValue>& 
       if (found == g.outputs.size()) {
         std::string names;
         for (const ValueInfo& vi : outputs_) names += (names.empty() ? "" : ", ") + vi.name;
-        throw Error(ErrorCode::invalid_argument, cat("unknown output '", n, "' (the model's outputs: ", names, ")"));
+        throw Error(ErrorCode::invalid_argument,
+                    cat("unknown output '", n, "' (the model's outputs: ", names, ")"));
       }
       wanted.push_back(found);
     }

@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "backends/cpu/cpu_backend.h"
 #include "frontend/onnx/onnx_loader.h"
 #include "ir/op_registry.h"
+#include "ir/verifier.h"
 #include "passes/pass_manager.h"
 #include "runtime/session_impl.h"
-#include "ir/verifier.h"
+#include "runtime/shape_only.h"
 
 namespace tessera {
 
@@ -21,24 +21,42 @@ namespace runtime {
 namespace {
 std::string onnx_elem_name(DType t) {
   switch (t) {
-    case DType::f32: return "float";
-    case DType::f64: return "double";
-    case DType::f16: return "float16";
-    case DType::bf16: return "bfloat16";
-    case DType::i8: return "int8";
-    case DType::u8: return "uint8";
-    case DType::i16: return "int16";
-    case DType::u16: return "uint16";
-    case DType::i32: return "int32";
-    case DType::u32: return "uint32";
-    case DType::i64: return "int64";
-    case DType::u64: return "uint64";
-    case DType::boolean: return "bool";
-    case DType::string: return "string";
-    case DType::c64: return "complex64";
-    case DType::c128: return "complex128";
-    case DType::undefined: return "undefined";
-    default: return std::string(dtype_name(t));
+    case DType::f32:
+      return "float";
+    case DType::f64:
+      return "double";
+    case DType::f16:
+      return "float16";
+    case DType::bf16:
+      return "bfloat16";
+    case DType::i8:
+      return "int8";
+    case DType::u8:
+      return "uint8";
+    case DType::i16:
+      return "int16";
+    case DType::u16:
+      return "uint16";
+    case DType::i32:
+      return "int32";
+    case DType::u32:
+      return "uint32";
+    case DType::i64:
+      return "int64";
+    case DType::u64:
+      return "uint64";
+    case DType::boolean:
+      return "bool";
+    case DType::string:
+      return "string";
+    case DType::c64:
+      return "complex64";
+    case DType::c128:
+      return "complex128";
+    case DType::undefined:
+      return "undefined";
+    default:
+      return std::string(dtype_name(t));
   }
 }
 
@@ -78,11 +96,15 @@ void collect_captured(const ir::Graph& g, const CompiledGraph& owner, std::vecto
 std::string onnx_type_string(const ir::TypeInfo& t) {
   const std::string e = cat("tensor(", onnx_elem_name(t.elem), ")");
   switch (t.kind) {
-    case ir::TypeInfo::Kind::tensor: return e;
-    case ir::TypeInfo::Kind::sequence: return cat("seq(", e, ")");
+    case ir::TypeInfo::Kind::tensor:
+      return e;
+    case ir::TypeInfo::Kind::sequence:
+      return cat("seq(", e, ")");
     case ir::TypeInfo::Kind::optional:
-      return t.inner == ir::TypeInfo::Kind::sequence ? cat("optional(seq(", e, "))") : cat("optional(", e, ")");
-    case ir::TypeInfo::Kind::unknown: return "unknown";
+      return t.inner == ir::TypeInfo::Kind::sequence ? cat("optional(seq(", e, "))")
+                                                     : cat("optional(", e, ")");
+    case ir::TypeInfo::Kind::unknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -121,7 +143,7 @@ SessionImpl::SessionImpl(ir::Model model, const SessionOptions& opts)
 }
 
 SessionImpl::~SessionImpl() {
-  if (opts_.enable_profiling) {
+  if (opts_.enable_profiling && !profile_.empty()) {
     try {
       write_profile();
     } catch (...) {
@@ -151,8 +173,8 @@ void SessionImpl::compile_graph(const ir::Graph& g, const std::vector<const ir::
       auto it = chain[d]->slot_of.find(v);
       if (it != chain[d]->slot_of.end()) return {int(d), it->second};
     }
-    throw Error(ErrorCode::invalid_model,
-                cat(what, " '", v->name, "' of ", who, " is not defined in graph '", g.name, "' or around it"));
+    throw Error(ErrorCode::invalid_model, cat(what, " '", v->name, "' of ", who, " is not defined in graph '",
+                                              g.name, "' or around it"));
   };
 
   std::set<const ir::Value*> graph_outputs(g.outputs.begin(), g.outputs.end());
@@ -208,6 +230,11 @@ void SessionImpl::compile_graph(const ir::Graph& g, const std::vector<const ir::
     cn.touches.erase(std::unique(cn.touches.begin(), cn.touches.end()), cn.touches.end());
     cg.nodes.push_back(std::move(cn));
   }
+  if (scope.empty()) {  // the main graph: plans (and so the shape cache) exist for it only
+    const std::vector<bool> shape_only = runtime::shape_only_nodes(g);
+    for (size_t k = 0; k < cg.nodes.size() && k < shape_only.size(); ++k)
+      cg.nodes[k].shape_only = shape_only[k];
+  }
 
   // Liveness: each local slot is released after the last node that reads it
   // (or right after its producer when nothing reads it). Graph outputs stay.
@@ -228,6 +255,16 @@ size_t SessionImpl::num_cached_plans() const {
   return plans_.size();
 }
 
+std::vector<runtime::ProfileEvent> SessionImpl::profile_events() const {
+  std::lock_guard lock(profile_mutex_);
+  return profile_;
+}
+
+void SessionImpl::clear_profile() const {
+  std::lock_guard lock(profile_mutex_);
+  profile_.clear();
+}
+
 void SessionImpl::write_profile() const {
   if (!opts_.enable_profiling) return;
   const std::string path = opts_.profile_path.empty() ? "tessera_profile.json" : opts_.profile_path;
@@ -235,14 +272,15 @@ void SessionImpl::write_profile() const {
   {
     std::lock_guard lock(profile_mutex_);
     for (const runtime::ProfileEvent& e : profile_) {
-      events.push_back({{"name", e.name},
-                        {"cat", e.op},
-                        {"ph", "X"},
-                        {"ts", e.start_us},
-                        {"dur", e.dur_us},
-                        {"pid", 0},
-                        {"tid", e.tid},
-                        {"args", {{"op", e.op}}}});
+      events.push_back(
+          {{"name", e.name},
+           {"cat", e.op},
+           {"ph", "X"},
+           {"ts", e.start_us},
+           {"dur", e.dur_us},
+           {"pid", 0},
+           {"tid", e.tid},
+           {"args", {{"op", e.op}, {"shapes", e.shapes}, {"flops", e.flops}, {"bytes", e.bytes}}}});
     }
   }
   nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
@@ -268,17 +306,27 @@ Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
-const std::vector<ValueInfo>& Session::inputs() const { return impl_->inputs(); }
-const std::vector<ValueInfo>& Session::outputs() const { return impl_->outputs(); }
+const std::vector<ValueInfo>& Session::inputs() const {
+  return impl_->inputs();
+}
+const std::vector<ValueInfo>& Session::outputs() const {
+  return impl_->outputs();
+}
 
 std::vector<DataValue> Session::run(const std::map<std::string, DataValue>& feeds,
                                     const std::vector<std::string>& output_names) const {
   return impl_->run(feeds, output_names);
 }
 
-size_t Session::peak_memory_bytes() const { return impl_->peak_memory_bytes(); }
-std::string Session::graph_text() const { return impl_->graph_text(); }
+size_t Session::peak_memory_bytes() const {
+  return impl_->peak_memory_bytes();
+}
+std::string Session::graph_text() const {
+  return impl_->graph_text();
+}
 
-std::string version() { return "0.1.0"; }
+std::string version() {
+  return "0.1.0";
+}
 
 }  // namespace tessera

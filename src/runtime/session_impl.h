@@ -41,6 +41,7 @@ struct CompiledNode {
   std::vector<bool> graph_output;    // output is an output of its graph
   std::vector<int> touches;          // local slots read by the node, its subgraphs included
   std::vector<int> release;          // local slots whose last use is this node
+  bool shape_only = false;           // outputs depend on input shapes only (runtime/shape_only.h)
 };
 
 struct CompiledGraph {
@@ -67,12 +68,16 @@ struct Plan {
   // which: a planned run accepts exactly these aliases into the arena.
   std::map<Key, std::vector<Key>> aliases;
   size_t arena_size = 0;
+  // Outputs of shape-only nodes (by node index) from the recording run, reused by later runs.
+  std::map<int, std::vector<DataValue>> shape_cache;
 };
 
 struct ProfileEvent {
   std::string name, op;
-  int64_t start_us = 0, dur_us = 0;
+  double start_us = 0, dur_us = 0;  // microseconds since the session started
   uint64_t tid = 0;
+  double flops = 0, bytes = 0;  // runtime/cost_model.h
+  std::string shapes;
 };
 
 class RunState;
@@ -104,6 +109,9 @@ class SessionImpl {
   size_t last_fallback_bytes() const { return last_fallback_bytes_.load(); }
   // Writes the Chrome trace now (also done when the session ends).
   void write_profile() const;
+  // The profile so far (one event per executed node, in run order), and forgetting it (e.g. after warm-up).
+  std::vector<runtime::ProfileEvent> profile_events() const;
+  void clear_profile() const;
 
  private:
   friend class runtime::RunState;

@@ -223,3 +223,85 @@ def test_ops_lists_known_ops():
     r = cli("ops")
     for op in ("Add", "MatMul", "Conv", "Relu"):
         assert op in r.stdout
+
+
+@pytest.fixture()
+def mlp_path(tmp_path):
+    """MatMul by constant weights + bias + Relu: fuse_gemm turns it into one tessera.FusedGemm."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((8, 5)).astype(np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    model = make_model([helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+                        helper.make_node("Add", ["h", "b"], ["hb"], name="add"),
+                        helper.make_node("Relu", ["hb"], ["y"], name="relu")],
+                       [helper.make_tensor_value_info("x", TP.FLOAT, ["batch", 8])],
+                       [helper.make_tensor_value_info("y", TP.FLOAT, ["batch", 5])],
+                       [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(b, "b")])
+    p = tmp_path / "mlp.onnx"
+    onnx.save(model, str(p))
+    return p
+
+
+def test_profile_table_and_trace(mlp_path, tmp_path):
+    trace = tmp_path / "trace.json"
+    r = cli("profile", mlp_path, "--runs", 3, "--threads", 1, "--dim", "batch=4", "--trace", trace,
+            "--peak-gflops", 100, "--bandwidth-gbs", 20)
+    assert r.returncode == 0, r.stderr
+    assert "FusedGemm" in r.stdout and "GFLOP/s" in r.stdout and "%roof" in r.stdout
+    assert "peak 100.0 GFLOP/s" in r.stdout and "bandwidth 20.0 GB/s" in r.stdout
+    import json
+    events = json.loads(trace.read_text())["traceEvents"]
+    gemm = [e for e in events if e["args"]["op"] == "FusedGemm"]
+    assert len(gemm) == 3  # one per timed run, warm-up excluded
+    assert gemm[0]["args"]["flops"] == 2 * 4 * 5 * 8  # 2 M N K with batch=4
+    assert "float32[4,8]" in gemm[0]["args"]["shapes"]
+
+
+def test_profile_measures_ceilings(mlp_path):
+    r = cli("profile", mlp_path, "--runs", 2, "--threads", 1)
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("roofline:"))
+    peak = float(line.split("peak ")[1].split()[0])
+    bw = float(line.split("bandwidth ")[1].split()[0])
+    assert peak > 0.1 and bw > 0.1
+
+
+def test_bench(mlp_path):
+    r = cli("bench", mlp_path, "--runs", 3, "--threads", 1, 2)
+    assert r.returncode == 0, r.stderr
+    rows = [x.split() for x in r.stdout.splitlines()[1:] if x.strip()]
+    assert [row[0] for row in rows] == ["1", "2"]
+    assert all(float(row[1]) > 0 for row in rows)
+
+
+def test_bench_compare_onnxruntime(mlp_path):
+    pytest.importorskip("onnxruntime")
+    r = cli("bench", mlp_path, "--compare", "onnxruntime", "--runs", 3, "--threads", 1, "--dim", "batch=2")
+    assert r.returncode == 0, r.stderr
+    row = r.stdout.splitlines()[1].split()
+    assert row[0] == "1" and float(row[3]) > 0  # the ratio
+    assert float(row[-1]) < 1e-5  # max relative error vs onnxruntime
+
+
+def test_bench_bad_compare(mlp_path):
+    r = cli("bench", mlp_path, "--compare", "tvm")
+    assert r.returncode == 1 and "only 'onnxruntime'" in r.stderr
+
+
+def test_info_dump_after(mlp_path):
+    r = cli("info", mlp_path, "--dump-after", "import")
+    assert r.returncode == 0, r.stderr
+    assert "MatMul(" in r.stdout and "FusedGemm" not in r.stdout
+    r = cli("info", mlp_path, "--dump-after", "fuse_gemm")
+    assert r.returncode == 0, r.stderr
+    after = r.stdout.split("graph after fuse_gemm:")[1]
+    assert "tessera.FusedGemm" in after and "Relu(" not in after and "activation" in after
+    r = cli("info", mlp_path, "--dump-after", "no_such_pass")
+    assert r.returncode == 1 and "fuse_gemm" in r.stderr
+    r = cli("info", "--passes")
+    assert r.returncode == 0 and r.stdout.split()[:2] == ["import", "fold_constants"]
+
+
+def test_dim_option_errors(mlp_path):
+    r = cli("run", mlp_path, "--dim", "batch=x")
+    assert r.returncode == 1 and "--dim" in r.stderr

@@ -28,8 +28,8 @@ std::vector<float> random_vec(size_t n, std::mt19937& rng) {
 }
 
 // Reference: C = act(alpha*op(A)op(B) + beta*C + bias + residual), accumulated in double.
-void reference(const Case& c, const std::vector<float>& a, int64_t lda, const std::vector<float>& b, int64_t ldb,
-               std::vector<float>& out, int64_t ldc, const GemmEpilogue& ep) {
+void reference(const Case& c, const std::vector<float>& a, int64_t lda, const std::vector<float>& b,
+               int64_t ldb, std::vector<float>& out, int64_t ldc, const GemmEpilogue& ep) {
   for (int64_t i = 0; i < c.m; ++i)
     for (int64_t j = 0; j < c.n; ++j) {
       double s = 0;
@@ -75,16 +75,19 @@ void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool
   if (packed) {
     PackedB pb = PackedB::pack(b.data(), ldb, c.tb, c.k, c.n);
     sgemm_packed(c.m, a.data(), lda, c.ta, pb, got.data(), ldc, ep, pool);
+  } else if (ukr.empty()) {  // the driver's own choice of path
+    sgemm(c.m, c.n, c.k, a.data(), lda, c.ta, b.data(), ldb, c.tb, got.data(), ldc, ep, pool);
   } else {
-    ASSERT_TRUE(sgemm_with(ukr, c.m, c.n, c.k, a.data(), lda, c.ta, b.data(), ldb, c.tb, got.data(), ldc, ep, pool));
+    ASSERT_TRUE(
+        sgemm_with(ukr, c.m, c.n, c.k, a.data(), lda, c.ta, b.data(), ldb, c.tb, got.data(), ldc, ep, pool));
   }
   const double tol = 1e-5 * std::sqrt(double(std::max<int64_t>(c.k, 1))) * 4;
   for (int64_t i = 0; i < c.m; ++i)
     for (int64_t j = 0; j < c.n; ++j) {
       const double w = want[i * ldc + j], g = got[i * ldc + j];
       ASSERT_NEAR(g, w, tol * (1 + std::fabs(w)))
-          << ukr << " m=" << c.m << " n=" << c.n << " k=" << c.k << " ta=" << c.ta << " tb=" << c.tb << " at " << i
-          << "," << j;
+          << ukr << " m=" << c.m << " n=" << c.n << " k=" << c.k << " ta=" << c.ta << " tb=" << c.tb << " at "
+          << i << "," << j;
     }
   // padding columns of C untouched
   for (int64_t i = 0; i < c.m; ++i)
@@ -93,7 +96,7 @@ void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool
 
 std::vector<Case> cases() {
   std::vector<Case> v;
-  const int64_t ms[] = {1, 5, 6, 7, 13, 150};
+  const int64_t ms[] = {1, 2, 5, 6, 7, 13, 16, 33, 150};
   const int64_t ns[] = {1, 15, 16, 17, 63, 64, 65, 130};
   const int64_t ks[] = {1, 7, 255, 256, 257};
   int t = 0;
@@ -103,7 +106,9 @@ std::vector<Case> cases() {
         ++t;
         v.push_back({m, n, k, bool(t % 3 == 0), bool(t % 5 == 0)});
       }
-  v.push_back({97, 521, 600, false, false});  // crosses NC and KC blocks
+  v.push_back({97, 521, 600, false, false});   // crosses NC and KC blocks
+  v.push_back({31, 1100, 520, false, false});  // small M over several NC-sized spans and KC blocks
+  v.push_back({300, 70, 300, false, true});    // tall-skinny, packed B, M over an MC block
   v.push_back({0, 5, 5, false, false});
   v.push_back({5, 5, 0, false, false});
   return v;
@@ -126,10 +131,34 @@ TEST(X86Gemm, EveryKernelMatchesReference) {
 TEST(X86Gemm, ThreadedAndPrepacked) {
   ThreadPool pool(2);
   const std::string ukr = sgemm_kernel_name();
-  for (const Case& c : {Case{200, 300, 129, false, false}, Case{3, 700, 64, false, true}, Case{500, 20, 33, true, false},
-                        Case{1, 1000, 300, false, false}}) {
+  for (const Case& c : {Case{200, 300, 129, false, false}, Case{3, 700, 64, false, true},
+                        Case{500, 20, 33, true, false}, Case{1, 1000, 300, false, false}}) {
     check_case(ukr, c, true, &pool);
     check_case(ukr, c, true, &pool, /*packed=*/true);
     check_case(ukr, c, false, nullptr, /*packed=*/true);
+  }
+}
+
+// The driver's own choice of path (direct A for small M and narrow N, packed A
+// otherwise), unpacked and prepacked B, one and two threads, M = 1..33.
+TEST(X86Gemm, ChosenPathSmallMAndSkinny) {
+  ThreadPool pool(2);
+  const std::string ukr = sgemm_kernel_name();
+  int idx = 0;
+  for (int64_t m = 1; m <= 33; ++m)
+    for (const int64_t n : {17, 64, 200, 777}) {
+      const Case c{m, n, (m * 37 + n) % 300 + 1, bool(idx % 7 == 3), bool(idx % 3 == 1)};
+      ThreadPool* p = (idx % 2) ? &pool : nullptr;
+      const bool epi = (idx % 4) < 2;
+      check_case(ukr, c, epi, p, /*packed=*/true);
+      check_case("", c, !epi, p);
+      ++idx;
+    }
+  for (const Case& c : {Case{3136, 64, 70, false, false}, Case{1000, 100, 300, true, false},
+                        Case{1, 4099, 513, false, false}, Case{16, 3072, 768, false, false}}) {
+    check_case(ukr, c, true, &pool, /*packed=*/true);
+    check_case(ukr, c, true, nullptr, /*packed=*/true);
+    check_case("", c, true, &pool);
+    check_case("", c, false, nullptr);
   }
 }

@@ -29,7 +29,10 @@ TunedTable& tuned_table() {
 // The tuned kernels shipped with Tessera register themselves on first use.
 void ensure_builtin_kernels() {
   static std::once_flag once;
-  std::call_once(once, [] { register_x86_bindings(); });
+  std::call_once(once, [] {
+    register_x86_bindings();
+    register_x86_attention_bindings();
+  });
 }
 
 std::string canonical_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }

@@ -25,6 +25,7 @@ KernelFn select(const ir::Node& node);
 
 // Registers the tuned x86 kernels (x86_bindings.cpp); called once, automatically.
 void register_x86_bindings();
+void register_x86_attention_bindings();  // x86_attention_bindings.cpp
 
 // Which table `select` took the kernel from ("tuned", "ref") or "" if none.
 std::string selected_kind(const ir::Node& node);

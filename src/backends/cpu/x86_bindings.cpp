@@ -39,6 +39,7 @@ void fused_gemm_x86(KernelContext& ctx) {
   const int64_t kc = ctx.required_attr_int("kc"), nr = ctx.required_attr_int("nr");
   if (a0.dtype() != DType::f32 || nr != kernels::x86::PackedB::native_nr() ||
       kc != kernels::x86::PackedB::native_kc() || a0.rank() < 1 || a0.dim(-1) != k ||
+      (ctx.attr_int("a_rank", 0) != 0 && a0.rank() != ctx.attr_int("a_rank", 0)) ||
       size_t(bp.numel()) != kernels::x86::PackedB::packed_floats(k, n, kc, nr)) {
     run_ref(ctx, "tessera");
     return;
@@ -46,7 +47,8 @@ void fused_gemm_x86(KernelContext& ctx) {
   const Tensor a = a0.contiguous();
   Shape os = a.shape();
   os.back() = n;
-  Tensor& y = ctx.output(0, DType::f32, os);
+  // The GEMM writes every element of C when K > 0 (beta = 0 never reads it).
+  Tensor& y = k > 0 ? ctx.output_for_overwrite(0, DType::f32, os) : ctx.output(0, DType::f32, os);
   const int64_t m = k ? a.numel() / k : shape_numel(os) / std::max<int64_t>(n, 1);
   const auto packed = kernels::x86::PackedB::view(bp.data<float>(), k, n, kc, nr, bp.storage());
   kernels::x86::GemmEpilogue ep;
@@ -235,17 +237,28 @@ void matmul_x86(KernelContext& ctx) {
   const Tensor a = a0.contiguous(), b = b0.contiguous();
   Shape os = a.shape();
   os.back() = n;
-  Tensor& y = ctx.output(0, DType::f32, os);
+  Tensor& y = k > 0 ? ctx.output_for_overwrite(0, DType::f32, os) : ctx.output(0, DType::f32, os);
   const int64_t batch = m ? a.numel() / std::max<int64_t>(m * k, 1) : 0;
   if (b_shared) {
     // fold the batch into M: one GEMM
-    kernels::x86::sgemm(batch * m, n, k, a.data<float>(), k, false, b.data<float>(), n, false, y.data<float>(), n,
-                        {}, ctx.pool());
+    kernels::x86::sgemm(batch * m, n, k, a.data<float>(), k, false, b.data<float>(), n, false,
+                        y.data<float>(), n, {}, ctx.pool());
     return;
   }
-  for (int64_t i = 0; i < batch; ++i)
+  auto one = [&](int64_t i, ThreadPool* pool) {
     kernels::x86::sgemm(m, n, k, a.data<float>() + i * m * k, k, false, b.data<float>() + i * k * n, n, false,
-                        y.data<float>() + i * m * n, n, {}, ctx.pool());
+                        y.data<float>() + i * m * n, n, {}, pool);
+  };
+  ThreadPool* pool = ctx.pool();
+  const int threads = pool ? pool->num_threads() : 1;
+  if (threads > 1 && batch >= threads) {
+    // attention-style batches of small products: whole products per thread, each single-threaded
+    pool->run(threads, [&](int64_t t) {
+      for (int64_t i = batch * t / threads; i < batch * (t + 1) / threads; ++i) one(i, nullptr);
+    });
+    return;
+  }
+  for (int64_t i = 0; i < batch; ++i) one(i, pool);
 }
 
 }  // namespace
@@ -257,7 +270,8 @@ void register_x86_bindings() {
   add_tuned_kernel("tessera", "NhwcGlobalAveragePool", {}, nhwc_gap_x86);
   add_tuned_kernel("", "MaxPool", claims_max_pool, max_pool_nchw_x86);
   add_tuned_kernel("", "MatMul", {}, matmul_x86);
-  void register_x86_eltwise_bindings(); register_x86_eltwise_bindings();  // kfast: until cpu_backend.cpp calls it
+  void register_x86_eltwise_bindings();
+  register_x86_eltwise_bindings();  // kfast: until cpu_backend.cpp calls it
 }
 
 }  // namespace tessera::backends::cpu

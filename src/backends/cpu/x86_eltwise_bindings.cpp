@@ -8,6 +8,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "kernels/ref/registry.h"
 #include "kernels/x86/eltwise.h"
+#include "kernels/x86/eltwise_program.h"
 
 namespace tessera::backends::cpu {
 
@@ -21,14 +22,16 @@ void run_ref(KernelContext& ctx) {
   fn(ctx);
 }
 
-bool is_f32(const Tensor* t) { return t && t->dtype() == DType::f32; }
+bool is_f32(const Tensor* t) {
+  return t && t->dtype() == DType::f32;
+}
 
 template <x86::UnaryOp Op>
 void unary_x86(KernelContext& ctx) {
   const Tensor* x0 = ctx.input(0);
   if (ctx.num_inputs() != 1 || !is_f32(x0)) return run_ref(ctx);
   const Tensor x = x0->contiguous();
-  Tensor& y = ctx.output(0, DType::f32, x.shape());
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, x.shape());
   x86::unary_f32(Op, x.data<float>(), y.data<float>(), x.numel(), ctx.pool());
 }
 
@@ -48,11 +51,16 @@ bool classify(const Shape& t, const Shape& out, size_t split, x86::Bcast& kind) 
       ones_trail = ones_trail && td == 1;
     }
   }
-  if (eq_lead && eq_trail) kind = x86::Bcast::full;
-  else if (ones_lead && eq_trail) kind = x86::Bcast::row;
-  else if (eq_lead && ones_trail) kind = x86::Bcast::col;
-  else if (ones_lead && ones_trail) kind = x86::Bcast::scalar;
-  else return false;
+  if (eq_lead && eq_trail)
+    kind = x86::Bcast::full;
+  else if (ones_lead && eq_trail)
+    kind = x86::Bcast::row;
+  else if (eq_lead && ones_trail)
+    kind = x86::Bcast::col;
+  else if (ones_lead && ones_trail)
+    kind = x86::Bcast::scalar;
+  else
+    return false;
   return true;
 }
 
@@ -83,7 +91,7 @@ void binary_x86(KernelContext& ctx) {
   int64_t outer = 1, inner = 1;
   for (size_t j = 0; j < r; ++j) (j < split ? outer : inner) *= out[j];
   const Tensor a = a0->contiguous(), b = b0->contiguous();
-  Tensor& y = ctx.output(0, DType::f32, out);
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, out);
   if (y.numel() == 0) return;
   x86::binary_f32(Op, a.data<float>(), ka, b.data<float>(), kb, y.data<float>(), outer, inner, ctx.pool());
 }
@@ -106,7 +114,7 @@ void softmax_x86(KernelContext& ctx) {
   if (!legacy && axis != r - 1) return run_ref(ctx);
   const Tensor x = x0->contiguous();
   const int64_t len = prod(x.shape(), size_t(axis), size_t(r));
-  Tensor& y = ctx.output(0, DType::f32, x.shape());
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, x.shape());
   if (x.numel() == 0 || len == 0) return;
   x86::softmax_f32(x.data<float>(), y.data<float>(), x.numel() / len, len, ctx.pool());
 }
@@ -128,7 +136,7 @@ void layernorm_x86(KernelContext& ctx) {
   const Tensor x = x0->contiguous(), s = s0->contiguous();
   Tensor b;
   if (b0) b = b0->contiguous();
-  Tensor& y = ctx.output(0, DType::f32, x.shape());
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, x.shape());
   if (x.numel() == 0) return;
   x86::layernorm_f32(x.data<float>(), s.data<float>(), b0 ? b.data<float>() : nullptr, y.data<float>(),
                      x.numel() / len, len, ctx.attr_float("epsilon", 1e-5f), ctx.pool());
@@ -154,9 +162,57 @@ void transpose_x86(KernelContext& ctx) {
   const Tensor x = x0->contiguous();
   Shape out(static_cast<size_t>(r));
   for (int64_t i = 0; i < r; ++i) out[size_t(i)] = x.dim(perm[size_t(i)]);
-  Tensor& y = ctx.output(0, DType::f32, out);
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, out);
   if (x.numel() == 0) return;
   x86::transpose_f32(x.data<float>(), y.data<float>(), x.shape(), perm, ctx.pool());
+}
+
+// tessera.FusedElementwise: every input must fit one [outer, inner] view of the
+// output (full, row, column or scalar), as for the binary ops.
+void fused_elementwise_x86(KernelContext& ctx) {
+  const auto run_fused_ref = [&] {
+    KernelFn fn = kernels::ref::KernelTable::instance().find("tessera", "FusedElementwise");
+    if (!fn) ctx.fail(ErrorCode::internal, "no reference kernel for FusedElementwise");
+    fn(ctx);
+  };
+  const int64_t n_in = int64_t(ctx.num_inputs());
+  const int64_t regs = ctx.attr_int("num_registers", -1);
+  const auto prog = ew_decode(ctx.attr_ints("program"), n_in, regs);
+  if (!prog) return run_fused_ref();
+  Shape out;
+  for (int64_t i = 0; i < n_in; ++i) {
+    const Tensor* t = ctx.input(size_t(i));
+    if (!is_f32(t)) return run_fused_ref();
+    const Shape& s = t->shape();
+    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
+    for (size_t j = 0; j < s.size(); ++j) {
+      int64_t& o = out[out.size() - s.size() + j];
+      if (s[j] != o && s[j] != 1 && o != 1) return run_fused_ref();  // the reference reports it
+      if (o == 1) o = s[j];
+    }
+  }
+  std::vector<x86::Bcast> kinds(static_cast<size_t>(n_in));
+  size_t split = 0;
+  bool found = false;
+  for (size_t sp = 0; sp <= out.size() && !found; ++sp) {
+    found = true;
+    for (int64_t i = 0; i < n_in && found; ++i)
+      found = classify(ctx.input(size_t(i))->shape(), out, sp, kinds[size_t(i)]);
+    split = sp;
+  }
+  if (!found) return run_fused_ref();
+  int64_t outer = 1, inner = 1;
+  for (size_t j = 0; j < out.size(); ++j) (j < split ? outer : inner) *= out[j];
+  std::vector<Tensor> keep;
+  std::vector<x86::EwOperand> ops;
+  keep.reserve(size_t(n_in));
+  for (int64_t i = 0; i < n_in; ++i) {
+    keep.push_back(ctx.input(size_t(i))->contiguous());
+    ops.push_back({keep.back().data<float>(), kinds[size_t(i)]});
+  }
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, out);
+  if (y.numel() == 0) return;
+  x86::ew_program_f32(*prog, regs, ops, y.data<float>(), outer, inner, ctx.pool());
 }
 
 struct Entry {
@@ -166,18 +222,12 @@ struct Entry {
 };
 
 const Entry kEntries[] = {
-    {"Exp", unary_x86<x86::UnaryOp::exp>, 1, 1},
-    {"Erf", unary_x86<x86::UnaryOp::erf>, 1, 1},
-    {"Tanh", unary_x86<x86::UnaryOp::tanh>, 1, 1},
-    {"Sigmoid", unary_x86<x86::UnaryOp::sigmoid>, 1, 1},
-    {"Relu", unary_x86<x86::UnaryOp::relu>, 1, 1},
-    {"Add", binary_x86<x86::BinaryOp::add>, 2, 2},
-    {"Sub", binary_x86<x86::BinaryOp::sub>, 2, 2},
-    {"Mul", binary_x86<x86::BinaryOp::mul>, 2, 2},
-    {"Div", binary_x86<x86::BinaryOp::div>, 2, 2},
-    {"Softmax", softmax_x86, 1, 1},
-    {"LayerNormalization", layernorm_x86, 2, 3},
-    {"Transpose", transpose_x86, 1, 1},
+    {"Exp", unary_x86<x86::UnaryOp::exp>, 1, 1},   {"Erf", unary_x86<x86::UnaryOp::erf>, 1, 1},
+    {"Tanh", unary_x86<x86::UnaryOp::tanh>, 1, 1}, {"Sigmoid", unary_x86<x86::UnaryOp::sigmoid>, 1, 1},
+    {"Relu", unary_x86<x86::UnaryOp::relu>, 1, 1}, {"Add", binary_x86<x86::BinaryOp::add>, 2, 2},
+    {"Sub", binary_x86<x86::BinaryOp::sub>, 2, 2}, {"Mul", binary_x86<x86::BinaryOp::mul>, 2, 2},
+    {"Div", binary_x86<x86::BinaryOp::div>, 2, 2}, {"Softmax", softmax_x86, 1, 1},
+    {"LayerNormalization", layernorm_x86, 2, 3},   {"Transpose", transpose_x86, 1, 1},
 };
 
 // Claims a node whose arity fits and whose inputs are not known to be other
@@ -186,7 +236,8 @@ bool claims(const Entry& e, const ir::Node& n) {
   if (n.inputs.size() < e.min_inputs || n.inputs.size() > e.max_inputs) return false;
   for (const ir::Value* v : n.inputs) {
     if (!v) continue;
-    if (v->type.kind == ir::TypeInfo::Kind::tensor && v->type.elem != DType::undefined && v->type.elem != DType::f32)
+    if (v->type.kind == ir::TypeInfo::Kind::tensor && v->type.elem != DType::undefined &&
+        v->type.elem != DType::f32)
       return false;
   }
   return n.inputs[0] != nullptr;
@@ -199,13 +250,16 @@ KernelFn x86_eltwise_kernel(const std::string& op_type);
 KernelFn x86_eltwise_kernel(const std::string& op_type) {
   for (const Entry& e : kEntries)
     if (op_type == e.op) return e.fn;
+  if (op_type == "FusedElementwise") return fused_elementwise_x86;  // domain tessera
   return nullptr;
 }
 
 void register_x86_eltwise_bindings();
 void register_x86_eltwise_bindings() {
   for (const Entry& e : kEntries)
-    add_tuned_kernel("", e.op, [&e](const ir::Node& n) { return claims(e, n); }, e.fn);
+    add_tuned_kernel(
+        "", e.op, [&e](const ir::Node& n) { return claims(e, n); }, e.fn);
+  add_tuned_kernel("tessera", "FusedElementwise", {}, fused_elementwise_x86);
 }
 
 }  // namespace tessera::backends::cpu

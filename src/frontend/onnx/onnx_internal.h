@@ -14,6 +14,9 @@ struct TensorSource {
   // Folder external data is confined to; empty: external data is refused.
   std::string external_dir;
   const LoadOptions* opts = nullptr;  // may be null (defaults)
+  // The caller owns the proto and decodes each tensor once: large raw_data is
+  // moved out of it and the Tensor shares that buffer (no copy, no fresh pages).
+  bool adopt_raw_data = false;
 };
 
 // TensorProto -> Tensor (dense, contiguous, unpacked). `what` names the tensor in errors.

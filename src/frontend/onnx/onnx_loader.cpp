@@ -83,7 +83,9 @@ class Importer {
       v->type = ir::TypeInfo::tensor_of(t);
       v->initializer = std::move(t);
     };
-    for (const auto& tp : gp.initializer()) add_initializer(tp.name(), detail::decode_tensor(tp, src_));
+    detail::TensorSource adopt = src_;
+    adopt.adopt_raw_data = true;  // initializers are decoded once, from the importer's own proto
+    for (const auto& tp : gp.initializer()) add_initializer(tp.name(), detail::decode_tensor(tp, adopt));
     for (const auto& sp : gp.sparse_initializer())
       add_initializer(sp.values().name(), detail::decode_sparse(sp, src_));
 

@@ -313,6 +313,12 @@ Tensor decode_tensor(const TensorProto& tp, const TensorSource& src) {
     check_model(d != DType::string, label, ": string tensors cannot use raw_data");
     check_model(int64_t(tp.raw_data().size()) == nbytes, label, ": raw_data has ", tp.raw_data().size(),
                 " bytes, dims ", shape_str(shape), " of ", dtype_name(d), " need ", nbytes);
+    if (src.adopt_raw_data && nbytes >= 4096 && wire_bits(d) >= 8 && d != DType::boolean &&
+        reinterpret_cast<uintptr_t>(tp.raw_data().data()) % dtype_size(d) == 0) {
+      // TensorSource::adopt_raw_data: the proto is the importer's own and is not read again.
+      auto holder = std::make_shared<std::string>(std::move(*const_cast<TensorProto&>(tp).mutable_raw_data()));
+      return Tensor::view(d, shape, std::shared_ptr<void>(holder, holder->data()), 0);
+    }
     Tensor t(d, shape);
     fill_from_raw(t, reinterpret_cast<const uint8_t*>(tp.raw_data().data()), tp.raw_data().size());
     return t;

@@ -13,7 +13,15 @@
 //   NhwcMaxPool(X[N,H,W,C]) -> Y[N,OH,OW,C]: MaxPool (ceil_mode 0) over NHWC.
 //   NhwcGlobalAveragePool(X[N,H,W,C]) -> Y[N,C,1,1]: the mean over H and W (Y is the
 //     same in either layout, so it leaves the NHWC region without a Transpose).
+//   FusedElementwise(X0, X1, ...) -> program(X0, X1, ...), inputs broadcast (numpy)
+//     a chain of f32 elementwise ops; attributes program, num_registers
+//     (encoding in core/ew_program.h).
+//   FusedAttention(Q[..., Lq, D], K, V[..., Lk, Dv], Mask?, Cond?) -> softmax(S') V  [..., Lq, Dv]
+//     S = scale Q K^T; S' = Where(Cond, S, fill) if keep_where else Where(Cond, fill, S); S' += Mask.
+//     K is [..., Lk, D], or [..., D, Lk] with k_transposed = 1; Mask (f32) and
+//     Cond (bool) broadcast to [..., Lq, Lk].
 // activation: "" | "Relu" | "Clip" (clip_min, clip_max).
+#include "core/ew_program.h"
 #include "ir/op_registry.h"
 
 namespace tessera::ir {
@@ -40,7 +48,8 @@ std::vector<Dim> spatial_out(InferenceContext& ctx, const Dim& h, const Dim& w) 
     if (k[i] <= 0 || s[i] <= 0 || d[i] <= 0) return {Dim(), Dim()};  // the kernels reject these
   for (int i = 0; i < 2; ++i) {
     const Dim& in = i == 0 ? h : w;
-    out.push_back(in.known() ? Dim((in.value + p[size_t(i)] + p[size_t(i + 2)] - d[size_t(i)] * (k[size_t(i)] - 1) - 1) /
+    out.push_back(in.known() ? Dim((in.value + p[size_t(i)] + p[size_t(i + 2)] -
+                                    d[size_t(i)] * (k[size_t(i)] - 1) - 1) /
                                        s[size_t(i)] +
                                    1)
                              : Dim());
@@ -86,13 +95,40 @@ void infer_nhwc_gap(InferenceContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], (*x)[3], Dim(1), Dim(1)});
 }
 
+void infer_fused_elementwise(InferenceContext& ctx) {
+  const int64_t regs = ctx.attr_int("num_registers", -1);
+  if (!ew_decode(ctx.attr_ints("program"), int64_t(ctx.num_inputs()), regs))
+    ctx.fail("malformed elementwise program for ", ctx.num_inputs(), " inputs and ", regs, " registers");
+  std::optional<std::vector<Dim>> shape = ctx.input_shape(0);
+  for (size_t i = 1; i < ctx.num_inputs() && shape; ++i) shape = broadcast_shapes(shape, ctx.input_shape(i));
+  ctx.set_output(0, ctx.input_dtype(0), shape);
+}
+
+void infer_fused_attention(InferenceContext& ctx) {
+  const auto& q = ctx.input_shape(0);
+  const auto& v = ctx.input_shape(2);
+  if (!q || !v || q->empty() || v->empty()) {
+    ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
+    return;
+  }
+  std::vector<Dim> out = *q;
+  out.back() = v->back();
+  ctx.set_output(0, ctx.input_dtype(0), out);
+}
+
 }  // namespace
 
 void register_fused_schemas(OpRegistry& r) {
   using K = Attribute::Kind;
   OpSchema g = make_schema("FusedGemm", 2, 3, 1, 1, infer_fused_gemm,
-                           {{"K", K::i}, {"N", K::i}, {"kc", K::i}, {"nr", K::i}, {"activation", K::s},
-                            {"clip_min", K::f}, {"clip_max", K::f}},
+                           {{"K", K::i},
+                            {"N", K::i},
+                            {"kc", K::i},
+                            {"nr", K::i},
+                            {"a_rank", K::i},
+                            {"activation", K::s},
+                            {"clip_min", K::f},
+                            {"clip_max", K::f}},
                            "tessera");
   g.family = "fused";
   r.add(g);
@@ -120,6 +156,15 @@ void register_fused_schemas(OpRegistry& r) {
   OpSchema gap = make_schema("NhwcGlobalAveragePool", 1, 1, 1, 1, infer_nhwc_gap, {}, "tessera");
   gap.family = "fused";
   r.add(gap);
+  OpSchema e = make_schema("FusedElementwise", 1, 64, 1, 1, infer_fused_elementwise,
+                           {{"program", K::ints}, {"num_registers", K::i}}, "tessera");
+  e.family = "fused";
+  r.add(e);
+  OpSchema at =
+      make_schema("FusedAttention", 3, 5, 1, 1, infer_fused_attention,
+                  {{"scale", K::f}, {"k_transposed", K::i}, {"keep_where", K::i}, {"fill", K::f}}, "tessera");
+  at.family = "fused";
+  r.add(at);
 }
 
 }  // namespace tessera::ir

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
+#include "core/ew_program.h"
+#include "kernels/ref/broadcast.h"
 #include "kernels/ref/registry.h"
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/gemm.h"
@@ -26,6 +29,8 @@ void fused_gemm(KernelContext& ctx) {
   const int64_t kc = ctx.required_attr_int("kc"), nr = ctx.required_attr_int("nr");
   ctx.check(a.dtype() == DType::f32 && bp.dtype() == DType::f32, "FusedGemm takes float32");
   ctx.check(a.rank() >= 1 && a.dim(-1) == k, "A ", a.describe(), " does not have K = ", k, " columns");
+  const int64_t a_rank = ctx.attr_int("a_rank", 0);
+  ctx.check(a_rank == 0 || a.rank() == a_rank, "A must have rank ", a_rank, " (Gemm), got ", a.describe());
   ctx.check(size_t(bp.numel()) == x86::PackedB::packed_floats(k, n, kc, nr), "packed B has the wrong size");
   const std::string act = ctx.attr_string("activation", "");
   const double lo = ctx.attr_float("clip_min", 0), hi = ctx.attr_float("clip_max", 0);
@@ -187,10 +192,120 @@ void nhwc_global_average_pool(KernelContext& ctx) {
     }
 }
 
+// Evaluates the program element by element in float (each instruction rounds
+// as the unfused op would), inputs broadcast numpy-style.
+void fused_elementwise(KernelContext& ctx) {
+  const int64_t n_in = int64_t(ctx.num_inputs());
+  const auto prog = ew_decode(ctx.attr_ints("program"), n_in, ctx.attr_int("num_registers", -1));
+  ctx.check(prog.has_value(), "malformed elementwise program");
+  std::vector<Tensor> in;
+  std::vector<Shape> shapes;
+  for (int64_t i = 0; i < n_in; ++i) {
+    const Tensor& t = ctx.required_input(size_t(i));
+    ctx.check(t.dtype() == DType::f32, "FusedElementwise takes float32, input ", i, " is ", t.describe());
+    in.push_back(t.contiguous());
+    shapes.push_back(t.shape());
+  }
+  const BroadcastIndexer bi(broadcast_shape(shapes), shapes);
+  Tensor& y = ctx.output(0, DType::f32, bi.shape());
+  float* yp = y.data<float>();
+  std::vector<float> regs(size_t(ctx.attr_int("num_registers", 0)));
+  bi.for_each([&](int64_t o, const int64_t* idx) {
+    auto get = [&](int32_t k) {
+      return k < n_in ? in[size_t(k)].data<float>()[idx[k]] : regs[size_t(k - n_in)];
+    };
+    float v = 0;
+    for (const EwInstr& ins : *prog) {
+      v = ew_apply(ins.op, get(ins.a), ins.b >= 0 ? get(ins.b) : 0.0f);
+      if (ins.dst >= 0) regs[size_t(ins.dst - n_in)] = v;
+    }
+    yp[o] = v;
+  });
+}
+
+// Runs one reference kernel on given inputs (FusedAttention is defined as the
+// composition of the ops it replaces, so every shape, broadcast and error is
+// exactly theirs).
+class SubCall : public KernelContext {
+ public:
+  SubCall(const KernelContext& parent, std::string op, std::vector<DataValue> in,
+          std::map<std::string, Attribute> attrs = {})
+      : parent_(parent), op_(std::move(op)), in_(std::move(in)), attrs_(std::move(attrs)), out_(1) {}
+  const std::string& node_name() const override { return parent_.node_name(); }
+  const std::string& op_type() const override { return op_; }
+  int opset() const override { return 23; }
+  size_t num_inputs() const override { return in_.size(); }
+  const Tensor* input(size_t i) const override {
+    return i < in_.size() && in_[i].is_tensor() ? &in_[i].tensor : nullptr;
+  }
+  const DataValue* input_value(size_t i) const override { return i < in_.size() ? &in_[i] : nullptr; }
+  size_t num_outputs() const override { return 1; }
+  bool output_requested(size_t i) const override { return i == 0; }
+  Tensor& output(size_t i, DType dtype, const Shape& shape) override {
+    out_.at(i) = DataValue(Tensor(dtype, shape));
+    return out_[i].tensor;
+  }
+  void set_output(size_t i, DataValue v) override { out_.at(i) = std::move(v); }
+  const Attribute* attr(std::string_view n) const override {
+    auto it = attrs_.find(std::string(n));
+    return it == attrs_.end() ? nullptr : &it->second;
+  }
+  std::vector<DataValue> run_subgraph(const Subgraph&, const std::vector<DataValue>&) override {
+    fail(ErrorCode::internal, "no subgraphs here");
+  }
+  Tensor run() {
+    KernelFn fn = KernelTable::instance().find("", op_);
+    if (!fn) fail(ErrorCode::internal, "no reference kernel for ", op_);
+    fn(*this);
+    return out_[0].tensor;
+  }
+
+ private:
+  const KernelContext& parent_;
+  std::string op_;
+  std::vector<DataValue> in_;
+  std::map<std::string, Attribute> attrs_;
+  std::vector<DataValue> out_;
+};
+
+// MatMul(Q, K^T) * scale (+ Mask) -> Softmax(-1) -> MatMul(., V), each step the reference op.
+void fused_attention(KernelContext& ctx) {
+  const Tensor& q = ctx.required_input(0);
+  Tensor k = ctx.required_input(1);
+  const Tensor& v = ctx.required_input(2);
+  if (ctx.attr_int("k_transposed", 0) == 0) {
+    ctx.check(k.rank() >= 2, "K must have rank >= 2, got ", k.describe());
+    std::vector<int64_t> perm(static_cast<size_t>(k.rank()));
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = int64_t(i);
+    std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+    Attribute pa;
+    pa.kind = Attribute::Kind::ints;
+    pa.ints = perm;
+    k = SubCall(ctx, "Transpose", {k}, {{"perm", pa}}).run();
+  }
+  Tensor s = SubCall(ctx, "MatMul", {q, k}).run();
+  const float scale = ctx.attr_float("scale", 1.0f);
+  if (scale != 1.0f) s = SubCall(ctx, "Mul", {s, Tensor::scalar<float>(scale)}).run();
+  if (const Tensor* cond = ctx.input(4)) {
+    const Tensor fill = Tensor::scalar<float>(ctx.attr_float("fill", 0.0f));
+    s = ctx.attr_int("keep_where", 0) ? SubCall(ctx, "Where", {*cond, s, fill}).run()
+                                      : SubCall(ctx, "Where", {*cond, fill, s}).run();
+  }
+  if (const Tensor* mask = ctx.input(3)) s = SubCall(ctx, "Add", {s, *mask}).run();
+  Attribute axis;
+  axis.kind = Attribute::Kind::i;
+  axis.i = -1;
+  const Tensor p = SubCall(ctx, "Softmax", {s}, {{"axis", axis}}).run();
+  const Tensor o = SubCall(ctx, "MatMul", {p, v}).run();
+  ctx.set_output(0, DataValue(o));
+}
+
 }  // namespace
 
 void register_fused_kernels(KernelTable& t) {
   t.add("FusedGemm", fused_gemm, "tessera");
+  t.add("FusedElementwise", fused_elementwise, "tessera");
+  t.add("FusedAttention", fused_attention, "tessera");
   t.add("FusedConv", fused_conv, "tessera");
   t.add("NhwcMaxPool", nhwc_max_pool, "tessera");
   t.add("NhwcGlobalAveragePool", nhwc_global_average_pool, "tessera");

@@ -3,6 +3,8 @@
 // numpy broadcasting of shapes, and type traits for "compute in a wide type".
 #pragma once
 
+#include "core/strided_copy.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -121,7 +123,10 @@ void strided_gather(const T* src, int64_t base, const std::vector<int64_t>& stri
 // Same, over any element type: in must be contiguous; out is allocated by the caller.
 inline void strided_gather_any(const Tensor& in, int64_t base, const std::vector<int64_t>& strides, Tensor& out) {
   dispatch_dtype(in.dtype(), [&]<typename T>() {
-    strided_gather<T>(in.data<T>(), base, strides, out.data<T>(), out.shape());
+    if constexpr (std::is_trivially_copyable_v<T>)
+      strided_copy(in.data<T>(), base, strides, out.data<T>(), out.shape(), sizeof(T));
+    else
+      strided_gather<T>(in.data<T>(), base, strides, out.data<T>(), out.shape());
   });
 }
 

@@ -8,10 +8,15 @@
 //       ic over M by MC    -> pack alpha * A[MC x KC] into MR-high slivers
 //         ir over MC by MR
 //           jr over NC by NR -> micro-kernel: MR x NR tile of C in registers
+// The direct-A path (gemm_range_direct) drops the A packing: the same nest with
+// A read in place by row groups of at most MR; for small M (<= kSmallM rows) it
+// walks each K block's B panels in memory order with every row group per panel.
 #include "kernels/x86/gemm.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -26,27 +31,72 @@ struct UkrInfo {
   GemmUkr fn;
   int64_t mr, nr;
   bool (*available)();
+  GemmUkrDirect direct;  // direct-A companion, or nullptr
+  GemvRows gemv;         // M = 1 over an unpacked B, or nullptr
 };
 
-bool has_avx512f() { return cpu_features().avx512f; }
-bool has_avx2() { return cpu_features().avx2 && cpu_features().fma; }
-bool has_portable() { return true; }
+bool has_avx512f() {
+  return cpu_features().avx512f;
+}
+bool has_avx2() {
+  return cpu_features().avx2 && cpu_features().fma;
+}
+bool has_portable() {
+  return true;
+}
+
+// Every micro-kernel of gemm_ukernels.def, best first, with its direct-A companion.
+const std::vector<UkrInfo>& ukr_table() {
+  static const std::vector<UkrInfo> table = [] {
+    std::vector<UkrInfo> t;
+#define GEMM_UKR(name, isa, MR, NR) t.push_back({#name, name, MR, NR, has_##isa, nullptr, nullptr});
+#include "kernels/x86/gemm_ukernels.def"
+#undef GEMM_UKR
+#define GEMM_UKR(name, isa, MR, NR)
+#define GEMM_UKR_DIRECT(ukr, dname) \
+  for (UkrInfo & u : t)             \
+    if (std::string_view(u.name) == #ukr) u.direct = dname;
+#define GEMM_UKR_GEMV(ukr, gname) \
+  for (UkrInfo & u : t)           \
+    if (std::string_view(u.name) == #ukr) u.gemv = gname;
+#include "kernels/x86/gemm_ukernels.def"
+#undef GEMM_UKR
+    return t;
+  }();
+  return table;
+}
 
 const UkrInfo& selected_ukr() {
   static const UkrInfo chosen = [] {
-    static const UkrInfo table[] = {
-#define GEMM_UKR(name, isa, MR, NR) {#name, name, MR, NR, has_##isa},
-#include "kernels/x86/gemm_ukernels.def"
-#undef GEMM_UKR
-    };
-    for (const UkrInfo& u : table)
+    for (const UkrInfo& u : ukr_table())
       if (u.available()) return u;
-    return table[std::size(table) - 1];
+    return ukr_table().back();
   }();
   return chosen;
 }
 
-inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+// Name of a kernel's direct-A companion ("" if none).
+std::string_view direct_name_of(const UkrInfo& u) {
+#define GEMM_UKR(name, isa, MR, NR)
+#define GEMM_UKR_DIRECT(ukr, dname) \
+  if (std::string_view(u.name) == #ukr) return #dname;
+#include "kernels/x86/gemm_ukernels.def"
+#undef GEMM_UKR
+  return "";
+}
+
+// Which A path the driver takes: chosen per problem, or forced (tests, benchmarks).
+enum class APath : uint8_t { choose, packed, direct };
+
+// Problems with at most this many rows (per thread) take the direct-A path and
+// read B in place or from its prepacked panels, all of N at once.
+constexpr int64_t kSmallM = 32;
+// An unpacked B of at most this many floats is read in place by the direct path.
+constexpr int64_t kRawBFloats = 64 * 1024;
+
+inline int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
 
 // Packs op(B)[k0:k0+kc, n0:n0+nc] into NR-wide panels: panel j holds kc rows of NR
 // values (zero-padded past N).
@@ -188,18 +238,155 @@ void gemm_range(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_beg
   }
 }
 
-const UkrInfo* find_ukr(const std::string& name) {
-  static const UkrInfo table[] = {
-#define GEMM_UKR(n, isa, MR, NR) {#n, n, MR, NR, has_##isa},
-#include "kernels/x86/gemm_ukernels.def"
-#undef GEMM_UKR
-  };
-  for (const UkrInfo& u : table)
-    if (name == u.name && u.available()) return &u;
+// The direct-A path: A read in place by the direct kernel, B read in place (small,
+// unpacked, not transposed), from its prepacked panels, or packed here per block.
+// Small M walks each K block's panels in memory order with all row groups per
+// panel (a prepacked B streams from memory once); larger M keeps a row group's A
+// in L1 across the panels of an NC block.
+void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end,
+                       const GemmBlocking& blk, const UkrInfo& u) {
+  const int64_t mr = u.mr, nr = u.nr;
+  const bool small = m_end - m_begin <= kSmallM;
+  const bool raw_b = !pr.packed && !pr.trans_b && (small || pr.k * pr.n <= kRawBFloats);
+  const int64_t KC = blk.kc;
+  // small M over B in memory: all of N per K block, in memory order; else NC blocks
+  const int64_t NC = small && (pr.packed || raw_b) ? n_end - n_begin : round_up(blk.nc, nr);
+  const int64_t MC = small ? m_end - m_begin : round_up(blk.mc, mr);
+  float* bpack = (pr.packed || raw_b) ? nullptr : tl_pack_b.get(size_t(NC * KC));
+  const GemmEpilogue& ep = *pr.ep;
+  const bool has_post = ep.bias || ep.row_bias || ep.residual || ep.act != Activation::none;
+  const int64_t rs_a = pr.trans_a ? 1 : pr.lda, cs_a = pr.trans_a ? pr.lda : 1;
+
+  for (int64_t jc = n_begin; jc < n_end; jc += NC) {
+    const int64_t nc = std::min(NC, n_end - jc);
+    for (int64_t pc = 0; pc < pr.k; pc += KC) {
+      const int64_t kc = std::min(KC, pr.k - pc);
+      const bool last = pc + kc >= pr.k;
+      const float beta = pc == 0 ? ep.beta : 1.0f;
+      const float* bblock;
+      int64_t ldb, pstride;  // row p of panel j at bblock + j * pstride + p * ldb
+      if (pr.packed) {
+        const int64_t panels_total = round_up(pr.packed->n(), nr) / nr;
+        bblock = pr.packed->data() + (pc / KC) * panels_total * KC * nr + (jc / nr) * kc * nr;
+        ldb = nr, pstride = kc * nr;
+      } else if (raw_b) {
+        bblock = pr.b + pc * pr.ldb + jc;
+        ldb = pr.ldb, pstride = nr;
+      } else {
+        pack_b_block(pr.b, pr.ldb, pr.trans_b, pc, kc, jc, nc, nr, bpack);
+        bblock = bpack;
+        ldb = nr, pstride = kc * nr;
+      }
+      // pf: where this tile's K loop prefetches (nullptr: ahead along its own panel)
+      auto tile = [&](int64_t row, int64_t h, int64_t jr, const float* pf) {
+        const int64_t col = jc + jr, w = std::min(nr, nc - jr);
+        UkrEpilogue uep{}, *uepp = nullptr;
+        if (last && has_post) {
+          uep.bias = ep.bias ? ep.bias + col : nullptr;
+          uep.row_bias = ep.row_bias ? ep.row_bias + row : nullptr;
+          uep.residual = ep.residual ? ep.residual + row * ep.ldr + col : nullptr;
+          uep.ldr = ep.ldr;
+          uep.act = ep.act;
+          uep.clip_min = ep.clip_min;
+          uep.clip_max = ep.clip_max;
+          uepp = &uep;
+        }
+        u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb, pf,
+                 pr.c + row * pr.ldc + col, pr.ldc, h, w, ep.alpha, beta, uepp);
+      };
+      for (int64_t ic = m_begin; ic < m_end; ic += MC) {
+        const int64_t mc = std::min(MC, m_end - ic);
+        // rows split into balanced groups of at most MR (16 -> 6, 5, 5)
+        const int64_t groups = (mc + mr - 1) / mr, base = mc / groups, extra = mc % groups;
+        auto group_row = [&](int64_t g) { return ic + g * base + std::min(g, extra); };
+        if (small) {
+          // the first row group streams the panel in (prefetching ahead along it);
+          // the others find it in cache and warm the next panel meanwhile
+          for (int64_t jr = 0; jr < nc; jr += nr) {
+            const float* next = jr + nr < nc ? bblock + (jr / nr + 1) * pstride : nullptr;
+            for (int64_t g = 0; g < groups; ++g)
+              tile(group_row(g), base + (g < extra), jr, g ? next : nullptr);
+          }
+        } else {
+          for (int64_t g = 0; g < groups; ++g)
+            for (int64_t jr = 0; jr < nc; jr += nr) tile(group_row(g), base + (g < extra), jr, nullptr);
+        }
+      }
+    }
+  }
+}
+
+// Returns the kernel named `name` (a packed kernel, or a direct companion: then
+// `direct_name` is set) if this CPU can run it.
+const UkrInfo* find_ukr(const std::string& name, bool* direct_name) {
+  for (const UkrInfo& u : ukr_table()) {
+    if (!u.available()) continue;
+    if (name == u.name) {
+      *direct_name = false;
+      return &u;
+    }
+    if (u.direct && name == direct_name_of(u)) {
+      *direct_name = true;
+      return &u;
+    }
+  }
   return nullptr;
 }
 
-void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u) {
+// TESSERA_GEMM_PATH=packed|direct forces one A path (experiments); unset: chosen per problem.
+APath env_path() {
+  static const APath p = [] {
+    const char* e = std::getenv("TESSERA_GEMM_PATH");
+    if (e && std::string_view(e) == "packed") return APath::packed;
+    if (e && std::string_view(e) == "direct") return APath::direct;
+    return APath::choose;
+  }();
+  return p;
+}
+
+bool take_direct(const Problem& pr, const UkrInfo& u, APath path, int64_t rows_per_thread) {
+  if (!u.direct) return false;
+  if (path == APath::choose) path = env_path();
+  if (path != APath::choose) return path == APath::direct;
+  // Measured on Zen 4 (bench/gemm_bench.cpp, TESSERA_GEMM_PATH): reading A in
+  // place is as fast or faster than packing it on every shape, from GEMV to 2048^3
+  // (no packing pass, masked edges instead of scratch tiles).
+  (void)pr;
+  (void)rows_per_thread;
+  return true;
+}
+
+// M = 1 over an unpacked, untransposed B: rows of B streamed in memory order into
+// a row of sums, then the epilogue. Threads take ranges of rows (each streams
+// whole rows; a column split would cut every row into short runs) into partial
+// sums that the caller adds up.
+void run_gemv(const Problem& pr, ThreadPool* pool, const UkrInfo& u, int threads, double flops) {
+  const GemmEpilogue& ep = *pr.ep;
+  const int64_t incx = pr.trans_a ? pr.lda : 1;
+  const int parts = threads <= 1 || flops < 2e5 ? 1 : int(std::min<int64_t>(threads, (pr.k + 3) / 4));
+  float* acc = tl_pack_a.get(size_t(parts * pr.n));
+  if (parts == 1) {
+    u.gemv(pr.k, pr.a, incx, pr.b, pr.ldb, pr.n, acc);
+  } else {
+    const int64_t per = (pr.k + parts - 1) / parts;
+    pool->run(parts, [&](int64_t t) {
+      const int64_t k0 = t * per, k1 = std::min(pr.k, k0 + per);
+      float* part = acc + t * pr.n;
+      if (k0 < k1)
+        u.gemv(k1 - k0, pr.a + k0 * incx, incx, pr.b + k0 * pr.ldb, pr.ldb, pr.n, part);
+      else
+        std::fill(part, part + pr.n, 0.0f);
+    });
+    for (int t = 1; t < parts; ++t)
+      for (int64_t j = 0; j < pr.n; ++j) acc[j] += acc[t * pr.n + j];
+  }
+  if (ep.alpha != 1.0f)
+    for (int64_t j = 0; j < pr.n; ++j) acc[j] *= ep.alpha;
+  const UkrEpilogue uep{ep.bias, ep.row_bias, ep.residual, ep.ldr, ep.act, ep.clip_min, ep.clip_max};
+  ukr_store_tile(acc, 0, pr.c, pr.ldc, 1, pr.n, ep.beta, &uep);
+}
+
+void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APath::choose) {
   GemmBlocking blk = default_gemm_blocking();
   if (pr.packed) blk.kc = pr.packed->kc();
   if (pr.m == 0 || pr.n == 0) return;
@@ -209,34 +396,54 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u) {
     for (int64_t i = 0; i < pr.m; ++i)
       for (int64_t j = 0; j < pr.n; j += 64) {
         const int64_t w = std::min<int64_t>(64, pr.n - j);
-        UkrEpilogue uep{pr.ep->bias ? pr.ep->bias + j : nullptr, pr.ep->row_bias ? pr.ep->row_bias + i : nullptr,
-                        pr.ep->residual ? pr.ep->residual + i * pr.ep->ldr + j : nullptr, pr.ep->ldr,
-                        pr.ep->act, pr.ep->clip_min, pr.ep->clip_max};
+        UkrEpilogue uep{pr.ep->bias ? pr.ep->bias + j : nullptr,
+                        pr.ep->row_bias ? pr.ep->row_bias + i : nullptr,
+                        pr.ep->residual ? pr.ep->residual + i * pr.ep->ldr + j : nullptr,
+                        pr.ep->ldr,
+                        pr.ep->act,
+                        pr.ep->clip_min,
+                        pr.ep->clip_max};
         ukr_store_tile(zeros, 0, pr.c + i * pr.ldc + j, pr.ldc, 1, w, pr.ep->beta, &uep);
       }
     return;
   }
   const int threads = pool ? pool->num_threads() : 1;
   const double flops = 2.0 * double(pr.m) * double(pr.n) * double(pr.k);
-  if (threads <= 1 || flops < 2e5) {
-    gemm_range(pr, 0, pr.m, 0, pr.n, blk, u);
+  const int64_t panels = (pr.n + u.nr - 1) / u.nr;
+  const bool split_n = threads > 1 && (panels >= 2 * threads || pr.m < u.mr * threads);
+  const bool direct =
+      take_direct(pr, u, path, split_n || threads <= 1 ? pr.m : (pr.m + threads - 1) / threads);
+  if (direct && u.gemv && pr.m == 1 && !pr.packed && !pr.trans_b) {
+    run_gemv(pr, pool, u, threads, flops);
     return;
   }
-  // Split N (each thread packs its own B block) when there are enough panels;
-  // otherwise split M.
-  const int64_t panels = (pr.n + u.nr - 1) / u.nr;
-  if (panels >= 2 * threads || pr.m < u.mr * threads) {
-    const int64_t per = (panels + threads - 1) / threads;
-    pool->run(threads, [&](int64_t t) {
+  auto range = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    if (direct)
+      gemm_range_direct(pr, m0, m1, n0, n1, blk, u);
+    else
+      gemm_range(pr, m0, m1, n0, n1, blk, u);
+  };
+  if (threads <= 1 || flops < 2e5) {
+    range(0, pr.m, 0, pr.n);
+    return;
+  }
+  // Split N (each task packs or streams its own contiguous run of B panels) when
+  // there are enough panels; otherwise split M. A few tasks per thread, handed
+  // out as threads come free, so that a thread the OS delays does not hold up
+  // the whole product.
+  const int64_t max_tasks = 4 * int64_t(threads);
+  if (split_n) {
+    const int64_t per = (panels + max_tasks - 1) / max_tasks;
+    pool->run((panels + per - 1) / per, [&](int64_t t) {
       const int64_t n0 = t * per * u.nr, n1 = std::min(pr.n, (t + 1) * per * u.nr);
-      if (n0 < n1) gemm_range(pr, 0, pr.m, n0, n1, blk, u);
+      if (n0 < n1) range(0, pr.m, n0, n1);
     });
   } else {
-    const int64_t rows = (pr.m + threads - 1) / threads;
-    const int64_t per = round_up(rows, u.mr);
-    pool->run(threads, [&](int64_t t) {
+    const int64_t slivers = (pr.m + u.mr - 1) / u.mr;
+    const int64_t per = (slivers + max_tasks - 1) / max_tasks * u.mr;
+    pool->run((pr.m + per - 1) / per, [&](int64_t t) {
       const int64_t m0 = t * per, m1 = std::min(pr.m, (t + 1) * per);
-      if (m0 < m1) gemm_range(pr, m0, m1, 0, pr.n, blk, u);
+      if (m0 < m1) range(m0, m1, 0, pr.n);
     });
   }
 }
@@ -249,8 +456,8 @@ GemmBlocking default_gemm_blocking() {
   return GemmBlocking{256, 144, 512};
 }
 
-void ukr_store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int64_t mr, int64_t nr, float beta,
-                    const UkrEpilogue* ep) {
+void ukr_store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int64_t mr, int64_t nr,
+                    float beta, const UkrEpilogue* ep) {
   for (int64_t i = 0; i < mr; ++i) {
     for (int64_t j = 0; j < nr; ++j) {
       float v = acc[i * acc_ld + j];
@@ -259,8 +466,10 @@ void ukr_store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int
         if (ep->bias) v += ep->bias[j];
         if (ep->row_bias) v += ep->row_bias[i];
         if (ep->residual) v += ep->residual[i * ep->ldr + j];
-        if (ep->act == Activation::relu) v = v > 0.0f ? v : 0.0f;
-        else if (ep->act == Activation::clip) v = std::min(std::max(v, ep->clip_min), ep->clip_max);
+        if (ep->act == Activation::relu)
+          v = v > 0.0f ? v : 0.0f;
+        else if (ep->act == Activation::clip)
+          v = std::min(std::max(v, ep->clip_min), ep->clip_max);
       }
       c[i * ldc + j] = v;
     }
@@ -268,8 +477,8 @@ void ukr_store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int
 }
 
 // The portable micro-kernel: plain loops the compiler can vectorize for SSE2.
-void f32_gemm_ukr_4x16__portable(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr,
-                                 int64_t nr, float beta, const UkrEpilogue* ep) {
+void f32_gemm_ukr_4x16__portable(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                                 int64_t mr, int64_t nr, float beta, const UkrEpilogue* ep) {
   float acc[4][16] = {};
   for (int64_t p = 0; p < kc; ++p)
     for (int i = 0; i < 4; ++i) {
@@ -300,7 +509,8 @@ PackedB PackedB::pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int6
   return p;
 }
 
-PackedB PackedB::view(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr, std::shared_ptr<void> keep) {
+PackedB PackedB::view(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr,
+                      std::shared_ptr<void> keep) {
   PackedB p;
   p.k_ = k;
   p.n_ = n;
@@ -323,37 +533,45 @@ float PackedB::at(const float* data, int64_t k, int64_t n, int64_t kc, int64_t n
   return data[blk * kc * npad + (j / nr) * kcb * nr + (p % kc) * nr + j % nr];
 }
 
-int64_t PackedB::native_nr() { return selected_ukr().nr; }
-int64_t PackedB::native_kc() { return default_gemm_blocking().kc; }
+int64_t PackedB::native_nr() {
+  return selected_ukr().nr;
+}
+int64_t PackedB::native_kc() {
+  return default_gemm_blocking().kc;
+}
 
 void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b,
            int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
   run(Problem{m, n, k, a, lda, trans_a, b, ldb, trans_b, nullptr, c, ldc, &ep}, pool, selected_ukr());
 }
 
-bool sgemm_with(const std::string& ukr, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
-                const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep,
-                ThreadPool* pool) {
-  const UkrInfo* u = find_ukr(ukr);
+bool sgemm_with(const std::string& ukr, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                bool trans_a, const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc,
+                const GemmEpilogue& ep, ThreadPool* pool) {
+  bool direct = false;
+  const UkrInfo* u = find_ukr(ukr, &direct);
   if (!u) return false;
-  run(Problem{m, n, k, a, lda, trans_a, b, ldb, trans_b, nullptr, c, ldc, &ep}, pool, *u);
+  run(Problem{m, n, k, a, lda, trans_a, b, ldb, trans_b, nullptr, c, ldc, &ep}, pool, *u,
+      direct ? APath::direct : (u->direct ? APath::packed : APath::choose));
   return true;
 }
 
 std::vector<std::string> sgemm_kernel_names() {
   std::vector<std::string> v;
-#define GEMM_UKR(n, isa, MR, NR) v.push_back(#n);
-#include "kernels/x86/gemm_ukernels.def"
-#undef GEMM_UKR
+  for (const UkrInfo& u : ukr_table()) v.push_back(u.name);
+  for (const UkrInfo& u : ukr_table())
+    if (u.direct) v.emplace_back(direct_name_of(u));
   return v;
 }
 
-void sgemm_packed(int64_t m, const float* a, int64_t lda, bool trans_a, const PackedB& b, float* c, int64_t ldc,
-                  const GemmEpilogue& ep, ThreadPool* pool) {
+void sgemm_packed(int64_t m, const float* a, int64_t lda, bool trans_a, const PackedB& b, float* c,
+                  int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
   check(b.nr() == selected_ukr().nr, ErrorCode::internal, "PackedB was packed for another micro-kernel");
   run(Problem{m, b.n(), b.k(), a, lda, trans_a, nullptr, 0, false, &b, c, ldc, &ep}, pool, selected_ukr());
 }
 
-std::string sgemm_kernel_name() { return selected_ukr().name; }
+std::string sgemm_kernel_name() {
+  return selected_ukr().name;
+}
 
 }  // namespace tessera::kernels::x86

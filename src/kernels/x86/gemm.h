@@ -1,8 +1,13 @@
-// f32 GEMM, BLIS-style: B packed into NR-wide column panels, A into MR-high row
-// panels, cache blocking (KC x NC of B resident in L2, an MR x KC sliver of A in
-// L1), a register-tiled micro-kernel per ISA (gemm_ukernels.def), and a fused
+// f32 GEMM, BLIS-style: B packed into NR-wide column panels (or prepacked once,
+// PackedB), cache blocking (KC x NC of B resident in L2, an MR x KC sliver of A
+// in L1), a register-tiled micro-kernel per ISA (gemm_ukernels.def), and a fused
 // epilogue (alpha, beta, bias, residual add, activation) applied to the
-// accumulators before they are stored.
+// accumulators before they are stored. Where the ISA has them (AVX-512), A is
+// read in place by a direct-A kernel (any tile up to 6 x 64, masked edges; no A
+// packing, which measured as fast or faster on every shape), small M streams
+// the B panels (prepacked, or B itself) in memory order with software prefetch,
+// and M = 1 over an unpacked B streams B's rows (GEMV). Threads split N (or M
+// when N is narrow; K for the row-streaming GEMV) into a few tasks each.
 //
 //   C[M,N] = act(alpha * op(A)[M,K] * op(B)[K,N] + beta * C + bias[N] + residual[M,N])
 #pragma once
@@ -42,7 +47,8 @@ class PackedB {
   PackedB() = default;
   static PackedB pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n);
   // Wraps panels packed earlier (e.g. stored as a graph initializer); `keep` owns them.
-  static PackedB view(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr, std::shared_ptr<void> keep);
+  static PackedB view(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr,
+                      std::shared_ptr<void> keep);
   // Floats a packing of K x N occupies for a micro-kernel of width nr and block kc.
   static size_t packed_floats(int64_t k, int64_t n, int64_t kc, int64_t nr);
   // Element (row p, column j) of a packing, read back (the layout, for reference kernels).
@@ -71,10 +77,12 @@ void sgemm_packed(int64_t m, const float* a, int64_t lda, bool trans_a, const Pa
                   int64_t ldc, const GemmEpilogue& ep = {}, ThreadPool* pool = nullptr);
 
 // Runs with a named micro-kernel (tests and benchmarks); false if this CPU lacks its ISA.
-bool sgemm_with(const std::string& ukr, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
-                const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep = {},
-                ThreadPool* pool = nullptr);
-std::vector<std::string> sgemm_kernel_names();  // every micro-kernel in gemm_ukernels.def
+bool sgemm_with(const std::string& ukr, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                bool trans_a, const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc,
+                const GemmEpilogue& ep = {}, ThreadPool* pool = nullptr);
+// Names: every micro-kernel in gemm_ukernels.def, then its direct-A companions. Naming a
+// packed kernel forces the packed-A path; naming a direct one forces the direct-A path.
+std::vector<std::string> sgemm_kernel_names();
 
 // Name of the micro-kernel this CPU uses (e.g. "f32_gemm_ukr_6x64__avx512f").
 std::string sgemm_kernel_name();
@@ -95,14 +103,33 @@ struct UkrEpilogue {
 using GemmUkr = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr,
                          int64_t nr, float beta, const UkrEpilogue* ep);
 
-#define GEMM_UKR(name, isa, MR, NR)                                                                \
+// Direct-A micro-kernel: the same tile product with A read in place (element
+// (i, p) at a[i*rs_a + p*cs_a]) and row p of the B panel at b + p*ldb; any
+// mr <= MR, nr <= NR (masked), and c = post(alpha * acc + beta * c). Row p of the
+// K loop prefetches the NR floats at pf + p*ldb (pf = nullptr: a fixed distance
+// ahead of b), so a caller can warm the next panel while this one is in cache.
+using GemmUkrDirect = void (*)(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
+                               int64_t ldb, const float* pf, float* c, int64_t ldc, int64_t mr, int64_t nr,
+                               float alpha, float beta, const UkrEpilogue* ep);
+
+// GEMV for M = 1 over an unpacked row-major B: y[0:n] = sum_p x[p*incx] * b[p*ldb + 0:n].
+using GemvRows = void (*)(int64_t k, const float* x, int64_t incx, const float* b, int64_t ldb, int64_t n,
+                          float* y);
+
+#define GEMM_UKR_GEMV(ukr, name) \
+  void name(int64_t k, const float* x, int64_t incx, const float* b, int64_t ldb, int64_t n, float* y);
+#define GEMM_UKR(name, isa, MR, NR)                                                                    \
   void name(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr, \
             float beta, const UkrEpilogue* ep);
+#define GEMM_UKR_DIRECT(ukr, name)                                                                   \
+  void name(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,     \
+            const float* pf, float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta, \
+            const UkrEpilogue* ep);
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
 
 // Scalar finish of one tile (edges and the portable kernel share it).
-void ukr_store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int64_t mr, int64_t nr, float beta,
-                    const UkrEpilogue* ep);
+void ukr_store_tile(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int64_t mr, int64_t nr,
+                    float beta, const UkrEpilogue* ep);
 
 }  // namespace tessera::kernels::x86

@@ -31,6 +31,10 @@ void f32_gemm_ukr_6x64__avx512f(int64_t kc, const float* a, const float* b, floa
   __m512 c30 = c00, c31 = c00, c32 = c00, c33 = c00;
   __m512 c40 = c00, c41 = c00, c42 = c00, c43 = c00;
   __m512 c50 = c00, c51 = c00, c52 = c00, c53 = c00;
+  // C is read (beta) and written only after the K loop: start bringing the
+  // tile in now, or its misses stall the end of every call on large problems.
+  for (int64_t i = 0; i < 6; ++i)
+    for (int64_t j = 0; j < 64; j += 16) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + j), _MM_HINT_T0);
   for (int64_t p = 0; p < kc; ++p) {
     const float* bp = b + p * 64;
     _mm_prefetch(reinterpret_cast<const char*>(bp + 8 * 64), _MM_HINT_T0);

@@ -1,0 +1,120 @@
+// fuse_elementwise: connected f32 elementwise ops (core/ew_program.def: Add,
+// Sub, Mul, Div, Exp, Erf, Tanh, Sigmoid, Relu, Neg, Sqrt, Abs) whose
+// intermediate results are used only inside the group become one
+// tessera.FusedElementwise node running a small program, so the chain
+// streams its tensors through memory once. This is how the exporters' GELU
+// (x * 0.5 * (1 + erf(x / sqrt 2)), or the tanh form), scaled residuals and
+// bias chains end up as a single pass — without matching any one pattern.
+//   Div(x, c) -> Erf -> Add(., 1) -> Mul(x, .) -> Mul(., 0.5)   ==>   FusedElementwise(x, c, 1, 0.5)
+// A group has exactly one result used outside it; its inputs may broadcast.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/ew_program.h"
+#include "passes/pass_manager.h"
+#include "passes/rewrite_util.h"
+
+namespace tessera::passes {
+
+namespace {
+
+constexpr size_t kMaxGroup = 24;
+
+bool candidate(const ir::Graph& g, const ir::Node* n) {
+  if (!n || n->owner != &g || !n->domain.empty() || !n->subgraphs().empty() || n->outputs.size() != 1)
+    return false;
+  const auto op = ew_from_onnx(n->op_type);
+  if (!op || int(n->inputs.size()) != ew_arity(*op)) return false;
+  if (!is_f32(n->outputs[0])) return false;
+  for (const ir::Value* v : n->inputs)
+    if (!is_f32(v)) return false;
+  return true;
+}
+
+// Every use of v is a node of `group` (and v is not a graph output).
+bool used_only_in(const ir::Graph& g, const ir::Value* v, const std::set<ir::Node*>& group) {
+  if (is_graph_output(g, v) || v->uses.empty()) return false;
+  for (const auto& [user, idx] : v->uses)
+    if (!group.count(user)) return false;
+  return true;
+}
+
+}  // namespace
+
+void fuse_elementwise(ir::Graph& g) {
+  std::vector<ir::Node*> order;
+  for (const auto& n : g.nodes()) order.push_back(n.get());
+  std::map<const ir::Node*, size_t> position;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  std::set<ir::Node*> taken;
+  struct Group {
+    ir::Node* root;
+    std::vector<ir::Node*> nodes;  // topological
+  };
+  std::vector<Group> groups;
+  // From the last node back: a group grows from its result towards its inputs.
+  for (size_t r = order.size(); r-- > 0;) {
+    ir::Node* root = order[r];
+    if (taken.count(root) || !candidate(g, root)) continue;
+    std::set<ir::Node*> group = {root};
+    for (bool grew = true; grew && group.size() < kMaxGroup;) {
+      grew = false;
+      for (ir::Node* n : std::vector<ir::Node*>(group.begin(), group.end()))
+        for (ir::Value* v : n->inputs) {
+          ir::Node* p = v->producer;
+          if (group.size() >= kMaxGroup || !p || group.count(p) || taken.count(p) || !candidate(g, p))
+            continue;
+          if (!used_only_in(g, p->outputs[0], group)) continue;
+          group.insert(p);
+          grew = true;
+        }
+    }
+    if (group.size() < 2) continue;
+    Group gr{root, {group.begin(), group.end()}};
+    std::sort(gr.nodes.begin(), gr.nodes.end(),
+              [&](const ir::Node* a, const ir::Node* b) { return position[a] < position[b]; });
+    taken.insert(group.begin(), group.end());
+    groups.push_back(std::move(gr));
+  }
+
+  for (Group& gr : groups) {
+    std::set<ir::Node*> members(gr.nodes.begin(), gr.nodes.end());
+    std::vector<ir::Value*> inputs;
+    std::map<const ir::Value*, int64_t> operand;  // value -> input index (registers filled below)
+    for (ir::Node* n : gr.nodes)
+      for (ir::Value* v : n->inputs)
+        if (!(v->producer && members.count(v->producer)) && !operand.count(v)) {
+          operand[v] = int64_t(inputs.size());
+          inputs.push_back(v);
+        }
+    const int64_t n_in = int64_t(inputs.size());
+    std::vector<int64_t> program;
+    int64_t regs = 0;
+    for (ir::Node* n : gr.nodes) {
+      const EwOp op = *ew_from_onnx(n->op_type);
+      const bool last = n == gr.root;
+      const int64_t dst = last ? -1 : n_in + regs++;
+      program.insert(program.end(), {int64_t(op), dst, operand.at(n->inputs[0]),
+                                     ew_arity(op) == 2 ? operand.at(n->inputs[1]) : -1});
+      if (!last) operand[n->outputs[0]] = dst;
+    }
+    ir::Value* out = gr.root->outputs[0];
+    const std::string name = gr.root->name;
+    for (ir::Node* n : gr.nodes) g.remove_node(n);
+    ir::Node* f = g.add_node("FusedElementwise", name);
+    f->domain = "tessera";
+    f->opset = 1;
+    Attribute prog, nr;
+    prog.kind = Attribute::Kind::ints;
+    prog.ints = program;
+    nr.kind = Attribute::Kind::i;
+    nr.i = regs;
+    f->attrs["program"] = prog;
+    f->attrs["num_registers"] = nr;
+    for (ir::Value* v : inputs) g.connect_input(f, v);
+    g.connect_output(f, out);
+  }
+}
+
+}  // namespace tessera::passes

@@ -1,0 +1,188 @@
+"""Graph passes seen from the outside: each rewrite fires on the pattern an exporter writes (checked in the
+optimized graph text), and the optimized model matches both the unoptimized one and onnxruntime."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tessera
+from model_inputs import rel_err
+
+RNG = np.random.default_rng(11)
+
+
+def _c(name, value):
+    return numpy_helper.from_array(np.asarray(value, np.float32), name)
+
+
+def _model(nodes, inputs, outputs, inits, opset=17):
+    g = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
+    onnx.checker.check_model(m)
+    return m.SerializeToString()
+
+
+def _f(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def gelu_erf():
+    """PyTorch's exact GELU after a linear layer: MatMul + bias, then x * 0.5 * (1 + erf(x / sqrt 2))."""
+    w = RNG.standard_normal((16, 48)).astype(np.float32) * 0.3
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h0"]), helper.make_node("Add", ["b", "h0"], ["h"]),
+             helper.make_node("Div", ["h", "sqrt2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["a"]), helper.make_node("Mul", ["h", "a"], ["m"]),
+             helper.make_node("Mul", ["m", "half"], ["y"])]
+    inits = [numpy_helper.from_array(w, "w"), _c("b", RNG.standard_normal(48)), _c("sqrt2", math.sqrt(2)),
+             _c("one", 1.0), _c("half", 0.5)]
+    return _model(nodes, [_f("x", ["batch", "seq", 16])], [_f("y", ["batch", "seq", 48])], inits)
+
+
+def gelu_tanh():
+    """GPT-2's tanh GELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), x^3 as Mul(Mul(x, x), x)."""
+    nodes = [helper.make_node("Mul", ["x", "x"], ["x2"]), helper.make_node("Mul", ["x2", "x"], ["x3"]),
+             helper.make_node("Mul", ["x3", "k"], ["kx3"]), helper.make_node("Add", ["x", "kx3"], ["s"]),
+             helper.make_node("Mul", ["s", "c"], ["cs"]), helper.make_node("Tanh", ["cs"], ["t"]),
+             helper.make_node("Add", ["t", "one"], ["a"]), helper.make_node("Mul", ["x", "half"], ["hx"]),
+             helper.make_node("Mul", ["hx", "a"], ["y"])]
+    inits = [_c("k", 0.044715), _c("c", math.sqrt(2 / math.pi)), _c("one", 1.0), _c("half", 0.5)]
+    return _model(nodes, [_f("x", [2, 7, 96])], [_f("y", [2, 7, 96])], inits)
+
+
+def broadcast_chain():
+    """Residual + per-channel scale and bias, a Sigmoid gate, two inputs of different ranks, and a branch
+    whose value is also a graph output (which must stay)."""
+    nodes = [helper.make_node("Mul", ["x", "scale"], ["s"]), helper.make_node("Add", ["s", "bias"], ["t"]),
+             helper.make_node("Sigmoid", ["t"], ["g"]), helper.make_node("Mul", ["g", "r"], ["u"]),
+             helper.make_node("Sub", ["u", "x"], ["y"]), helper.make_node("Abs", ["t"], ["z"])]
+    inits = [_c("scale", RNG.standard_normal(33)), _c("bias", RNG.standard_normal((5, 1, 33)))]
+    return _model(nodes, [_f("x", [5, 4, 33]), _f("r", [4, 1])], [_f("y", [5, 4, 33]), _f("z", [5, 4, 33])],
+                  inits)
+
+
+@pytest.mark.parametrize("build", [gelu_erf, gelu_tanh, broadcast_chain])
+def test_fuse_elementwise(build):
+    model = build()
+    sess = tessera.InferenceSession(model)
+    plain = tessera.InferenceSession(model, tessera.SessionOptions(optimization_level=0))
+    text = sess.graph_text()
+    # broadcast_chain: t feeds two consumers (the gate and Abs), so it is materialized: two groups.
+    assert text.count("tessera.FusedElementwise(") == (2 if build is broadcast_chain else 1), text
+    assert text.count("Erf(") + text.count("Tanh(") + text.count("Sigmoid(") + text.count(" Mul(") == 0, text
+    if build is gelu_erf:
+        assert "tessera.FusedGemm(" in text  # the bias Add went into the GEMM epilogue first
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    feeds = {}
+    for a in ref.get_inputs():
+        shape = [d if isinstance(d, int) else 3 for d in a.shape]
+        feeds[a.name] = RNG.standard_normal(shape).astype(np.float32)
+    want = ref.run(None, feeds)
+    for s in (sess, plain):
+        got = s.run(None, feeds)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            assert rel_err(g, w) < 1e-5
+
+
+def attention_block(scale_op="Div", with_mask=True):
+    """BERT-style self-attention core: Q K^T / sqrt(d) + mask -> Softmax -> . V, heads split by Reshape/Transpose."""
+    b, l, h, d = 2, 11, 4, 8
+    nodes = [helper.make_node("Reshape", ["q", "shp"], ["q4"]), helper.make_node("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["k", "shp"], ["k4"]), helper.make_node("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["v", "shp"], ["v4"]), helper.make_node("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
+             helper.make_node("MatMul", ["qh", "kt"], ["s"]),
+             helper.make_node(scale_op, ["s", "c"], ["ss"])]
+    last = "ss"
+    inputs = [_f("q", [b, l, h * d]), _f("k", [b, l, h * d]), _f("v", [b, l, h * d])]
+    if with_mask:
+        nodes.append(helper.make_node("Add", ["ss", "mask"], ["sm"]))
+        inputs.append(_f("mask", [b, 1, 1, l]))
+        last = "sm"
+    nodes += [helper.make_node("Softmax", [last], ["p"], axis=-1), helper.make_node("MatMul", ["p", "vh"], ["o"])]
+    c = math.sqrt(d) if scale_op == "Div" else 1 / math.sqrt(d)
+    inits = [numpy_helper.from_array(np.array([b, l, h, d], np.int64), "shp"), _c("c", c)]
+    return _model(nodes, inputs, [_f("o", [b, h, l, d])], inits)
+
+
+def causal_attention_block():
+    """GPT-2's export: scores / sqrt(d), then Where(Not(Trilu(ones)), -inf-ish, scores) before Softmax."""
+    b, h, l, d = 1, 3, 9, 8
+    nodes = [helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Div", ["s", "c"], ["ss"]),
+             helper.make_node("Trilu", ["ones"], ["lower"], upper=0), helper.make_node("Not", ["lower"], ["future"]),
+             helper.make_node("Where", ["future", "neg", "ss"], ["sm"]),
+             helper.make_node("Softmax", ["sm"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["o"])]
+    inputs = [_f("q", [b, h, l, d]), _f("kt", [b, h, d, l]), _f("v", [b, h, l, d])]
+    inits = [_c("c", math.sqrt(d)), _c("neg", -3.4e38),
+             numpy_helper.from_array(np.ones((l, l), np.bool_), "ones")]
+    return _model(nodes, inputs, [_f("o", [b, h, l, d])], inits)
+
+
+@pytest.mark.parametrize("scale_op,with_mask", [("Div", True), ("Mul", False), ("causal", False)])
+def test_fuse_attention(scale_op, with_mask):
+    model = causal_attention_block() if scale_op == "causal" else attention_block(scale_op, with_mask)
+    sess = tessera.InferenceSession(model)
+    text = sess.graph_text()
+    assert text.count("tessera.FusedAttention(") == 1, text
+    assert "Softmax(" not in text
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    feeds = {a.name: RNG.standard_normal([d for d in a.shape]).astype(np.float32) for a in ref.get_inputs()}
+    if with_mask:
+        feeds["mask"] = np.where(RNG.random(feeds["mask"].shape) < 0.3, -1e4, 0).astype(np.float32)
+    want = ref.run(None, feeds)[0]
+    for threads in (1, 2):
+        got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
+        assert rel_err(got, want) < 1e-5
+
+
+def _shape_arith_model():
+    """y = Reshape(x * 2, [-1, seq]) with the shape computed from Shape(x) at run time, plus a data-dependent
+    branch: z = ConstantOfShape(Shape(NonZero(x > 0))) — its length depends on x's values, not its shape."""
+    i64 = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["seq"], axis=0),
+             helper.make_node("Unsqueeze", ["seq", "zero_ax"], ["seq1"]),
+             helper.make_node("Concat", ["minus1", "seq1"], ["shp"], axis=0),
+             helper.make_node("Mul", ["x", "two"], ["x2"]), helper.make_node("Reshape", ["x2", "shp"], ["y"]),
+             helper.make_node("Greater", ["x", "zerof"], ["pos"]), helper.make_node("NonZero", ["pos"], ["nz"]),
+             helper.make_node("Shape", ["nz"], ["nzs"]), helper.make_node("Gather", ["nzs", "one"], ["count"], axis=0),
+             helper.make_node("Unsqueeze", ["count", "zero_ax"], ["count1"]),
+             helper.make_node("ConstantOfShape", ["count1"], ["z"],
+                              value=numpy_helper.from_array(np.array([7], np.int64)))]
+    inits = [i64("one", 1), i64("zero_ax", [0]), i64("minus1", [-1]), _c("two", 2.0), _c("zerof", 0.0)]
+    g = helper.make_graph(nodes, "g", [_f("x", ["batch", "seq"])],
+                          [_f("y", None), helper.make_tensor_value_info("z", TensorProto.INT64, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
+
+
+def test_shape_only_nodes_are_cached_per_shape_but_not_data():
+    model = _shape_arith_model()
+    sess = tessera.InferenceSession(model)
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for shape in [(2, 5), (2, 5), (2, 5), (3, 4), (2, 5)]:
+        x = RNG.standard_normal(shape).astype(np.float32)  # a different count of positives each time
+        want = ref.run(None, {"x": x})
+        got = sess.run(None, {"x": x})
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and np.array_equal(g, w)
+
+
+def test_gemm_with_unknown_rank_input_is_fused_and_keeps_gemm_rules():
+    """A Gemm whose A has unknown rank (Reshape to a run-time shape) fuses; a run-time A of rank != 2 is still
+    an error, as for Gemm."""
+    w = RNG.standard_normal((6, 4)).astype(np.float32)
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["a"]), helper.make_node("Gemm", ["a", "w", "b"], ["y"])]
+    g = helper.make_graph(nodes, "g", [_f("x", [2, 6]), helper.make_tensor_value_info("shape", TensorProto.INT64, [None])],
+                          [_f("y", None)], [numpy_helper.from_array(w, "w"), _c("b", RNG.standard_normal(4))])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
+    sess = tessera.InferenceSession(model)
+    assert "tessera.FusedGemm(" in sess.graph_text()
+    x = RNG.standard_normal((2, 6)).astype(np.float32)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x, "shape": np.array([2, 6])})
+    got = sess.run(None, {"x": x, "shape": np.array([2, 6])})
+    assert rel_err(got[0], want[0]) < 1e-6
+    with pytest.raises(tessera.Error, match="rank 2"):
+        sess.run(None, {"x": x, "shape": np.array([1, 2, 6])})

@@ -1,0 +1,134 @@
+// tessera.FusedAttention: the x86 kernel (kernels/x86/attention.h) against the
+// reference composition (MatMul, Mul, Add, Softmax, MatMul) over query/key
+// lengths around the 32-row query block, head sizes, K given transposed or
+// not, masks broadcast every way the kernel indexes (none, scalar, per key,
+// per query, full) and ways it hands to the reference (broadcast leading dims).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/thread_pool.h"
+#include "tests/unit/kernel_harness.h"
+
+namespace tessera::backends::cpu {
+KernelFn x86_fused_attention_kernel();
+}
+
+namespace {
+
+using namespace tessera;
+using tessera::testing::attr_f;
+using tessera::testing::attr_i;
+
+class PoolCtx : public tessera::testing::TestKernelContext {
+ public:
+  using TestKernelContext::TestKernelContext;
+  ThreadPool* pool() const override { return pool_; }
+  ThreadPool* pool_ = nullptr;
+};
+
+Tensor rand_f32(const Shape& s, std::mt19937& g, float scale = 1.0f) {
+  Tensor t(DType::f32, s);
+  std::normal_distribution<float> d(0.0f, scale);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(g);
+  return t;
+}
+
+void check_case(const Shape& lead, int64_t lq, int64_t lk, int64_t d, int64_t dv, bool kt,
+                const Shape* mask_shape, std::mt19937& g, ThreadPool* pool, const Shape& k_lead = {}) {
+  auto with = [](Shape l, std::initializer_list<int64_t> tail) {
+    l.insert(l.end(), tail);
+    return l;
+  };
+  const Shape kl = k_lead.empty() ? lead : k_lead;
+  std::vector<DataValue> in = {rand_f32(with(lead, {lq, d}), g),
+                               rand_f32(kt ? with(kl, {d, lk}) : with(kl, {lk, d}), g),
+                               rand_f32(with(lead, {lk, dv}), g)};
+  if (mask_shape) in.push_back(rand_f32(*mask_shape, g, 3.0f));
+  const std::map<std::string, Attribute> attrs = {{"scale", attr_f(0.125f)},
+                                                  {"k_transposed", attr_i(kt ? 1 : 0)}};
+  tessera::testing::TestKernelContext rc("FusedAttention", in, attrs, 1);
+  kernels::ref::KernelTable::instance().find("tessera", "FusedAttention")(rc);
+  PoolCtx tc("FusedAttention", in, attrs, 1);
+  tc.pool_ = pool;
+  backends::cpu::x86_fused_attention_kernel()(tc);
+  const Tensor& want = rc.outputs()[0].tensor;
+  const Tensor got = tc.outputs()[0].tensor.contiguous();
+  ASSERT_EQ(got.shape(), want.shape());
+  double worst = 0;
+  for (int64_t i = 0; i < want.numel(); ++i)
+    worst = std::max(worst, double(std::fabs(got.data<float>()[i] - want.data<float>()[i])));
+  EXPECT_LT(worst, 2e-5) << "lq " << lq << " lk " << lk << " d " << d << " kt " << kt
+                         << (mask_shape ? " mask " + shape_str(*mask_shape) : std::string(" no mask"));
+}
+
+TEST(X86Attention, MatchesReference) {
+  std::mt19937 g(9);
+  ThreadPool pool(2);
+  for (int64_t lq : {1, 5, 31, 32, 33, 70})
+    for (int64_t lk : {1, 16, 33, 197})
+      for (bool kt : {true, false}) {
+        const Shape lead = {2, 3};
+        const Shape none_shape;
+        const Shape masks[] = {{}, {2, 1, 1, lk}, {1, 1, lq, lk}, {2, 3, lq, lk}, {lq, 1}, {lk}};
+        check_case(lead, lq, lk, 64, 64, kt, nullptr, g, lq > 30 ? &pool : nullptr);
+        for (const Shape& m : masks) check_case(lead, lq, lk, 17, 24, kt, &m, g, &pool);
+      }
+  // rank 3 (ViT's [heads, L, D]) and rank 2
+  check_case({12}, 197, 197, 64, 64, true, nullptr, g, &pool);
+  check_case({}, 9, 13, 8, 5, true, nullptr, g, nullptr);
+}
+
+TEST(X86Attention, WhereConditionThenMask) {
+  // GPT-2's causal mask: Where(cond, fill, S) (keep_where 0) and HF's Where(cond, S, fill) (keep_where 1),
+  // with and without an additive mask after it; cond per (q, k), per key, and full.
+  std::mt19937 g(11);
+  ThreadPool pool(2);
+  for (int keep : {0, 1})
+    for (bool with_mask : {false, true})
+      for (const Shape& cs : std::vector<Shape>{{5, 40}, {40}, {2, 3, 5, 40}}) {
+        Tensor cond(DType::boolean, cs);
+        for (int64_t i = 0; i < cond.numel(); ++i) cond.data<bool>()[i] = (g() % 4) != 0;
+        std::vector<DataValue> in = {rand_f32({2, 3, 5, 16}, g), rand_f32({2, 3, 16, 40}, g),
+                                     rand_f32({2, 3, 40, 16}, g)};
+        in.push_back(with_mask ? DataValue(rand_f32({2, 1, 1, 40}, g)) : DataValue());
+        in.push_back(cond);
+        const std::map<std::string, Attribute> attrs = {{"scale", attr_f(0.25f)},
+                                                        {"k_transposed", attr_i(1)},
+                                                        {"keep_where", attr_i(keep)},
+                                                        {"fill", attr_f(-1e4f)}};
+        tessera::testing::TestKernelContext rc("FusedAttention", in, attrs, 1);
+        kernels::ref::KernelTable::instance().find("tessera", "FusedAttention")(rc);
+        PoolCtx tc("FusedAttention", in, attrs, 1);
+        tc.pool_ = &pool;
+        backends::cpu::x86_fused_attention_kernel()(tc);
+        const Tensor& want = rc.outputs()[0].tensor;
+        const Tensor& got = tc.outputs()[0].tensor;
+        ASSERT_EQ(got.shape(), want.shape());
+        for (int64_t i = 0; i < want.numel(); ++i)
+          ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 2e-5)
+              << "keep " << keep << " mask " << with_mask << " cond " << shape_str(cs) << " at " << i;
+      }
+}
+
+TEST(X86Attention, FallsBackForBroadcastLeadingDims) {
+  std::mt19937 g(3);
+  const Shape mask = {1, 1, 4, 6};
+  check_case({2, 3}, 4, 6, 8, 8, true, &mask, g, nullptr,
+             {2, 1});  // K shared across heads (MatMul broadcast)
+}
+
+TEST(X86Attention, BadShapesGiveErrors) {
+  std::mt19937 g(4);
+  const std::map<std::string, Attribute> attrs = {{"k_transposed", attr_i(1)}};
+  PoolCtx c("FusedAttention", {rand_f32({2, 4, 8}, g), rand_f32({2, 7, 6}, g), rand_f32({2, 6, 8}, g)}, attrs,
+            1);
+  EXPECT_THROW(backends::cpu::x86_fused_attention_kernel()(c), Error);  // D 8 vs Kt's 7
+  PoolCtx c2("FusedAttention",
+             {rand_f32({2, 4, 8}, g), rand_f32({2, 8, 6}, g), rand_f32({2, 6, 8}, g), rand_f32({3, 4, 6}, g)},
+             attrs, 1);
+  EXPECT_THROW(backends::cpu::x86_fused_attention_kernel()(c2), Error);  // mask does not broadcast
+}
+
+}  // namespace
