@@ -101,7 +101,7 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   ctx.check(p.oh() > 0 && p.ow() > 0, "output would be empty");
   if (b) ctx.check(b->dtype() == DType::f32 && b->numel() == p.oc, "bias must have ", p.oc, " elements");
   const Tensor x = x0.contiguous(), w = w0.contiguous();
-  Tensor& y = ctx.output(0, DType::f32, {p.n, p.oh(), p.ow(), p.oc});
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {p.n, p.oh(), p.ow(), p.oc});
   Tensor rc, bc;
   if (r) {
     ctx.check(r->dtype() == DType::f32 && r->shape() == y.shape(), "residual ", r->describe(),
@@ -132,7 +132,7 @@ void nhwc_max_pool_x86(KernelContext& ctx) {
   pp.oh = pp.g.oh(), pp.ow = pp.g.ow();
   ctx.check(pp.oh > 0 && pp.ow > 0, "output would be empty");
   const Tensor x = x0.contiguous();
-  Tensor& y = ctx.output(0, DType::f32, {pp.g.n, pp.oh, pp.ow, pp.g.c});
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {pp.g.n, pp.oh, pp.ow, pp.g.c});
   kernels::x86::pool2d_nhwc_f32(pp, x.data<float>(), y.data<float>(), ctx.pool());
 }
 
@@ -185,7 +185,7 @@ void nhwc_gap_x86(KernelContext& ctx) {
     return;
   }
   const Tensor x = x0.contiguous();
-  Tensor& y = ctx.output(0, DType::f32, {x.dim(0), x.dim(3), 1, 1});
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {x.dim(0), x.dim(3), 1, 1});
   kernels::x86::global_avg_pool_nhwc_f32(x.data<float>(), x.dim(0), x.dim(1) * x.dim(2), x.dim(3),
                                          y.data<float>(), ctx.pool());
 }
@@ -214,7 +214,7 @@ void max_pool_nchw_x86(KernelContext& ctx) {
   pp.oh = pp.g.oh(), pp.ow = pp.g.ow();
   ctx.check(pp.oh > 0 && pp.ow > 0, "output would be empty");
   const Tensor x = x0.contiguous();
-  Tensor& y = ctx.output(0, DType::f32, {x0.dim(0), x0.dim(1), pp.oh, pp.ow});
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {x0.dim(0), x0.dim(1), pp.oh, pp.ow});
   kernels::x86::pool2d_nhwc_f32(pp, x.data<float>(), y.data<float>(), ctx.pool());
 }
 
