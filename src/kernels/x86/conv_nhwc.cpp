@@ -67,18 +67,18 @@ void dw_nhwc_pack_weights(const float* w, int64_t c, int64_t kh, int64_t kw, flo
 namespace {
 
 // Runs fn(begin, end) over [0, n) tasks of about equal work (`work` multiply-adds or element
-// visits in all): on the calling thread when the work is small (under ~15 us), else as pool tasks
-// of ~8 us or more, at least 4 per thread, taken dynamically, so a thread that wakes late still
+// visits in all): on the calling thread when the work is small (under ~4 us), else as pool tasks
+// of ~2 us or more, at least 4 per thread, taken dynamically, so a thread that wakes late still
 // gets a share instead of finding the work done by the others.
 void run_tasks(ThreadPool* pool, int64_t n, double work, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   const int64_t threads = pool ? pool->num_threads() : 1;
-  if (threads <= 1 || n == 1 || work < double(1 << 19)) {
+  if (threads <= 1 || n == 1 || work < double(1 << 17)) {
     fn(0, n);
     return;
   }
   const double per_task = std::max(work / double(n), 1.0);
-  int64_t per = std::max<int64_t>(1, int64_t(double(1 << 18) / per_task));
+  int64_t per = std::max<int64_t>(1, int64_t(double(1 << 16) / per_task));
   per = std::min(per, std::max<int64_t>(1, n / (4 * threads)));
   const int64_t groups = (n + per - 1) / per;
   pool->run(groups, [&](int64_t g) { fn(g * per, std::min(n, (g + 1) * per)); });
