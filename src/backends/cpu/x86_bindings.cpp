@@ -7,6 +7,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "kernels/ref/registry.h"
 #include "kernels/x86/conv2d.h"
+#include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/gemm.h"
 
 namespace tessera::backends::cpu {
@@ -58,7 +59,88 @@ void fused_gemm_x86(KernelContext& ctx) {
 
 thread_local std::vector<float> tl_conv_scratch;
 
+// Geometry attributes (kernel_shape, strides, dilations, pads) into p, checked.
+void read_geometry(KernelContext& ctx, kernels::x86::Conv2dParams& p) {
+  const auto ks = ctx.attr_ints("kernel_shape"), st = ctx.attr_ints("strides", {1, 1}),
+             dl = ctx.attr_ints("dilations", {1, 1}), pd = ctx.attr_ints("pads", {0, 0, 0, 0});
+  ctx.check(ks.size() == 2 && st.size() == 2 && dl.size() == 2 && pd.size() == 4,
+            "kernel_shape, strides, dilations must have 2 values and pads 4");
+  p.kh = ks[0], p.kw = ks[1], p.sh = st[0], p.sw = st[1], p.dh = dl[0], p.dw = dl[1];
+  p.pad_t = pd[0], p.pad_l = pd[1], p.pad_b = pd[2], p.pad_r = pd[3];
+  ctx.check(p.kh > 0 && p.kw > 0 && p.sh > 0 && p.sw > 0 && p.dh > 0 && p.dw > 0,
+            "kernel_shape, strides and dilations must be positive");
+  ctx.check(p.pad_t >= 0 && p.pad_l >= 0 && p.pad_b >= 0 && p.pad_r >= 0, "pads must not be negative");
+}
+
+// FusedConv with layout NHWC (weights packed by the layout_nhwc pass).
+void fused_conv_nhwc_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  const Tensor& w0 = ctx.required_input(1);
+  const Tensor* b = ctx.input(2);
+  const Tensor* r = ctx.input(3);
+  const auto ws = ctx.attr_ints("weight_shape");
+  if (x0.dtype() != DType::f32 || w0.dtype() != DType::f32 || x0.rank() != 4 || ws.size() != 4) {
+    run_ref(ctx, "tessera");
+    return;
+  }
+  kernels::x86::Conv2dParams p;
+  read_geometry(ctx, p);
+  p.n = x0.dim(0), p.h = x0.dim(1), p.w = x0.dim(2), p.c = x0.dim(3), p.oc = ws[0];
+  p.groups = ctx.attr_int("group", 1);
+  const bool dense = p.groups == 1;
+  const int64_t wino = ctx.attr_int("winograd", 0);
+  ctx.check(p.oc > 0 && (dense || p.is_depthwise()), "NHWC FusedConv is dense or depthwise");
+  ctx.check(ws[1] == p.c / p.groups && ws[2] == p.kh && ws[3] == p.kw,
+            "weight_shape does not match the input");
+  ctx.check(wino == 0 || ((wino == 2 || wino == 4) && kernels::x86::wino_applies(p)),
+            "winograd = 2 or 4 needs a dense 3x3 conv of stride 1 and dilation 1");
+  const size_t want = wino    ? kernels::x86::wino_packed_floats(p.oc, p.c, int(wino))
+                      : dense ? kernels::x86::conv_nhwc_packed_floats(p.oc, p.c * p.kh * p.kw)
+                              : size_t(p.c * p.kh * p.kw);
+  ctx.check(size_t(w0.numel()) == want, "packed weights have ", w0.numel(), " floats, not ", want);
+  ctx.check(p.oh() > 0 && p.ow() > 0, "output would be empty");
+  if (b) ctx.check(b->dtype() == DType::f32 && b->numel() == p.oc, "bias must have ", p.oc, " elements");
+  const Tensor x = x0.contiguous(), w = w0.contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {p.n, p.oh(), p.ow(), p.oc});
+  Tensor rc, bc;
+  if (r) {
+    ctx.check(r->dtype() == DType::f32 && r->shape() == y.shape(), "residual ", r->describe(),
+              " does not match the output");
+    rc = r->contiguous();
+  }
+  if (b) bc = b->contiguous();
+  kernels::x86::ConvEpilogue ep;
+  ep.bias = b ? bc.data<float>() : nullptr;
+  ep.residual = r ? rc.data<float>() : nullptr;
+  ep.act = activation_of(ctx, ep.clip_min, ep.clip_max);
+  if (wino)
+    kernels::x86::conv2d_wino_nhwc_f32(p, int(wino), x.data<float>(), w.data<float>(), ep, y.data<float>(),
+                                       ctx.pool());
+  else
+    kernels::x86::conv2d_nhwc_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(), ctx.pool());
+}
+
+void nhwc_max_pool_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  if (x0.dtype() != DType::f32 || x0.rank() != 4) {
+    run_ref(ctx, "tessera");
+    return;
+  }
+  kernels::x86::PoolParams pp;
+  read_geometry(ctx, pp.g);
+  pp.g.n = x0.dim(0), pp.g.h = x0.dim(1), pp.g.w = x0.dim(2), pp.g.c = pp.g.oc = x0.dim(3);
+  pp.oh = pp.g.oh(), pp.ow = pp.g.ow();
+  ctx.check(pp.oh > 0 && pp.ow > 0, "output would be empty");
+  const Tensor x = x0.contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {pp.g.n, pp.oh, pp.ow, pp.g.c});
+  kernels::x86::pool2d_nhwc_f32(pp, x.data<float>(), y.data<float>(), ctx.pool());
+}
+
 void fused_conv_x86(KernelContext& ctx) {
+  if (ctx.attr_string("layout", "NCHW") == "NHWC") {
+    fused_conv_nhwc_x86(ctx);
+    return;
+  }
   const Tensor& x0 = ctx.required_input(0);
   const Tensor& w0 = ctx.required_input(1);
   const Tensor* b = ctx.input(2);
@@ -94,6 +176,46 @@ void fused_conv_x86(KernelContext& ctx) {
   if (tl_conv_scratch.size() < need) tl_conv_scratch.resize(need);
   kernels::x86::conv2d_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(), tl_conv_scratch.data(),
                            ctx.pool());
+}
+
+void nhwc_gap_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  if (x0.dtype() != DType::f32 || x0.rank() != 4 || x0.dim(1) * x0.dim(2) == 0) {
+    run_ref(ctx, "tessera");
+    return;
+  }
+  const Tensor x = x0.contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {x.dim(0), x.dim(3), 1, 1});
+  kernels::x86::global_avg_pool_nhwc_f32(x.data<float>(), x.dim(0), x.dim(1) * x.dim(2), x.dim(3),
+                                         y.data<float>(), ctx.pool());
+}
+
+// ONNX MaxPool over NCHW, 2-D, ceil_mode 0, without the indices output: the NHWC
+// pool kernel with N*C one-channel images. Anything else goes to the reference kernel.
+bool claims_max_pool(const ir::Node& n) {
+  if (n.outputs.size() > 1 && n.outputs[1]) return false;
+  const Attribute* cm = n.attr("ceil_mode");
+  const Attribute* ap = n.attr("auto_pad");
+  const Attribute* ks = n.attr("kernel_shape");
+  return (!cm || cm->i == 0) && (!ap || ap->s.empty() || ap->s == "NOTSET") && ks && ks->ints.size() == 2;
+}
+
+void max_pool_nchw_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  const auto ks = ctx.attr_ints("kernel_shape");
+  if (x0.dtype() != DType::f32 || x0.rank() != 4 || ks.size() != 2 || ctx.num_outputs() > 1 ||
+      ctx.attr_int("ceil_mode", 0) != 0) {
+    run_ref(ctx, "");
+    return;
+  }
+  kernels::x86::PoolParams pp;
+  read_geometry(ctx, pp.g);
+  pp.g.n = x0.dim(0) * x0.dim(1), pp.g.h = x0.dim(2), pp.g.w = x0.dim(3), pp.g.c = pp.g.oc = 1;
+  pp.oh = pp.g.oh(), pp.ow = pp.g.ow();
+  ctx.check(pp.oh > 0 && pp.ow > 0, "output would be empty");
+  const Tensor x = x0.contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {x0.dim(0), x0.dim(1), pp.oh, pp.ow});
+  kernels::x86::pool2d_nhwc_f32(pp, x.data<float>(), y.data<float>(), ctx.pool());
 }
 
 // MatMul of f32 tensors of rank >= 2 whose batch dims are equal, or B 2-D.
@@ -144,6 +266,9 @@ void matmul_x86(KernelContext& ctx) {
 void register_x86_bindings() {
   add_tuned_kernel("tessera", "FusedGemm", {}, fused_gemm_x86);
   add_tuned_kernel("tessera", "FusedConv", {}, fused_conv_x86);
+  add_tuned_kernel("tessera", "NhwcMaxPool", {}, nhwc_max_pool_x86);
+  add_tuned_kernel("tessera", "NhwcGlobalAveragePool", {}, nhwc_gap_x86);
+  add_tuned_kernel("", "MaxPool", claims_max_pool, max_pool_nchw_x86);
   add_tuned_kernel("", "MatMul", {}, matmul_x86);
   void register_x86_eltwise_bindings();
   register_x86_eltwise_bindings();  // kfast: until cpu_backend.cpp calls it

@@ -5,7 +5,14 @@
 //     B is a constant packed into the GEMM micro-kernel's panel layout
 //     (attributes K, N, kc, nr describe it; see kernels/x86/gemm.h).
 //   FusedConv(X, W, B?, Residual?) -> act(conv(X, W) + B + Residual)
-//     Conv's attributes, pads explicit, plus the activation.
+//     Conv's attributes, pads explicit, plus the activation. layout "NCHW" (default):
+//     X, W, Y as ONNX Conv. layout "NHWC" (made by the layout_nhwc pass): X [N,H,W,C],
+//     Y and Residual [N,OH,OW,OC], W packed (kernels/x86/conv_nhwc.h: panels for
+//     group 1, [kh*kw][C] for depthwise), weight_shape = the ONNX [OC, C/group, kh, kw];
+//     winograd = m (2 or 4): a 3x3 stride-1 conv whose W holds Winograd F(m x m, 3x3) weights.
+//   NhwcMaxPool(X[N,H,W,C]) -> Y[N,OH,OW,C]: MaxPool (ceil_mode 0) over NHWC.
+//   NhwcGlobalAveragePool(X[N,H,W,C]) -> Y[N,C,1,1]: the mean over H and W (Y is the
+//     same in either layout, so it leaves the NHWC region without a Transpose).
 //   FusedElementwise(X0, X1, ...) -> program(X0, X1, ...), inputs broadcast (numpy)
 //     a chain of f32 elementwise ops; attributes program, num_registers
 //     (encoding in core/ew_program.h).
@@ -32,25 +39,60 @@ void infer_fused_gemm(InferenceContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), out);
 }
 
-void infer_fused_conv(InferenceContext& ctx) {
-  const auto& x = ctx.input_shape(0);
-  const auto& w = ctx.input_shape(1);
-  if (!x || !w || x->size() != 4 || w->size() != 4) {
-    ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
-    return;
-  }
+std::vector<Dim> spatial_out(InferenceContext& ctx, const Dim& h, const Dim& w) {
   const auto k = ctx.attr_ints("kernel_shape"), s = ctx.attr_ints("strides", {1, 1}),
              d = ctx.attr_ints("dilations", {1, 1}), p = ctx.attr_ints("pads", {0, 0, 0, 0});
-  std::vector<Dim> out{(*x)[0], (*w)[0]};
+  std::vector<Dim> out;
+  if (k.size() != 2 || s.size() != 2 || d.size() != 2 || p.size() != 4) return {Dim(), Dim()};
+  for (size_t i = 0; i < 2; ++i)
+    if (k[i] <= 0 || s[i] <= 0 || d[i] <= 0) return {Dim(), Dim()};  // the kernels reject these
   for (int i = 0; i < 2; ++i) {
-    const Dim& in = (*x)[size_t(2 + i)];
+    const Dim& in = i == 0 ? h : w;
     out.push_back(in.known() ? Dim((in.value + p[size_t(i)] + p[size_t(i + 2)] -
                                     d[size_t(i)] * (k[size_t(i)] - 1) - 1) /
                                        s[size_t(i)] +
                                    1)
                              : Dim());
   }
-  ctx.set_output(0, ctx.input_dtype(0), out);
+  return out;
+}
+
+void infer_fused_conv(InferenceContext& ctx) {
+  const auto& x = ctx.input_shape(0);
+  const auto& w = ctx.input_shape(1);
+  const bool nhwc = ctx.attr_string("layout", "NCHW") == "NHWC";
+  if (!x || !w || x->size() != 4 || (!nhwc && w->size() != 4)) {
+    ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
+    return;
+  }
+  if (nhwc) {
+    const auto ws = ctx.attr_ints("weight_shape");
+    const auto sp = spatial_out(ctx, (*x)[1], (*x)[2]);
+    ctx.set_output(0, ctx.input_dtype(0),
+                   std::vector<Dim>{(*x)[0], sp[0], sp[1], ws.size() == 4 ? Dim(ws[0]) : Dim()});
+    return;
+  }
+  const auto sp = spatial_out(ctx, (*x)[2], (*x)[3]);
+  ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], (*w)[0], sp[0], sp[1]});
+}
+
+void infer_nhwc_max_pool(InferenceContext& ctx) {
+  const auto& x = ctx.input_shape(0);
+  if (!x || x->size() != 4) {
+    ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
+    return;
+  }
+  const auto sp = spatial_out(ctx, (*x)[1], (*x)[2]);
+  ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], sp[0], sp[1], (*x)[3]});
+}
+
+void infer_nhwc_gap(InferenceContext& ctx) {
+  const auto& x = ctx.input_shape(0);
+  if (!x || x->size() != 4) {
+    ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
+    return;
+  }
+  ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], (*x)[3], Dim(1), Dim(1)});
 }
 
 void infer_fused_elementwise(InferenceContext& ctx) {
@@ -98,10 +140,22 @@ void register_fused_schemas(OpRegistry& r) {
                             {"group", K::i},
                             {"activation", K::s},
                             {"clip_min", K::f},
-                            {"clip_max", K::f}},
+                            {"clip_max", K::f},
+                            {"layout", K::s},
+                            {"weight_shape", K::ints},
+                            {"winograd", K::i}},
                            "tessera");
   c.family = "fused";
   r.add(c);
+  OpSchema mp = make_schema(
+      "NhwcMaxPool", 1, 1, 1, 1, infer_nhwc_max_pool,
+      {{"kernel_shape", K::ints}, {"strides", K::ints}, {"dilations", K::ints}, {"pads", K::ints}},
+      "tessera");
+  mp.family = "fused";
+  r.add(mp);
+  OpSchema gap = make_schema("NhwcGlobalAveragePool", 1, 1, 1, 1, infer_nhwc_gap, {}, "tessera");
+  gap.family = "fused";
+  r.add(gap);
   OpSchema e = make_schema("FusedElementwise", 1, 64, 1, 1, infer_fused_elementwise,
                            {{"program", K::ints}, {"num_registers", K::i}}, "tessera");
   e.family = "fused";

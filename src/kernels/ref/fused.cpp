@@ -2,11 +2,13 @@
 // loops in double — the oracle the tuned CPU versions are tested against.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "core/ew_program.h"
 #include "kernels/ref/broadcast.h"
 #include "kernels/ref/registry.h"
+#include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/gemm.h"
 
 namespace tessera::kernels::ref {
@@ -48,27 +50,84 @@ void fused_gemm(KernelContext& ctx) {
     }
 }
 
+// Conv geometry read from the attributes, checked.
+struct ConvGeom {
+  std::vector<int64_t> ks, st, dl, pd;
+  int64_t g = 1;
+};
+
+ConvGeom conv_geom(KernelContext& ctx) {
+  ConvGeom c{ctx.attr_ints("kernel_shape"), ctx.attr_ints("strides", {1, 1}),
+             ctx.attr_ints("dilations", {1, 1}), ctx.attr_ints("pads", {0, 0, 0, 0}),
+             ctx.attr_int("group", 1)};
+  ctx.check(c.ks.size() == 2 && c.st.size() == 2 && c.dl.size() == 2 && c.pd.size() == 4,
+            "kernel_shape, strides, dilations must have 2 values and pads 4");
+  for (int i = 0; i < 2; ++i)
+    ctx.check(c.ks[size_t(i)] > 0 && c.st[size_t(i)] > 0 && c.dl[size_t(i)] > 0,
+              "kernel_shape, strides and dilations must be positive");
+  for (int64_t v : c.pd) ctx.check(v >= 0, "pads must not be negative");
+  return c;
+}
+
 void fused_conv(KernelContext& ctx) {
   const Tensor x = ctx.required_input(0).contiguous();
   const Tensor w = ctx.required_input(1).contiguous();
   const Tensor* b = ctx.input(2);
   const Tensor* res = ctx.input(3);
-  ctx.check(x.rank() == 4 && w.rank() == 4, "FusedConv is 2-D");
-  const auto ks = ctx.attr_ints("kernel_shape"), st = ctx.attr_ints("strides", {1, 1}),
-             dl = ctx.attr_ints("dilations", {1, 1}), pd = ctx.attr_ints("pads", {0, 0, 0, 0});
-  const int64_t g = ctx.attr_int("group", 1);
-  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), wd = x.dim(3), oc = w.dim(0);
-  ctx.check(g > 0 && c % g == 0 && oc % g == 0 && w.dim(1) == c / g, "channels do not match the groups");
+  const bool nhwc = ctx.attr_string("layout", "NCHW") == "NHWC";
+  ctx.check(x.dtype() == DType::f32 && w.dtype() == DType::f32, "FusedConv takes float32");
+  const ConvGeom cg_ = conv_geom(ctx);
+  const auto &ks = cg_.ks, &st = cg_.st, &dl = cg_.dl, &pd = cg_.pd;
+  const int64_t g = cg_.g;
+  ctx.check(x.rank() == 4, "FusedConv is 2-D");
+  std::vector<int64_t> wshape;
+  if (nhwc) {
+    wshape = ctx.attr_ints("weight_shape");
+    ctx.check(wshape.size() == 4, "weight_shape must have 4 values");
+  } else {
+    ctx.check(w.rank() == 4, "FusedConv is 2-D");
+    wshape = {w.dim(0), w.dim(1), w.dim(2), w.dim(3)};
+  }
+  const int64_t n = x.dim(0), c = nhwc ? x.dim(3) : x.dim(1), h = nhwc ? x.dim(1) : x.dim(2),
+                wd = nhwc ? x.dim(2) : x.dim(3), oc = wshape[0];
+  ctx.check(g > 0 && oc > 0 && c % g == 0 && oc % g == 0 && wshape[1] == c / g,
+            "channels do not match the groups");
+  ctx.check(wshape[2] == ks[0] && wshape[3] == ks[1], "weights do not match kernel_shape");
   const int64_t oh = (h + pd[0] + pd[2] - dl[0] * (ks[0] - 1) - 1) / st[0] + 1;
   const int64_t ow = (wd + pd[1] + pd[3] - dl[1] * (ks[1] - 1) - 1) / st[1] + 1;
-  Tensor& y = ctx.output(0, DType::f32, {n, oc, oh, ow});
+  ctx.check(oh > 0 && ow > 0, "output would be empty");
+  const int64_t cg = c / g, ocg = oc / g, taps = ks[0] * ks[1];
+  const bool dw = nhwc && g > 1;
+  const int64_t wino_m = nhwc ? ctx.attr_int("winograd", 0) : 0;
+  const bool wino = wino_m != 0;
+  if (wino) {
+    ctx.check((wino_m == 2 || wino_m == 4) && g == 1 && ks[0] == 3 && ks[1] == 3 && st[0] == 1 &&
+                  st[1] == 1 && dl[0] == 1 && dl[1] == 1,
+              "winograd = 2 or 4 needs a dense 3x3 conv of stride 1 and dilation 1");
+    ctx.check(size_t(w.numel()) == x86::wino_packed_floats(oc, c, int(wino_m)),
+              "Winograd weights have the wrong size");
+  } else if (nhwc) {
+    ctx.check(g == 1 || (g == c && g == oc), "NHWC FusedConv is dense or depthwise");
+    const size_t want = dw ? size_t(c * taps) : x86::conv_nhwc_packed_floats(oc, c * taps);
+    ctx.check(size_t(w.numel()) == want, "packed weights have ", w.numel(), " floats, not ", want);
+  }
+  if (b) ctx.check(b->numel() == oc, "bias must have ", oc, " elements");
+  Tensor& y = ctx.output(0, DType::f32, nhwc ? Shape{n, oh, ow, oc} : Shape{n, oc, oh, ow});
   if (res) ctx.check(res->shape() == y.shape(), "residual ", res->describe(), " does not match the output");
   const std::string act = ctx.attr_string("activation", "");
   const double lo = ctx.attr_float("clip_min", 0), hi = ctx.attr_float("clip_max", 0);
   const Tensor rc = res ? res->contiguous() : Tensor();
-  const int64_t cg = c / g, ocg = oc / g;
   const float *xp = x.data<float>(), *wp = w.data<float>();
   float* yp = y.data<float>();
+  auto xat = [&](int64_t bi, int64_t ch, int64_t iy, int64_t ix) {
+    return nhwc ? xp[((bi * h + iy) * wd + ix) * c + ch] : xp[((bi * c + ch) * h + iy) * wd + ix];
+  };
+  auto wat = [&](int64_t o, int64_t ci, int64_t r, int64_t q) {
+    if (!nhwc) return wp[((o * cg + ci) * ks[0] + r) * ks[1] + q];
+    if (dw) return wp[(r * ks[1] + q) * c + o];
+    if (wino) return x86::wino_weight_at(wp, oc, c, int(wino_m), o, ci, r, q);
+    return x86::conv_nhwc_packed_at(wp, oc, c * taps, o, (r * ks[1] + q) * c + ci);
+  };
   for (int64_t bi = 0; bi < n; ++bi)
     for (int64_t o = 0; o < oc; ++o)
       for (int64_t oy = 0; oy < oh; ++oy)
@@ -80,13 +139,57 @@ void fused_conv(KernelContext& ctx) {
               for (int64_t q = 0; q < ks[1]; ++q) {
                 const int64_t iy = oy * st[0] - pd[0] + r * dl[0], ix = ox * st[1] - pd[1] + q * dl[1];
                 if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
-                s += double(xp[((bi * c + gi * cg + ci) * h + iy) * wd + ix]) *
-                     wp[((o * cg + ci) * ks[0] + r) * ks[1] + q];
+                s += double(xat(bi, gi * cg + ci, iy, ix)) * wat(o, ci, r, q);
               }
-          const int64_t idx = ((bi * oc + o) * oh + oy) * ow + ox;
+          const int64_t idx =
+              nhwc ? ((bi * oh + oy) * ow + ox) * oc + o : ((bi * oc + o) * oh + oy) * ow + ox;
           if (res) s += rc.data<float>()[idx];
           yp[idx] = float(activate(s, act, lo, hi));
         }
+}
+
+// MaxPool over NHWC; NaN propagates.
+void nhwc_max_pool(KernelContext& ctx) {
+  const Tensor x = ctx.required_input(0).contiguous();
+  ctx.check(x.dtype() == DType::f32 && x.rank() == 4, "NhwcMaxPool takes a 4-D float32 tensor");
+  const ConvGeom cg_ = conv_geom(ctx);
+  const auto &ks = cg_.ks, &st = cg_.st, &dl = cg_.dl, &pd = cg_.pd;
+  const int64_t n = x.dim(0), h = x.dim(1), wd = x.dim(2), c = x.dim(3);
+  const int64_t oh = (h + pd[0] + pd[2] - dl[0] * (ks[0] - 1) - 1) / st[0] + 1;
+  const int64_t ow = (wd + pd[1] + pd[3] - dl[1] * (ks[1] - 1) - 1) / st[1] + 1;
+  ctx.check(oh > 0 && ow > 0, "output would be empty");
+  Tensor& y = ctx.output(0, DType::f32, {n, oh, ow, c});
+  const float* xp = x.data<float>();
+  float* yp = y.data<float>();
+  for (int64_t bi = 0; bi < n; ++bi)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox)
+        for (int64_t ch = 0; ch < c; ++ch) {
+          float m = -std::numeric_limits<float>::infinity();
+          for (int64_t r = 0; r < ks[0]; ++r)
+            for (int64_t q = 0; q < ks[1]; ++q) {
+              const int64_t iy = oy * st[0] - pd[0] + r * dl[0], ix = ox * st[1] - pd[1] + q * dl[1];
+              if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+              const float v = xp[((bi * h + iy) * wd + ix) * c + ch];
+              if (std::isnan(v) || v > m) m = std::isnan(m) ? m : v;
+            }
+          yp[((bi * oh + oy) * ow + ox) * c + ch] = m;
+        }
+}
+
+// Mean over H and W of an NHWC tensor, in double; Y is [N, C, 1, 1].
+void nhwc_global_average_pool(KernelContext& ctx) {
+  const Tensor x = ctx.required_input(0).contiguous();
+  ctx.check(x.dtype() == DType::f32 && x.rank() == 4, "NhwcGlobalAveragePool takes a 4-D float32 tensor");
+  const int64_t n = x.dim(0), hw = x.dim(1) * x.dim(2), c = x.dim(3);
+  Tensor& y = ctx.output(0, DType::f32, {n, c, 1, 1});
+  const float* xp = x.data<float>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double s = 0;
+      for (int64_t i = 0; i < hw; ++i) s += xp[(b * hw + i) * c + ch];
+      y.data<float>()[b * c + ch] = float(hw ? s / double(hw) : std::nan(""));
+    }
 }
 
 // Evaluates the program element by element in float (each instruction rounds
@@ -204,6 +307,8 @@ void register_fused_kernels(KernelTable& t) {
   t.add("FusedElementwise", fused_elementwise, "tessera");
   t.add("FusedAttention", fused_attention, "tessera");
   t.add("FusedConv", fused_conv, "tessera");
+  t.add("NhwcMaxPool", nhwc_max_pool, "tessera");
+  t.add("NhwcGlobalAveragePool", nhwc_global_average_pool, "tessera");
 }
 
 }  // namespace tessera::kernels::ref

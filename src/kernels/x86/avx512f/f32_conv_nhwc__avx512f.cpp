@@ -1,0 +1,375 @@
+// NHWC convolution micro-kernels for AVX-512F: an MR-pixel x 16*NV-channel tile in
+// zmm accumulators (6x64, 8x48, 12x32, 12x16), A broadcast from the input pixel rows
+// (no packing), B from the packed weight panel; masked stores at the channel edge.
+// Also the depthwise row kernel (64 channels at a time, 4 independent chains).
+#include <immintrin.h>
+
+#include "kernels/x86/conv_nhwc.h"
+
+namespace tessera::kernels::x86 {
+
+namespace {
+
+inline __m512 act512(__m512 v, const ConvTileEpilogue& ep) {
+  if (ep.act == Activation::relu) return _mm512_max_ps(v, _mm512_setzero_ps());
+  if (ep.act == Activation::clip)
+    return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(ep.clip_min)), _mm512_set1_ps(ep.clip_max));
+  return v;
+}
+
+template <int MR, int NV>
+void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw, float* y,
+              int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep) {
+  __m512 acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < ntaps; ++t) {
+    const float* r[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) r[i] = rows[t * MR + i];
+    for (int64_t ci = 0; ci < kc; ++ci) {
+      __m512 b[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) b[v] = _mm512_loadu_ps(w + v * 16);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) {
+        const __m512 a = _mm512_set1_ps(r[i][ci]);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(a, b[v], acc[i][v]);
+      }
+      w += ldw;
+    }
+  }
+  const int64_t tail = nr - (NV - 1) * 16;
+  if (tail >= 16 && mr == MR) {  // full tile: plain loads and stores
+    __m512 bias[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      bias[v] = ep && ep->bias ? _mm512_loadu_ps(ep->bias + v * 16) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      float* yr = y + i * ldy;
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        __m512 s = acc[i][v];
+        if (accumulate) s = _mm512_add_ps(s, _mm512_loadu_ps(yr + v * 16));
+        if (ep) {
+          s = _mm512_add_ps(s, bias[v]);
+          if (ep->residual) s = _mm512_add_ps(s, _mm512_loadu_ps(ep->residual + i * ep->ldr + v * 16));
+          s = act512(s, *ep);
+        }
+        _mm512_storeu_ps(yr + v * 16, s);
+      }
+    }
+    return;
+  }
+  const __mmask16 last = tail >= 16 ? __mmask16(0xffff) : __mmask16((1u << tail) - 1);
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    if (i >= mr) break;
+    float* yr = y + i * ldy;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const __mmask16 m = v == NV - 1 ? last : __mmask16(0xffff);
+      __m512 s = acc[i][v];
+      if (accumulate) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, yr + v * 16));
+      if (ep) {
+        if (ep->bias) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, ep->bias + v * 16));
+        if (ep->residual) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, ep->residual + i * ep->ldr + v * 16));
+        s = act512(s, *ep);
+      }
+      _mm512_mask_storeu_ps(yr + v * 16, m, s);
+    }
+  }
+}
+
+}  // namespace
+
+ConvUkrInfo conv_ukr_avx512f(int64_t width) {
+  if (width > 48) return {conv_ukr<6, 4>, 6, 64};
+  if (width > 32) return {conv_ukr<8, 3>, 8, 48};
+  if (width > 16) return {conv_ukr<12, 2>, 12, 32};
+  return {conv_ukr<12, 1>, 12, 16};
+}
+
+// PX output pixels x 16 channels per step: PX independent FMA chains share each
+// weight vector; a tap outside the image is skipped per pixel.
+template <int PX, int NV, bool FULL>
+__attribute__((always_inline)) inline void dw_block(const DwRowArgs& a, int64_t ox, int64_t cb, __mmask16 m,
+                                                    const ConvTileEpilogue& ep) {
+  const int64_t c = a.c, kh = a.kh, kw = a.kw, h = a.h, w = a.w, sw = a.sw, dh = a.dh, dw = a.dw;
+  const int64_t step = sw * c, ix_first = ox * sw + a.ix0;
+  const float* wp = a.wp + cb;
+  auto ld = [&](const float* q) { return FULL ? _mm512_loadu_ps(q) : _mm512_maskz_loadu_ps(m, q); };
+  __m512 acc[PX][NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const __m512 b = a.bias ? ld(a.bias + cb + 16 * v) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int p = 0; p < PX; ++p) acc[p][v] = b;
+  }
+  for (int64_t r = 0; r < kh; ++r) {
+    const int64_t iy = a.iy0 + r * dh;
+    if (iy < 0 || iy >= h) continue;
+    const float* xrow = a.x + iy * w * c + cb;
+    for (int64_t s = 0; s < kw; ++s) {
+      __m512 wv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) wv[v] = ld(wp + (r * kw + s) * c + 16 * v);
+      const int64_t ix = ix_first + s * dw;
+      if (ix >= 0 && ix + (PX - 1) * sw < w) {
+        const float* q = xrow + ix * c;
+#pragma GCC unroll 8
+        for (int p = 0; p < PX; ++p) {
+#pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v) acc[p][v] = _mm512_fmadd_ps(ld(q + 16 * v), wv[v], acc[p][v]);
+          q += step;
+        }
+      } else {
+#pragma GCC unroll 8
+        for (int p = 0; p < PX; ++p) {
+          const int64_t ixp = ix + p * sw;
+          if (ixp >= 0 && ixp < w)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v)
+              acc[p][v] = _mm512_fmadd_ps(ld(xrow + ixp * c + 16 * v), wv[v], acc[p][v]);
+        }
+      }
+    }
+  }
+  float* yo = a.y + (ox - a.ox0) * c + cb;
+  const float* ro = a.residual ? a.residual + (ox - a.ox0) * c + cb : nullptr;
+#pragma GCC unroll 8
+  for (int p = 0; p < PX; ++p)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      __m512 val = acc[p][v];
+      if (ro) val = _mm512_add_ps(val, ld(ro + p * c + 16 * v));
+      if (FULL)
+        _mm512_storeu_ps(yo + p * c + 16 * v, act512(val, ep));
+      else
+        _mm512_mask_storeu_ps(yo + p * c + 16 * v, m, act512(val, ep));
+    }
+}
+
+template <int PX, int NV>
+__attribute__((always_inline)) inline void dw3_block(const DwRowArgs& a, int64_t ox, int64_t cb,
+                                                     const ConvTileEpilogue& ep) {
+  const int64_t c = a.c, step = a.sw * c, dwc = a.dw * c;
+  __m512 acc[PX][NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const __m512 b = a.bias ? _mm512_loadu_ps(a.bias + cb + 16 * v) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int p = 0; p < PX; ++p) acc[p][v] = b;
+  }
+  for (int64_t r = 0; r < 3; ++r) {
+    const int64_t iy = a.iy0 + r * a.dh;
+    if (iy < 0 || iy >= a.h) continue;
+    const float* xr = a.x + (iy * a.w + ox * a.sw + a.ix0) * c + cb;
+    const float* wr = a.wp + r * 3 * c + cb;
+#pragma GCC unroll 3
+    for (int s = 0; s < 3; ++s) {
+      __m512 wv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_ps(wr + s * c + 16 * v);
+      const float* q = xr + s * dwc;
+#pragma GCC unroll 8
+      for (int p = 0; p < PX; ++p) {
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v)
+          acc[p][v] = _mm512_fmadd_ps(_mm512_loadu_ps(q + 16 * v), wv[v], acc[p][v]);
+        q += step;
+      }
+    }
+  }
+  float* yo = a.y + (ox - a.ox0) * c + cb;
+  const float* ro = a.residual ? a.residual + (ox - a.ox0) * c + cb : nullptr;
+#pragma GCC unroll 8
+  for (int p = 0; p < PX; ++p)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      __m512 val = acc[p][v];
+      if (ro) val = _mm512_add_ps(val, _mm512_loadu_ps(ro + p * c + 16 * v));
+      _mm512_storeu_ps(yo + p * c + 16 * v, act512(val, ep));
+    }
+}
+
+// Pixels of one channel range [cb, cfull) in blocks of 64 (4 vectors) then 16 channels,
+// and the channel tail (masked).
+template <int PX>
+inline void dw_pixels(const DwRowArgs& a, int64_t ox, int64_t cfull, __mmask16 tail,
+                      const ConvTileEpilogue& ep) {
+  int64_t cb = 0;
+  for (; cb + 64 <= cfull; cb += 64) dw_block<PX, 4, true>(a, ox, cb, 0xffff, ep);
+  for (; cb < cfull; cb += 16) dw_block<PX, 1, true>(a, ox, cb, 0xffff, ep);
+  if (tail) dw_block<PX, 1, false>(a, ox, cfull, tail, ep);
+}
+
+void dw_row_avx512f(const DwRowArgs& a) {
+  const int64_t c = a.c, end = a.ox0 + a.cnt;
+  const ConvTileEpilogue ep{a.bias, nullptr, 0, a.act, a.clip_min, a.clip_max};
+  int64_t ox = a.ox0;
+  const int64_t cfull = c / 16 * 16;
+  const __mmask16 tail = __mmask16((1u << (c - cfull)) - 1);
+  const bool k3 = a.kh == 3 && a.kw == 3;
+  for (; ox + 8 <= end; ox += 8) {
+    const int64_t ix = ox * a.sw + a.ix0;
+    if (k3 && ix >= 0 && ix + 7 * a.sw + 2 * a.dw < a.w) {
+      int64_t cb = 0;
+      for (; cb + 64 <= cfull; cb += 64) {
+        dw3_block<4, 4>(a, ox, cb, ep);
+        dw3_block<4, 4>(a, ox + 4, cb, ep);
+      }
+      for (; cb < cfull; cb += 16) dw3_block<8, 1>(a, ox, cb, ep);
+      if (tail) dw_block<8, 1, false>(a, ox, cfull, tail, ep);
+    } else {
+      dw_pixels<4>(a, ox, cfull, tail, ep);
+      dw_pixels<4>(a, ox + 4, cfull, tail, ep);
+    }
+  }
+  for (; ox + 2 <= end; ox += 2) dw_pixels<2>(a, ox, cfull, tail, ep);
+  for (; ox < end; ++ox) dw_pixels<1>(a, ox, cfull, tail, ep);
+}
+
+void wino23_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride) {
+  for (int64_t cb = 0; cb < c; cb += 16) {
+    const int64_t n = c - cb;
+    const __mmask16 m = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    __m512 d[16], t[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) d[k] = _mm512_maskz_loadu_ps(m, src[k] + cb);
+      // rows: t = B^T d
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      t[0 * 4 + j] = _mm512_sub_ps(d[0 * 4 + j], d[2 * 4 + j]);
+      t[1 * 4 + j] = _mm512_add_ps(d[1 * 4 + j], d[2 * 4 + j]);
+      t[2 * 4 + j] = _mm512_sub_ps(d[2 * 4 + j], d[1 * 4 + j]);
+      t[3 * 4 + j] = _mm512_sub_ps(d[1 * 4 + j], d[3 * 4 + j]);
+    }
+    // columns: v = t B
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      _mm512_mask_storeu_ps(v + (i * 4 + 0) * stride + cb, m, _mm512_sub_ps(t[i * 4 + 0], t[i * 4 + 2]));
+      _mm512_mask_storeu_ps(v + (i * 4 + 1) * stride + cb, m, _mm512_add_ps(t[i * 4 + 1], t[i * 4 + 2]));
+      _mm512_mask_storeu_ps(v + (i * 4 + 2) * stride + cb, m, _mm512_sub_ps(t[i * 4 + 2], t[i * 4 + 1]));
+      _mm512_mask_storeu_ps(v + (i * 4 + 3) * stride + cb, m, _mm512_sub_ps(t[i * 4 + 1], t[i * 4 + 3]));
+    }
+  }
+}
+
+void wino23_out_avx512f(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
+  const ConvTileEpilogue ep{nullptr, nullptr, 0, o.act, o.clip_min, o.clip_max};
+  for (int64_t cb = 0; cb < n; cb += 16) {
+    const int64_t rest = n - cb;
+    const __mmask16 m = rest >= 16 ? __mmask16(0xffff) : __mmask16((1u << rest) - 1);
+    __m512 d[16], u[8];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) d[k] = _mm512_maskz_loadu_ps(m, mp + k * mstride + cb);
+      // rows: u = A^T M (2 x 4)
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      u[0 * 4 + j] = _mm512_add_ps(_mm512_add_ps(d[0 * 4 + j], d[1 * 4 + j]), d[2 * 4 + j]);
+      u[1 * 4 + j] = _mm512_sub_ps(_mm512_sub_ps(d[1 * 4 + j], d[2 * 4 + j]), d[3 * 4 + j]);
+    }
+    const __m512 b = o.bias ? _mm512_maskz_loadu_ps(m, o.bias + cb) : _mm512_setzero_ps();
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; ++i) {
+      __m512 r[2];
+      r[0] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(u[i * 4 + 0], u[i * 4 + 1]), u[i * 4 + 2]), b);
+      r[1] = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(u[i * 4 + 1], u[i * 4 + 2]), u[i * 4 + 3]), b);
+#pragma GCC unroll 2
+      for (int j = 0; j < 2; ++j) {
+        float* yp = o.y[i * 2 + j];
+        if (!yp) continue;
+        __m512 val = r[j];
+        if (o.res[i * 2 + j]) val = _mm512_add_ps(val, _mm512_maskz_loadu_ps(m, o.res[i * 2 + j] + cb));
+        _mm512_mask_storeu_ps(yp + cb, m, act512(val, ep));
+      }
+    }
+  }
+}
+
+namespace {
+// B^T x for 6 values of F(4x4, 3x3).
+inline void bt6(const __m512* d, __m512* t) {
+  const __m512 four = _mm512_set1_ps(4.0f), five = _mm512_set1_ps(-5.0f), two = _mm512_set1_ps(2.0f);
+  t[0] = _mm512_fmadd_ps(four, d[0], _mm512_fmadd_ps(five, d[2], d[4]));
+  const __m512 a = _mm512_fnmadd_ps(four, d[2], d[4]), b = _mm512_fnmadd_ps(four, d[1], d[3]);
+  t[1] = _mm512_add_ps(a, b);
+  t[2] = _mm512_sub_ps(a, b);
+  const __m512 c = _mm512_sub_ps(d[4], d[2]), e = _mm512_mul_ps(two, _mm512_sub_ps(d[3], d[1]));
+  t[3] = _mm512_add_ps(c, e);
+  t[4] = _mm512_sub_ps(c, e);
+  t[5] = _mm512_fmadd_ps(four, d[1], _mm512_fmadd_ps(five, d[3], d[5]));
+}
+// A^T x: 6 values -> 4.
+inline void at6(const __m512* m, __m512* o) {
+  const __m512 p = _mm512_add_ps(m[1], m[2]), q = _mm512_sub_ps(m[1], m[2]);
+  const __m512 r = _mm512_add_ps(m[3], m[4]), s = _mm512_sub_ps(m[3], m[4]);
+  o[0] = _mm512_add_ps(_mm512_add_ps(m[0], p), r);
+  o[1] = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), s, q);
+  o[2] = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), r, p);
+  o[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), s, q), m[5]);
+}
+}  // namespace
+
+void wino43_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride) {
+  for (int64_t cb = 0; cb < c; cb += 16) {
+    const int64_t n = c - cb;
+    const __mmask16 m = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    __m512 t[36];  // t[i * 6 + j] = (B^T d)[i][j]
+#pragma GCC unroll 6
+    for (int j = 0; j < 6; ++j) {
+      __m512 d[6], r[6];
+#pragma GCC unroll 6
+      for (int k = 0; k < 6; ++k) d[k] = _mm512_maskz_loadu_ps(m, src[k * 6 + j] + cb);
+      bt6(d, r);
+#pragma GCC unroll 6
+      for (int i = 0; i < 6; ++i) t[i * 6 + j] = r[i];
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; ++i) {
+      __m512 r[6];
+      bt6(t + i * 6, r);
+#pragma GCC unroll 6
+      for (int j = 0; j < 6; ++j) _mm512_mask_storeu_ps(v + (i * 6 + j) * stride + cb, m, r[j]);
+    }
+  }
+}
+
+void wino43_out_avx512f(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
+  const ConvTileEpilogue ep{nullptr, nullptr, 0, o.act, o.clip_min, o.clip_max};
+  for (int64_t cb = 0; cb < n; cb += 16) {
+    const int64_t rest = n - cb;
+    const __mmask16 m = rest >= 16 ? __mmask16(0xffff) : __mmask16((1u << rest) - 1);
+    __m512 u[24];  // u[i * 6 + q] = (A^T M)[i][q]
+#pragma GCC unroll 6
+    for (int q = 0; q < 6; ++q) {
+      __m512 d[6], r[4];
+#pragma GCC unroll 6
+      for (int k = 0; k < 6; ++k) d[k] = _mm512_maskz_loadu_ps(m, mp + (k * 6 + q) * mstride + cb);
+      at6(d, r);
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) u[i * 6 + q] = r[i];
+    }
+    const __m512 b = o.bias ? _mm512_maskz_loadu_ps(m, o.bias + cb) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      __m512 r[4];
+      at6(u + i * 6, r);
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        float* yp = o.y[i * 4 + k];
+        if (!yp) continue;
+        __m512 val = _mm512_add_ps(r[k], b);
+        if (o.res[i * 4 + k]) val = _mm512_add_ps(val, _mm512_maskz_loadu_ps(m, o.res[i * 4 + k] + cb));
+        _mm512_mask_storeu_ps(yp + cb, m, act512(val, ep));
+      }
+    }
+  }
+}
+
+}  // namespace tessera::kernels::x86

@@ -1,0 +1,587 @@
+#include "kernels/x86/conv_nhwc.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "core/cpu_features.h"
+
+namespace tessera::kernels::x86 {
+
+#if defined(__x86_64__) || defined(_M_X64)
+#define TESSERA_CONV_X86 1
+#endif
+
+ConvIsa conv_isa() {
+  const CpuFeatures& f = cpu_features();
+#ifdef TESSERA_CONV_X86
+  if (f.avx512f) return ConvIsa::avx512f;
+  if (f.avx2 && f.fma) return ConvIsa::avx2;
+#endif
+  (void)f;
+  return ConvIsa::portable;
+}
+
+bool conv_isa_available(ConvIsa isa) {
+  return isa == ConvIsa::portable || (isa == ConvIsa::avx2 && conv_isa() != ConvIsa::portable) ||
+         (isa == ConvIsa::avx512f && conv_isa() == ConvIsa::avx512f);
+}
+
+int64_t conv_nhwc_panel_width(int64_t oc, int64_t panel) {
+  const int64_t rest = oc - panel * kConvPanel;
+  return std::min<int64_t>(kConvPanel, (rest + 15) / 16 * 16);
+}
+
+size_t conv_nhwc_packed_floats(int64_t oc, int64_t k) {
+  const int64_t full = oc / kConvPanel;
+  return size_t(full * kConvPanel * k + (oc % kConvPanel ? conv_nhwc_panel_width(oc, full) * k : 0));
+}
+
+void conv_nhwc_pack_weights(const float* w, int64_t oc, int64_t c, int64_t kh, int64_t kw, float* out) {
+  const int64_t k = c * kh * kw, np = (oc + kConvPanel - 1) / kConvPanel;
+  for (int64_t j = 0; j < np; ++j) {
+    const int64_t pw = conv_nhwc_panel_width(oc, j);
+    float* panel = out + j * kConvPanel * k;
+    for (int64_t row = 0; row < k; ++row) {
+      const int64_t t = row / c, ci = row % c, r = t / kw, s = t % kw;
+      for (int64_t q = 0; q < pw; ++q) {
+        const int64_t o = j * kConvPanel + q;
+        panel[row * pw + q] = o < oc ? w[((o * c + ci) * kh + r) * kw + s] : 0.0f;
+      }
+    }
+  }
+}
+
+float conv_nhwc_packed_at(const float* packed, int64_t oc, int64_t k, int64_t o, int64_t row) {
+  const int64_t j = o / kConvPanel, pw = conv_nhwc_panel_width(oc, j);
+  return packed[j * kConvPanel * k + row * pw + (o - j * kConvPanel)];
+}
+
+void dw_nhwc_pack_weights(const float* w, int64_t c, int64_t kh, int64_t kw, float* out) {
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t t = 0; t < kh * kw; ++t) out[t * c + ch] = w[ch * kh * kw + t];
+}
+
+namespace {
+
+// Runs fn(begin, end) over [0, n) tasks of about equal work (`work` multiply-adds or element
+// visits in all): on the calling thread when the work is small (under ~4 us), else as pool tasks
+// of ~2 us or more, at least 4 per thread, taken dynamically, so a thread that wakes late still
+// gets a share instead of finding the work done by the others.
+void run_tasks(ThreadPool* pool, int64_t n, double work, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  const int64_t threads = pool ? pool->num_threads() : 1;
+  if (threads <= 1 || n == 1 || work < double(1 << 17)) {
+    fn(0, n);
+    return;
+  }
+  const double per_task = std::max(work / double(n), 1.0);
+  int64_t per = std::max<int64_t>(1, int64_t(double(1 << 16) / per_task));
+  per = std::min(per, std::max<int64_t>(1, n / (4 * threads)));
+  const int64_t groups = (n + per - 1) / per;
+  pool->run(groups, [&](int64_t g) { fn(g * per, std::min(n, (g + 1) * per)); });
+}
+
+float act1(float v, Activation act, float lo, float hi) {
+  if (act == Activation::relu) return v > 0 ? v : 0;
+  if (act == Activation::clip) return std::min(std::max(v, lo), hi);
+  return v;
+}
+
+// Portable micro-kernel: 4 pixels x 16 channels.
+void conv_ukr_portable(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw,
+                       float* y, int64_t ldy, int64_t mr, int64_t nr, bool accumulate,
+                       const ConvTileEpilogue* ep) {
+  constexpr int MR = 4, NR = 16;
+  float acc[MR][NR] = {};
+  for (int64_t t = 0; t < ntaps; ++t)
+    for (int64_t ci = 0; ci < kc; ++ci) {
+      for (int i = 0; i < MR; ++i) {
+        const float a = rows[t * MR + i][ci];
+        for (int j = 0; j < NR; ++j) acc[i][j] += a * w[j];
+      }
+      w += ldw;
+    }
+  for (int64_t i = 0; i < mr; ++i)
+    for (int64_t j = 0; j < nr; ++j) {
+      float s = acc[i][j];
+      if (accumulate) s += y[i * ldy + j];
+      if (ep) {
+        if (ep->bias) s += ep->bias[j];
+        if (ep->residual) s += ep->residual[i * ep->ldr + j];
+        s = act1(s, ep->act, ep->clip_min, ep->clip_max);
+      }
+      y[i * ldy + j] = s;
+    }
+}
+
+void dw_row_portable(const DwRowArgs& a) {
+  const int64_t c = a.c;
+  for (int64_t ox = a.ox0; ox < a.ox0 + a.cnt; ++ox) {
+    float* yo = a.y + (ox - a.ox0) * c;
+    for (int64_t ch = 0; ch < c; ++ch) yo[ch] = a.bias ? a.bias[ch] : 0.0f;
+    const int64_t ixb = ox * a.sw + a.ix0;
+    for (int64_t r = 0; r < a.kh; ++r) {
+      const int64_t iy = a.iy0 + r * a.dh;
+      if (iy < 0 || iy >= a.h) continue;
+      for (int64_t q = 0; q < a.kw; ++q) {
+        const int64_t ix = ixb + q * a.dw;
+        if (ix < 0 || ix >= a.w) continue;
+        const float* xp = a.x + (iy * a.w + ix) * c;
+        const float* wp = a.wp + (r * a.kw + q) * c;
+        for (int64_t ch = 0; ch < c; ++ch) yo[ch] += xp[ch] * wp[ch];
+      }
+    }
+    const float* ro = a.residual ? a.residual + (ox - a.ox0) * c : nullptr;
+    for (int64_t ch = 0; ch < c; ++ch)
+      yo[ch] = act1(yo[ch] + (ro ? ro[ch] : 0.0f), a.act, a.clip_min, a.clip_max);
+  }
+}
+
+struct KBlock {
+  int64_t t0, t1, c0, c1;
+};
+
+std::vector<KBlock> k_blocks(int64_t taps, int64_t c, int64_t kc) {
+  std::vector<KBlock> b;
+  if (c <= kc) {
+    int64_t tb = std::max<int64_t>(1, kc / c);
+    const int64_t nb = (taps + tb - 1) / tb;
+    tb = (taps + nb - 1) / nb;
+    for (int64_t t = 0; t < taps; t += tb) b.push_back({t, std::min(taps, t + tb), 0, c});
+  } else {
+    const int64_t nch = (c + kc - 1) / kc;
+    const int64_t csz = ((c + nch - 1) / nch + 15) / 16 * 16;
+    for (int64_t t = 0; t < taps; ++t)
+      for (int64_t c0 = 0; c0 < c; c0 += csz) b.push_back({t, t + 1, c0, std::min(c, c0 + csz)});
+  }
+  return b;
+}
+
+thread_local std::vector<float> tl_zeros;
+thread_local std::vector<const float*> tl_rows;
+thread_local std::vector<float> tl_edge;
+
+void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep, float* y,
+                ThreadPool* pool, ConvIsa isa) {
+  const int64_t C = p.c, OC = p.oc, taps = p.kh * p.kw, K = taps * C;
+  const int64_t oh = p.oh(), ow = p.ow(), M = p.n * oh * ow;
+  const int64_t np = (OC + kConvPanel - 1) / kConvPanel;
+  // Few channels (a stem): one "tap" per kernel row, its kw*C inputs contiguous in NHWC
+  // (the packing's K order is (r, s, ci)); a row that crosses the left/right padding is
+  // copied with zeros into a per-thread buffer.
+  const bool row_taps = p.dw == 1 && p.kw > 1 && C * p.kw <= 64;
+  const int64_t tt = row_taps ? p.kh : taps, cc = row_taps ? p.kw * C : C;
+  const bool pointwise = p.is_pointwise();  // input rows are the output pixels' rows
+  const std::vector<KBlock> blocks = k_blocks(tt, cc, 512);
+  int64_t max_taps = 0;
+  for (const KBlock& b : blocks) max_taps = std::max(max_taps, b.t1 - b.t0);
+  constexpr int64_t kChunk = 96;  // pixels per task: a multiple of every MR
+  const int64_t nchunks = (M + kChunk - 1) / kChunk;
+  const bool chunk_major = K * OC * int64_t(sizeof(float)) <= (256 << 10);
+  run_tasks(pool, np * nchunks, double(M) * double(K) * double(OC), [&](int64_t tb, int64_t te) {
+    if (tl_zeros.size() < size_t(cc)) tl_zeros.assign(size_t(cc), 0.0f);
+    const float* zeros = tl_zeros.data();
+    if (tl_rows.size() < size_t(max_taps * 16)) tl_rows.resize(size_t(max_taps * 16));
+    const float** rows = tl_rows.data();
+    if (row_taps && tl_edge.size() < size_t(max_taps * 16 * cc)) tl_edge.resize(size_t(max_taps * 16 * cc));
+    float* edge = tl_edge.data();
+    int64_t iy0[kChunk], ix0[kChunk];
+    const float* base[kChunk];
+    for (int64_t task = tb; task < te; ++task) {
+      // Small weights stay in cache: walk all panels of a chunk before the next chunk, so each
+      // output row is written while it is in cache; large weights: all chunks of a panel.
+      const int64_t j = chunk_major ? task % np : task / nchunks,
+                    q = chunk_major ? task / np : task % nchunks;
+      const int64_t m0 = q * kChunk, m1 = std::min(M, m0 + kChunk);
+      if (!pointwise) {
+        int64_t img = m0 / (oh * ow), oy = m0 % (oh * ow) / ow, ox = m0 % ow;
+        for (int64_t m = m0; m < m1; ++m) {
+          iy0[m - m0] = oy * p.sh - p.pad_t;
+          ix0[m - m0] = ox * p.sw - p.pad_l;
+          base[m - m0] = x + img * p.h * p.w * C;
+          if (++ox == ow) {
+            ox = 0;
+            if (++oy == oh) oy = 0, ++img;
+          }
+        }
+      }
+      const int64_t pw = conv_nhwc_panel_width(OC, j), ncols = std::min(pw, OC - j * kConvPanel);
+      const float* panel = wp + j * kConvPanel * K;
+      ConvUkrInfo u{conv_ukr_portable, 4, 16};
+#ifdef TESSERA_CONV_X86
+      if (isa == ConvIsa::avx512f)
+        u = conv_ukr_avx512f(pw);
+      else if (isa == ConvIsa::avx2)
+        u = conv_ukr_avx2(pw);
+#endif
+      for (size_t bi = 0; bi < blocks.size(); ++bi) {
+        const KBlock& b = blocks[bi];
+        const bool last = bi + 1 == blocks.size();
+        const float* wb = panel + (b.t0 * cc + b.c0) * pw;
+        for (int64_t mt = m0; mt < m1; mt += u.mr) {
+          const int64_t mr = std::min(u.mr, m1 - mt);
+          for (int64_t t = b.t0; row_taps && t < b.t1; ++t) {
+            const float** rt = rows + (t - b.t0) * u.mr;
+            for (int64_t i = 0; i < u.mr; ++i) {
+              const int64_t li = mt - m0 + i, iy = iy0[li] + t * p.dh, ix = ix0[li];
+              if (i >= mr || iy < 0 || iy >= p.h) {
+                rt[i] = zeros;
+              } else if (ix >= 0 && ix + p.kw <= p.w) {
+                rt[i] = base[li] + (iy * p.w + ix) * C;
+              } else {
+                float* e = edge + ((t - b.t0) * 16 + i) * cc;
+                for (int64_t s = 0; s < p.kw; ++s) {
+                  const int64_t xs = ix + s;
+                  if (xs >= 0 && xs < p.w)
+                    std::memcpy(e + s * C, base[li] + (iy * p.w + xs) * C, size_t(C) * sizeof(float));
+                  else
+                    std::memset(e + s * C, 0, size_t(C) * sizeof(float));
+                }
+                rt[i] = e;
+              }
+            }
+          }
+          for (int64_t i = 0; pointwise && i < u.mr; ++i) rows[i] = i < mr ? x + (mt + i) * C + b.c0 : zeros;
+          for (int64_t t = b.t0; !row_taps && !pointwise && t < b.t1; ++t) {
+            const int64_t r = t / p.kw, s = t % p.kw;
+            const float** rt = rows + (t - b.t0) * u.mr;
+            for (int64_t i = 0; i < u.mr; ++i) {
+              if (i >= mr) {
+                rt[i] = zeros;
+                continue;
+              }
+              const int64_t li = mt - m0 + i, iy = iy0[li] + r * p.dh, ix = ix0[li] + s * p.dw;
+              rt[i] = (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) ? base[li] + (iy * p.w + ix) * C + b.c0
+                                                                   : zeros;
+            }
+          }
+          for (int64_t j0 = 0; j0 < ncols; j0 += u.nr) {
+            const int64_t col = j * kConvPanel + j0;
+            ConvTileEpilogue te_{ep.bias ? ep.bias + col : nullptr,
+                                 ep.residual ? ep.residual + mt * OC + col : nullptr,
+                                 OC,
+                                 ep.act,
+                                 ep.clip_min,
+                                 ep.clip_max};
+            u.fn(rows, b.t1 - b.t0, b.c1 - b.c0, wb + j0, pw, y + mt * OC + col, OC, mr,
+                 std::min(u.nr, ncols - j0), bi > 0, last ? &te_ : nullptr);
+          }
+        }
+      }
+    }
+  });
+}
+
+void conv_depthwise(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep, float* y,
+                    ThreadPool* pool, ConvIsa isa) {
+  const int64_t oh = p.oh(), ow = p.ow(), C = p.c;
+  void (*row)(const DwRowArgs&) = dw_row_portable;
+#ifdef TESSERA_CONV_X86
+  if (isa == ConvIsa::avx512f)
+    row = dw_row_avx512f;
+  else if (isa == ConvIsa::avx2)
+    row = dw_row_avx2;
+#else
+  (void)isa;
+#endif
+  run_tasks(pool, p.n * oh, double(p.n * oh * ow) * double(C * p.kh * p.kw), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t img = t / oh, oy = t % oh;
+      DwRowArgs a{};
+      a.x = x + img * p.h * p.w * C;
+      a.h = p.h, a.w = p.w, a.c = C, a.wp = wp, a.kh = p.kh, a.kw = p.kw, a.sw = p.sw, a.dh = p.dh,
+      a.dw = p.dw;
+      a.iy0 = oy * p.sh - p.pad_t, a.ix0 = -p.pad_l, a.ox0 = 0, a.cnt = ow;
+      a.y = y + t * ow * C;
+      a.residual = ep.residual ? ep.residual + t * ow * C : nullptr;
+      a.bias = ep.bias, a.act = ep.act, a.clip_min = ep.clip_min, a.clip_max = ep.clip_max;
+      row(a);
+    }
+  });
+}
+
+}  // namespace
+
+namespace {
+
+// ---- Winograd F(m x m, 3x3) ----
+// Input B^T (alpha x alpha), kernel G (alpha x 3), output A^T (m x alpha), alpha = m + 2,
+// and L (3 x alpha) with L G = I.
+struct WinoMats {
+  int m, alpha;
+  double bt[6][6], g[6][3], at[4][6], l[3][6];
+};
+constexpr WinoMats kWino2{2,
+                          4,
+                          {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}},
+                          {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}},
+                          {{1, 1, 1, 0}, {0, 1, -1, -1}},
+                          {{1, 0, 0, 0}, {0, 1, -1, 0}, {0, 0, 0, 1}}};
+constexpr WinoMats kWino4{
+    4,
+    6,
+    {{4, 0, -5, 0, 1, 0},
+     {0, -4, -4, 1, 1, 0},
+     {0, 4, -4, -1, 1, 0},
+     {0, -2, -1, 2, 1, 0},
+     {0, 2, -1, -2, 1, 0},
+     {0, 4, 0, -5, 0, 1}},
+    {{1.0 / 4, 0, 0},
+     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+     {1.0 / 24, 1.0 / 12, 1.0 / 6},
+     {1.0 / 24, -1.0 / 12, 1.0 / 6},
+     {0, 0, 1}},
+    {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}},
+    {{4, 0, 0, 0, 0, 0}, {-4, -6, 0, 0, 0, -1}, {0, 0, 0, 0, 0, 1}}};
+
+const WinoMats& wino_mats(int m) {
+  return m == 4 ? kWino4 : kWino2;
+}
+
+// Portable transforms: the matrices applied in float, one channel at a time.
+template <int M>
+void wino_in_portable(const float* const* src, int64_t c, float* v, int64_t stride) {
+  constexpr int A = M + 2;
+  const WinoMats& w = wino_mats(M);
+  for (int64_t ci = 0; ci < c; ++ci) {
+    float d[A][A], t[A][A];
+    for (int i = 0; i < A; ++i)
+      for (int j = 0; j < A; ++j) d[i][j] = src[i * A + j][ci];
+    for (int i = 0; i < A; ++i)
+      for (int j = 0; j < A; ++j) {
+        float s = 0;
+        for (int k = 0; k < A; ++k)
+          if (w.bt[i][k] != 0) s += float(w.bt[i][k]) * d[k][j];
+        t[i][j] = s;
+      }
+    for (int i = 0; i < A; ++i)
+      for (int j = 0; j < A; ++j) {
+        float s = 0;
+        for (int k = 0; k < A; ++k)
+          if (w.bt[j][k] != 0) s += t[i][k] * float(w.bt[j][k]);
+        v[(i * A + j) * stride + ci] = s;
+      }
+  }
+}
+
+template <int M>
+void wino_out_portable(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
+  constexpr int A = M + 2;
+  const WinoMats& w = wino_mats(M);
+  for (int64_t j = 0; j < n; ++j) {
+    float d[A][A], t[M][A];
+    for (int i = 0; i < A; ++i)
+      for (int q = 0; q < A; ++q) d[i][q] = mp[(i * A + q) * mstride + j];
+    for (int i = 0; i < M; ++i)
+      for (int q = 0; q < A; ++q) {
+        float s = 0;
+        for (int k = 0; k < A; ++k)
+          if (w.at[i][k] != 0) s += float(w.at[i][k]) * d[k][q];
+        t[i][q] = s;
+      }
+    const float b = o.bias ? o.bias[j] : 0.0f;
+    for (int i = 0; i < M; ++i)
+      for (int q = 0; q < M; ++q) {
+        float* yp = o.y[i * M + q];
+        if (!yp) continue;
+        float s = 0;
+        for (int k = 0; k < A; ++k)
+          if (w.at[q][k] != 0) s += t[i][k] * float(w.at[q][k]);
+        const float* rp = o.res[i * M + q];
+        yp[j] = act1(s + b + (rp ? rp[j] : 0.0f), o.act, o.clip_min, o.clip_max);
+      }
+  }
+}
+
+thread_local std::vector<float> tl_wino_v, tl_wino_m;
+
+}  // namespace
+
+bool wino_applies(const Conv2dParams& p) {
+  return p.groups == 1 && p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1;
+}
+
+size_t wino_packed_floats(int64_t oc, int64_t c, int m) {
+  return conv_nhwc_packed_floats(oc, (m + 2) * (m + 2) * c);
+}
+
+void wino_pack_weights(const float* w, int64_t oc, int64_t c, int m, float* out) {
+  // U[o][ci][xi] as an [oc][c][alpha][alpha] tensor, then the dense packing with alpha^2 "taps".
+  const WinoMats& wm = wino_mats(m);
+  const int A = wm.alpha;
+  std::vector<float> u(size_t(oc * c * A * A));
+  for (int64_t o = 0; o < oc; ++o)
+    for (int64_t ci = 0; ci < c; ++ci) {
+      const float* g = w + (o * c + ci) * 9;
+      double gg[6][3];  // G g
+      for (int a = 0; a < A; ++a)
+        for (int s = 0; s < 3; ++s)
+          gg[a][s] = wm.g[a][0] * g[0 * 3 + s] + wm.g[a][1] * g[1 * 3 + s] + wm.g[a][2] * g[2 * 3 + s];
+      for (int a = 0; a < A; ++a)
+        for (int b = 0; b < A; ++b)
+          u[size_t((o * c + ci) * A * A + a * A + b)] =
+              float(gg[a][0] * wm.g[b][0] + gg[a][1] * wm.g[b][1] + gg[a][2] * wm.g[b][2]);
+    }
+  conv_nhwc_pack_weights(u.data(), oc, c, A, A, out);
+}
+
+float wino_weight_at(const float* packed, int64_t oc, int64_t c, int m, int64_t o, int64_t ci, int64_t r,
+                     int64_t s) {
+  const WinoMats& wm = wino_mats(m);
+  const int A = wm.alpha;
+  double g = 0;
+  for (int a = 0; a < A; ++a)
+    for (int b = 0; b < A; ++b) {
+      const double cf = wm.l[r][a] * wm.l[s][b];
+      if (cf != 0) g += cf * conv_nhwc_packed_at(packed, oc, A * A * c, o, (a * A + b) * c + ci);
+    }
+  return float(g);
+}
+
+void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const float* up,
+                          const ConvEpilogue& ep, float* y, ThreadPool* pool, ConvIsa isa) {
+  if (!conv_isa_available(isa)) isa = ConvIsa::portable;
+  const int MT = mt_ == 4 ? 4 : 2, A = MT + 2, NX = A * A;
+  const int64_t C = p.c, OC = p.oc, oh = p.oh(), ow = p.ow();
+  const int64_t th = (oh + MT - 1) / MT, tw = (ow + MT - 1) / MT, per_img = th * tw, ntiles = p.n * per_img;
+  const int64_t np = (OC + kConvPanel - 1) / kConvPanel, K = NX * C;
+  const int64_t threads = pool ? pool->num_threads() : 1;
+  int64_t T = MT == 4 ? 12 : 24;  // tiles per task: a multiple of every MR
+  while (T > 6 && ((ntiles + T - 1) / T) * np < 4 * threads) T -= 6;
+  const int64_t ngroups = (ntiles + T - 1) / T;
+  const std::vector<KBlock> blocks = k_blocks(1, C, 512);
+  void (*win)(const float* const*, int64_t, float*, int64_t) =
+      MT == 4 ? wino_in_portable<4> : wino_in_portable<2>;
+  void (*wout)(const float*, int64_t, int64_t, const WinoOut&) =
+      MT == 4 ? wino_out_portable<4> : wino_out_portable<2>;
+#ifdef TESSERA_CONV_X86
+  if (isa == ConvIsa::avx512f) {
+    win = MT == 4 ? wino43_in_avx512f : wino23_in_avx512f;
+    wout = MT == 4 ? wino43_out_avx512f : wino23_out_avx512f;
+  }
+#endif
+  run_tasks(pool, ngroups * np, double(ntiles) * NX * double(C) * double(OC), [&](int64_t tb, int64_t te) {
+    if (tl_zeros.size() < size_t(C)) tl_zeros.assign(size_t(C), 0.0f);
+    const float* zeros = tl_zeros.data();
+    if (tl_wino_v.size() < size_t(NX * T * C)) tl_wino_v.resize(size_t(NX * T * C));
+    if (tl_wino_m.size() < size_t(NX * T * kConvPanel)) tl_wino_m.resize(size_t(NX * T * kConvPanel));
+    float* V = tl_wino_v.data();
+    float* M = tl_wino_m.data();
+    int64_t have = -1;  // the group whose transformed input V holds
+    for (int64_t task = tb; task < te; ++task) {
+      const int64_t q = task / np, j = task % np;
+      const int64_t t0 = q * T, nt = std::min(T, ntiles - t0);
+      if (have != q) {
+        for (int64_t tl = 0; tl < nt; ++tl) {
+          const int64_t t = t0 + tl, img = t / per_img, ty = t % per_img / tw, tx = t % tw;
+          const float* xi = x + img * p.h * p.w * C;
+          const float* src[36];
+          for (int r = 0; r < A; ++r)
+            for (int s = 0; s < A; ++s) {
+              const int64_t iy = ty * MT - p.pad_t + r, ix = tx * MT - p.pad_l + s;
+              src[r * A + s] =
+                  (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) ? xi + (iy * p.w + ix) * C : zeros;
+            }
+          win(src, C, V + tl * C, T * C);
+        }
+        have = q;
+      }
+      const int64_t pw = conv_nhwc_panel_width(OC, j), ncols = std::min(pw, OC - j * kConvPanel);
+      const float* panel = up + j * kConvPanel * K;
+      ConvUkrInfo u{conv_ukr_portable, 4, 16};
+#ifdef TESSERA_CONV_X86
+      if (isa == ConvIsa::avx512f)
+        u = conv_ukr_avx512f(pw);
+      else if (isa == ConvIsa::avx2)
+        u = conv_ukr_avx2(pw);
+#endif
+      const float* rows[16];
+      for (int xi = 0; xi < NX; ++xi)
+        for (size_t bi = 0; bi < blocks.size(); ++bi) {
+          const KBlock& b = blocks[bi];
+          const float* wb = panel + (xi * C + b.c0) * pw;
+          for (int64_t mt = 0; mt < nt; mt += u.mr) {
+            const int64_t mr = std::min(u.mr, nt - mt);
+            for (int64_t i = 0; i < u.mr; ++i) rows[i] = i < mr ? V + (xi * T + mt + i) * C + b.c0 : zeros;
+            for (int64_t j0 = 0; j0 < ncols; j0 += u.nr)
+              u.fn(rows, 1, b.c1 - b.c0, wb + j0, pw, M + (xi * T + mt) * pw + j0, pw, mr,
+                   std::min(u.nr, ncols - j0), bi > 0, nullptr);
+          }
+        }
+      const int64_t col = j * kConvPanel;
+      for (int64_t tl = 0; tl < nt; ++tl) {
+        const int64_t t = t0 + tl, img = t / per_img, ty = t % per_img / tw, tx = t % tw;
+        WinoOut o{};
+        o.bias = ep.bias ? ep.bias + col : nullptr;
+        o.act = ep.act, o.clip_min = ep.clip_min, o.clip_max = ep.clip_max;
+        for (int i = 0; i < MT; ++i)
+          for (int k = 0; k < MT; ++k) {
+            const int64_t oy = ty * MT + i, ox = tx * MT + k;
+            const bool in = oy < oh && ox < ow;
+            const int64_t off = ((img * oh + oy) * ow + ox) * OC + col;
+            o.y[i * MT + k] = in ? y + off : nullptr;
+            o.res[i * MT + k] = in && ep.residual ? ep.residual + off : nullptr;
+          }
+        wout(M + tl * pw, T * pw, ncols, o);
+      }
+    }
+  });
+}
+
+void conv2d_nhwc_f32(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep, float* y,
+                     ThreadPool* pool, ConvIsa isa) {
+  if (!conv_isa_available(isa)) isa = ConvIsa::portable;
+  if (p.is_depthwise())
+    conv_depthwise(p, x, wp, ep, y, pool, isa);
+  else
+    conv_dense(p, x, wp, ep, y, pool, isa);
+}
+
+void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, float* y, ThreadPool* pool) {
+  constexpr int64_t kBlock = 256;  // channels per task
+  const int64_t nb = (c + kBlock - 1) / kBlock;
+  run_tasks(pool, n * nb, double(n * hw * c), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t img = t / nb, c0 = t % nb * kBlock, c1 = std::min(c, c0 + kBlock);
+      float acc[kBlock] = {};
+      const float* xi = x + img * hw * c;
+      for (int64_t i = 0; i < hw; ++i)
+        for (int64_t ch = c0; ch < c1; ++ch) acc[ch - c0] += xi[i * c + ch];
+      const float inv = 1.0f / float(hw);
+      for (int64_t ch = c0; ch < c1; ++ch) y[img * c + ch] = acc[ch - c0] * inv;
+    }
+  });
+}
+
+void pool2d_nhwc_f32(const PoolParams& pp, const float* x, float* y, ThreadPool* pool) {
+  const Conv2dParams& p = pp.g;
+  const int64_t oh = pp.oh, ow = pp.ow, C = p.c;
+  run_tasks(pool, p.n * oh, double(p.n * oh * ow) * double(C * p.kh * p.kw), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t img = t / oh, oy = t % oh;
+      const float* xi = x + img * p.h * p.w * C;
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        float* yo = y + (t * ow + ox) * C;
+        for (int64_t ch = 0; ch < C; ++ch) yo[ch] = -std::numeric_limits<float>::infinity();
+        for (int64_t r = 0; r < p.kh; ++r) {
+          const int64_t iy = oy * p.sh - p.pad_t + r * p.dh;
+          if (iy < 0 || iy >= p.h) continue;
+          for (int64_t s = 0; s < p.kw; ++s) {
+            const int64_t ix = ox * p.sw - p.pad_l + s * p.dw;
+            if (ix < 0 || ix >= p.w) continue;
+            const float* xp = xi + (iy * p.w + ix) * C;
+            // NaN propagates: a NaN in x is taken, and a NaN in y is never replaced.
+            for (int64_t ch = 0; ch < C; ++ch)
+              yo[ch] = (xp[ch] > yo[ch] || xp[ch] != xp[ch]) ? xp[ch] : yo[ch];
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace tessera::kernels::x86

@@ -1,0 +1,133 @@
+// f32 2-D convolution and pooling in NHWC (channels innermost), for conv regions
+// the layout_nhwc pass converts (the graph stays NCHW at its borders).
+//
+// Dense convolution (group 1) is an implicit GEMM: M = output pixels, N = output
+// channels, K = kh*kw*C. Weights are packed once (at session creation) into
+// panels of up to 64 output channels; a micro-kernel keeps an MR-pixel x
+// (16*NV)-channel tile in registers and reads each input pixel's C channels
+// straight from the NHWC tensor through a small table of row pointers (a row
+// that falls in the padding points at a zero row), so nothing is im2col'ed.
+//
+// Packed weights: panel j holds output channels [64j, 64j + pw_j) with
+// pw_j = min(64, round_up(OC - 64j, 16)); it is K x pw_j row-major, row
+// k = (r*kw + s)*C + ci; columns at or past OC are zero. Panels follow each other.
+//
+// Depthwise (group == C == OC): weights packed as [kh*kw][C]; vectorized over channels.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "kernels/x86/conv2d.h"
+
+namespace tessera::kernels::x86 {
+
+enum class ConvIsa : uint8_t { portable, avx2, avx512f };
+// The best ISA this CPU has (honours TESSERA_ISA).
+ConvIsa conv_isa();
+bool conv_isa_available(ConvIsa isa);
+
+constexpr int64_t kConvPanel = 64;
+int64_t conv_nhwc_panel_width(int64_t oc, int64_t panel);
+size_t conv_nhwc_packed_floats(int64_t oc, int64_t k);
+// w: [oc, c, kh, kw] (ONNX, group 1) -> out (conv_nhwc_packed_floats(oc, c*kh*kw) floats).
+void conv_nhwc_pack_weights(const float* w, int64_t oc, int64_t c, int64_t kh, int64_t kw, float* out);
+// Weight of output channel o at row k of a packing (reference kernels).
+float conv_nhwc_packed_at(const float* packed, int64_t oc, int64_t k, int64_t o, int64_t row);
+// w: [c, 1, kh, kw] -> out [kh*kw][c].
+void dw_nhwc_pack_weights(const float* w, int64_t c, int64_t kh, int64_t kw, float* out);
+
+// x [n, h, w, c], y [n, oh, ow, oc], residual like y. p.groups must be 1 (dense, wp packed as above)
+// or depthwise (wp packed by dw_nhwc_pack_weights).
+void conv2d_nhwc_f32(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep, float* y,
+                     ThreadPool* pool, ConvIsa isa);
+inline void conv2d_nhwc_f32(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep,
+                            float* y, ThreadPool* pool) {
+  conv2d_nhwc_f32(p, x, wp, ep, y, pool, conv_isa());
+}
+
+// Winograd F(m x m, 3x3), m = 2 or 4, for dense 3x3 convs of stride 1 and dilation 1
+// (any padding): (m+2)^2 GEMMs of [tiles x C] x [C x OC] replace the 9*C-deep one
+// (2.25x / 4x fewer multiplies). Weights U = G g G^T (computed in double) are packed
+// like a dense packing with K = (m+2)^2 * C (row xi*C + ci).
+bool wino_applies(const Conv2dParams& p);
+size_t wino_packed_floats(int64_t oc, int64_t c, int m);
+void wino_pack_weights(const float* w, int64_t oc, int64_t c, int m, float* out);
+// The 3x3 weight (o, ci, r, s) a packing holds, recovered as g = L U L^T (L G = I).
+float wino_weight_at(const float* packed, int64_t oc, int64_t c, int m, int64_t o, int64_t ci, int64_t r,
+                     int64_t s);
+void conv2d_wino_nhwc_f32(const Conv2dParams& p, int m, const float* x, const float* up,
+                          const ConvEpilogue& ep, float* y, ThreadPool* pool, ConvIsa isa);
+inline void conv2d_wino_nhwc_f32(const Conv2dParams& p, int m, const float* x, const float* up,
+                                 const ConvEpilogue& ep, float* y, ThreadPool* pool) {
+  conv2d_wino_nhwc_f32(p, m, x, up, ep, y, pool, conv_isa());
+}
+
+// Max / average pooling over NHWC. Pool geometry in Conv2dParams terms (oc = c,
+// kh/kw the window; oh/ow may be given explicitly for ceil_mode).
+struct PoolParams {
+  Conv2dParams g;
+  int64_t oh = 0, ow = 0;
+  bool is_max = true;
+  bool count_include_pad = false;
+};
+void pool2d_nhwc_f32(const PoolParams& p, const float* x, float* y, ThreadPool* pool);
+
+// y[b][c] = mean over the h*w pixels of x[b][.][c] (x NHWC, y [n, c]).
+void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, float* y, ThreadPool* pool);
+
+// ---- micro-kernel interface (the ISA files) ----
+struct ConvTileEpilogue {
+  const float* bias;      // offset to the tile's first channel, or nullptr
+  const float* residual;  // offset to the tile, rows of ldr, or nullptr
+  int64_t ldr;
+  Activation act;
+  float clip_min, clip_max;
+};
+// rows: [ntaps][MR] pointers, each to kc channels of one input pixel; w: (ntaps*kc) rows of ldw
+// floats; computes y[i][j] (+)= sum over taps/channels for i < mr, j < nr (nr <= the kernel width),
+// applying ep on the last K block (ep != nullptr).
+using ConvUkr = void (*)(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw,
+                         float* y, int64_t ldy, int64_t mr, int64_t nr, bool accumulate,
+                         const ConvTileEpilogue* ep);
+struct ConvUkrInfo {
+  ConvUkr fn;
+  int64_t mr, nr;
+};
+// For AVX-512: one kernel per panel width (16, 32, 48, 64); AVX2: 16 wide (sub-panels); portable: 16 wide.
+ConvUkrInfo conv_ukr_avx512f(int64_t width);
+ConvUkrInfo conv_ukr_avx2(int64_t width);
+
+// Depthwise rows: y[ox][c] for ox < cnt of one output row: channels vectorized.
+struct DwRowArgs {
+  const float* x;  // image base [h][w][c]
+  int64_t h, w, c;
+  const float* wp;                       // [taps][c]
+  int64_t kh, kw, sw, dh, dw, iy0, ix0;  // iy0 = oy*sh - pad_t, ix0 = -pad_l
+  int64_t ox0, cnt;                      // output columns
+  float* y;                              // output row at ox0 (stride c)
+  const float* residual;                 // like y, or nullptr
+  const float* bias;
+  Activation act;
+  float clip_min, clip_max;
+};
+void dw_row_avx512f(const DwRowArgs& a);
+
+// Winograd transforms, c channels each: src = the (m+2)^2 input pixels of a tile (row-major;
+// a zero row where outside the image) -> v[xi * stride + ci]; m[xi * mstride + j] -> the
+// m x m outputs y[k] (nullptr: outside the output), + bias, + res[k], activation.
+struct WinoOut {
+  const float* bias;
+  const float* res[16];
+  float* y[16];
+  Activation act;
+  float clip_min, clip_max;
+};
+void wino23_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride);
+void wino23_out_avx512f(const float* m, int64_t mstride, int64_t n, const WinoOut& o);
+void wino43_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride);
+void wino43_out_avx512f(const float* m, int64_t mstride, int64_t n, const WinoOut& o);
+void dw_row_avx2(const DwRowArgs& a);
+
+}  // namespace tessera::kernels::x86

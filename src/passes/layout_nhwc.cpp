@@ -1,0 +1,218 @@
+// layout_nhwc: runs convolution regions in NHWC. Every tessera.FusedConv that is
+// dense (group 1) or depthwise, with a known 4-D f32 input, becomes an NHWC
+// FusedConv (layout "NHWC", weights packed once here for kernels/x86/conv_nhwc.h;
+// 3x3 stride-1 dense convs as Winograd F(m x m, 3x3): attribute winograd = m),
+// and every plain 2-D MaxPool becomes tessera.NhwcMaxPool. Values flow between
+// converted nodes in NHWC; a Transpose is inserted only where an NCHW value enters
+// the region (once per value) and where a region value is read outside it or is
+// a graph output, so the graph means what it meant before. A GlobalAveragePool of a
+// region value becomes tessera.NhwcGlobalAveragePool (its result needs no Transpose).
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "kernels/x86/conv_nhwc.h"
+#include "passes/pass_manager.h"
+#include "passes/rewrite_util.h"
+
+namespace tessera::passes {
+
+namespace {
+
+bool known_4d(const ir::Value* v) {
+  if (!v || !is_f32(v) || !v->type.shape || v->type.shape->size() != 4) return false;
+  for (size_t i = 1; i < 4; ++i)
+    if (!(*v->type.shape)[i].known()) return false;
+  return true;
+}
+
+std::vector<int64_t> ints_attr(const ir::Node* n, const char* key, std::vector<int64_t> def) {
+  const Attribute* a = n->attr(key);
+  return a && a->kind == Attribute::Kind::ints && !a->ints.empty() ? a->ints : def;
+}
+
+int64_t int_attr(const ir::Node* n, const char* key, int64_t def) {
+  const Attribute* a = n->attr(key);
+  return a && a->kind == Attribute::Kind::i ? a->i : def;
+}
+
+bool geometry_ok(const ir::Node* n) {
+  const auto ks = ints_attr(n, "kernel_shape", {}), st = ints_attr(n, "strides", {1, 1}),
+             dl = ints_attr(n, "dilations", {1, 1}), pd = ints_attr(n, "pads", {0, 0, 0, 0});
+  if (ks.size() != 2 || st.size() != 2 || dl.size() != 2 || pd.size() != 4) return false;
+  for (size_t i = 0; i < 2; ++i)
+    if (ks[i] <= 0 || st[i] <= 0 || dl[i] <= 0) return false;
+  for (int64_t p : pd)
+    if (p < 0) return false;
+  return true;
+}
+
+bool convertible_conv(const ir::Graph& g, const ir::Node* n) {
+  if (!n || n->domain != "tessera" || n->op_type != "FusedConv" || n->inputs.size() < 2 ||
+      n->outputs.size() != 1)
+    return false;
+  const Attribute* lay = n->attr("layout");
+  if (lay && lay->s != "NCHW") return false;
+  if (!known_4d(n->inputs[0]) || !known_4d(n->outputs[0]) || !geometry_ok(n)) return false;
+  const ir::Value* w = n->inputs[1];
+  if (!is_constant(g, w) || w->initializer->dtype() != DType::f32 || w->initializer->rank() != 4)
+    return false;
+  const Tensor& wt = *w->initializer;
+  const auto ks = ints_attr(n, "kernel_shape", {});
+  if (wt.dim(2) != ks[0] || wt.dim(3) != ks[1]) return false;
+  const int64_t c = (*n->inputs[0]->type.shape)[1].value, oc = wt.dim(0), grp = int_attr(n, "group", 1);
+  if ((*n->outputs[0]->type.shape)[1].value != oc) return false;
+  if (n->inputs.size() > 2 && n->inputs[2] && (!is_f32(n->inputs[2]))) return false;
+  if (n->inputs.size() > 3 && n->inputs[3] && !known_4d(n->inputs[3])) return false;
+  if (grp == 1) return wt.dim(1) == c;
+  return grp == c && grp == oc && wt.dim(1) == 1;
+}
+
+bool convertible_pool(const ir::Node* n) {
+  if (!is_onnx_op(n, "MaxPool") || n->inputs.size() != 1 || n->outputs.empty() || !n->outputs[0])
+    return false;
+  if (n->outputs.size() > 1 && n->outputs[1]) return false;  // indices wanted
+  if (!known_4d(n->inputs[0]) || !known_4d(n->outputs[0])) return false;
+  if (int_attr(n, "ceil_mode", 0) != 0 || int_attr(n, "storage_order", 0) != 0) return false;
+  const Attribute* ap = n->attr("auto_pad");
+  if (ap && ap->s != "NOTSET" && !ap->s.empty()) return false;
+  const auto ks = ints_attr(n, "kernel_shape", {});
+  if (ks.size() != 2) return false;
+  return geometry_ok(n);
+}
+
+std::vector<ir::Dim> permuted(const std::vector<ir::Dim>& s, const std::vector<int64_t>& perm) {
+  std::vector<ir::Dim> o;
+  for (int64_t p : perm) o.push_back(s[size_t(p)]);
+  return o;
+}
+
+const std::vector<int64_t> kToNhwc{0, 2, 3, 1}, kToNchw{0, 3, 1, 2};
+
+ir::Node* add_transpose(ir::Graph& g, ir::Value* in, ir::Value* out, const std::vector<int64_t>& perm) {
+  ir::Node* t =
+      g.add_node("Transpose", g.unique_name(in->name + (perm == kToNhwc ? "_to_nhwc" : "_to_nchw")));
+  t->opset = 13;
+  Attribute a;
+  a.kind = Attribute::Kind::ints;
+  a.ints = perm;
+  t->attrs["perm"] = a;
+  g.connect_input(t, in);
+  g.connect_output(t, out);
+  return t;
+}
+
+ir::Value* new_value(ir::Graph& g, const std::string& base, const ir::TypeInfo& t) {
+  ir::Value* v = g.add_value(g.unique_name(base));
+  v->type = t;
+  return v;
+}
+
+ir::Value* constant(ir::Graph& g, const std::string& base, Tensor t) {
+  ir::Value* v = g.add_value(g.unique_name(base));
+  v->type = ir::TypeInfo::tensor_of(t);
+  v->initializer = std::move(t);
+  return v;
+}
+
+}  // namespace
+
+void layout_nhwc(ir::Graph& g) {
+  g.topological_sort();
+  std::vector<ir::Node*> nodes;
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  std::map<ir::Value*, ir::Value*> twin;  // NCHW value -> its NHWC twin
+  std::vector<ir::Node*> old;
+  auto nhwc_of = [&](ir::Value* v) -> ir::Value* {
+    if (!v) return nullptr;
+    auto it = twin.find(v);
+    if (it != twin.end()) return it->second;
+    ir::Value* t =
+        new_value(g, v->name + "_nhwc", ir::TypeInfo::tensor(DType::f32, permuted(*v->type.shape, kToNhwc)));
+    add_transpose(g, v, t, kToNhwc);
+    twin[v] = t;
+    return t;
+  };
+  for (ir::Node* n : nodes) {
+    // GlobalAveragePool of a region value: its [N, C, 1, 1] result is the same in both layouts.
+    if (is_onnx_op(n, "GlobalAveragePool") && n->inputs.size() == 1 && n->outputs.size() == 1 &&
+        twin.count(n->inputs[0]) && known_4d(n->outputs[0])) {
+      ir::Node* f = g.add_node("NhwcGlobalAveragePool", n->name);
+      f->domain = "tessera";
+      f->opset = 1;
+      ir::Value* in = twin[n->inputs[0]];
+      ir::Value* out = n->outputs[0];
+      g.remove_node(n);
+      g.connect_input(f, in);
+      g.connect_output(f, out);
+      continue;
+    }
+    const bool conv = convertible_conv(g, n), pool = !conv && convertible_pool(n);
+    if (!conv && !pool) continue;
+    ir::Value* y = n->outputs[0];
+    ir::Value* yt =
+        new_value(g, y->name + "_nhwc", ir::TypeInfo::tensor(DType::f32, permuted(*y->type.shape, kToNhwc)));
+    ir::Node* f = g.add_node(conv ? "FusedConv" : "NhwcMaxPool", n->name);
+    f->domain = "tessera";
+    f->opset = 1;
+    if (pool) {
+      for (const char* k : {"kernel_shape", "strides", "dilations", "pads"})
+        if (const Attribute* a = n->attr(k)) f->attrs[k] = *a;
+      g.connect_input(f, nhwc_of(n->inputs[0]));
+    } else {
+      f->attrs = n->attrs;
+      const Tensor wt = n->inputs[1]->initializer->contiguous();
+      const int64_t oc = wt.dim(0), cg = wt.dim(1), kh = wt.dim(2), kw = wt.dim(3);
+      const bool dense = int_attr(n, "group", 1) == 1;
+      kernels::x86::Conv2dParams cp;
+      const auto st = ints_attr(n, "strides", {1, 1}), dl = ints_attr(n, "dilations", {1, 1});
+      cp.c = cg, cp.oc = oc, cp.kh = kh, cp.kw = kw, cp.sh = st[0], cp.sw = st[1], cp.dh = dl[0],
+      cp.dw = dl[1];
+      const bool wino = dense && kernels::x86::wino_applies(cp);
+      // F(4x4, 3x3): 2.5x-3.3x over direct on 56..14 maps; F(2x2, 3x3) below 8 x 8, where F(4x4) computes
+      // as much padding and its 36/9 weights (37.7 MB for a 512 -> 512 conv) stream from memory each run.
+      const auto& ys = *n->outputs[0]->type.shape;
+      const int wm = ys[2].value >= 8 && ys[3].value >= 8 ? 4 : 2;
+      const int64_t floats = wino    ? int64_t(kernels::x86::wino_packed_floats(oc, cg, wm))
+                             : dense ? int64_t(kernels::x86::conv_nhwc_packed_floats(oc, cg * kh * kw))
+                                     : oc * kh * kw;
+      Tensor packed(DType::f32, {floats});
+      if (wino)
+        kernels::x86::wino_pack_weights(wt.data<float>(), oc, cg, wm, packed.data<float>());
+      else if (dense)
+        kernels::x86::conv_nhwc_pack_weights(wt.data<float>(), oc, cg, kh, kw, packed.data<float>());
+      else
+        kernels::x86::dw_nhwc_pack_weights(wt.data<float>(), oc, kh, kw, packed.data<float>());
+      if (wino) {
+        Attribute wa;
+        wa.kind = Attribute::Kind::i;
+        wa.i = wm;
+        f->attrs["winograd"] = wa;
+      }
+      Attribute lay, ws;
+      lay.kind = Attribute::Kind::s;
+      lay.s = "NHWC";
+      ws.kind = Attribute::Kind::ints;
+      ws.ints = {oc, cg, kh, kw};
+      f->attrs["layout"] = lay;
+      f->attrs["weight_shape"] = ws;
+      g.connect_input(f, nhwc_of(n->inputs[0]));
+      g.connect_input(f, constant(g, n->inputs[1]->name + "_nhwc", std::move(packed)));
+      g.connect_input(f, n->inputs.size() > 2 ? n->inputs[2] : nullptr);
+      g.connect_input(f, n->inputs.size() > 3 ? nhwc_of(n->inputs[3]) : nullptr);
+    }
+    g.connect_output(f, yt);
+    twin[y] = yt;
+    old.push_back(n);
+  }
+  if (old.empty()) return;
+  std::vector<ir::Value*> outs;
+  for (ir::Node* n : old) outs.push_back(n->outputs[0]);
+  for (ir::Node* n : old) g.remove_node(n);
+  for (ir::Value* y : outs)
+    if (!y->uses.empty() || is_graph_output(g, y)) add_transpose(g, twin[y], y, kToNchw);
+  g.topological_sort();
+  g.remove_unused_values();
+}
+
+}  // namespace tessera::passes

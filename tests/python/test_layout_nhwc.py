@@ -1,0 +1,181 @@
+"""The conv passes (fold_batchnorm, fuse_conv, layout_nhwc): a small CNN with every pattern they
+rewrite — Conv+BatchNorm+Relu, MaxPool, pointwise / depthwise / strided / dilated convs, a residual
+Add, a region value that is also a graph output, a grouped conv the NHWC kernels leave in NCHW —
+gives the same outputs optimized (tuned NHWC kernels) as unoptimized (reference kernels, no passes),
+and as onnxruntime; `tessera info --ir` shows the rewritten graph."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tessera
+
+RNG = np.random.default_rng(11)
+
+
+def _w(name, *shape):
+    return numpy_helper.from_array((RNG.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32), name)
+
+
+def _pos(name, n):
+    return numpy_helper.from_array((RNG.random(n) + 0.5).astype(np.float32), name)
+
+
+def small_cnn(n=2, batch_dim=None):
+    inits = [
+        _w("w0", 16, 3, 3, 3), _pos("bn_s", 16), _w("bn_b", 16), _w("bn_m", 16), _pos("bn_v", 16),
+        _w("w1", 24, 16, 1, 1), _w("b1", 24),
+        _w("wd", 24, 1, 3, 3), _w("bd", 24),
+        _w("w2", 16, 24, 1, 1),
+        _w("w3", 20, 16, 3, 3), _w("b3", 20),
+        _w("wg", 20, 10, 3, 3),  # group 2: stays NCHW
+        _w("w4", 70, 20, 1, 1), _w("b4", 70),
+        numpy_helper.from_array(np.float32(0.0), "lo"), numpy_helper.from_array(np.float32(6.0), "hi"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c0", "bn_s", "bn_b", "bn_m", "bn_v"], ["bn0"], epsilon=1e-3),
+        helper.make_node("Relu", ["bn0"], ["r0"]),
+        helper.make_node("MaxPool", ["r0"], ["p0"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["p0", "w1", "b1"], ["c1"]),
+        helper.make_node("Clip", ["c1", "lo", "hi"], ["r1"]),
+        helper.make_node("Conv", ["r1", "wd", "bd"], ["c2"], group=24, pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["c2", "lo", "hi"], ["r2"]),
+        helper.make_node("Conv", ["r2", "w2"], ["c3"]),
+        helper.make_node("Add", ["c3", "p0"], ["a3"]),
+        helper.make_node("Conv", ["a3", "w3", "b3"], ["c4"], strides=[2, 2], pads=[2, 1, 1, 2], dilations=[2, 1]),
+        helper.make_node("Relu", ["c4"], ["r4"]),
+        helper.make_node("Conv", ["r4", "wg"], ["g5"], group=2, pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["g5", "w4", "b4"], ["c6"]),
+        helper.make_node("GlobalAveragePool", ["c6"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                     [batch_dim or n, 3, 33, 31])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("a3", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("threads,batch_dim", [(1, None), (2, None), (2, "N")])
+def test_passes_keep_numerics(threads, batch_dim):
+    m = small_cnn(batch_dim=batch_dim)
+    b = m.SerializeToString()
+    x = RNG.standard_normal((2, 3, 33, 31)).astype(np.float32)
+    fast = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})
+    ref = tessera.InferenceSession(b, tessera.SessionOptions(threads=1, optimization_level=0)).run(None, {"x": x})
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for f, r, o in zip(fast, ref, want):
+        assert f.shape == o.shape and r.shape == o.shape
+        scale = np.abs(o).max()
+        assert np.abs(f - o).max() / scale <= 1e-4
+        assert np.abs(r - o).max() / scale <= 1e-4
+
+
+def test_ir_after_passes(tmp_path):
+    p = tmp_path / "cnn.onnx"
+    p.write_bytes(small_cnn().SerializeToString())
+    exe = os.path.join(os.path.dirname(tessera.__file__), "bin", "tessera")
+    if not os.path.exists(exe):
+        pytest.skip("no tessera command next to the module")
+    out = subprocess.run([exe, "info", str(p), "--ir"], capture_output=True, text=True, check=True).stdout
+    ir = out.split("FLOPs (estimate)")[1]
+    assert "= BatchNormalization(" not in ir and "= Relu(" not in ir and "= Clip(" not in ir
+    assert ir.count('layout="NHWC"') == 6  # every conv but the grouped one
+    assert ir.count("tessera.NhwcMaxPool(") == 1
+    assert ir.count("winograd=4") == 1  # the one 3x3 stride-1 dense conv
+    assert ir.count("tessera.NhwcGlobalAveragePool(") == 1 and "= GlobalAveragePool(" not in ir
+    # into the region once (x), out for a3 (a graph output), around the grouped conv; none before the pool
+    assert ir.count("Transpose(") == 4
+
+
+def _tessera_node_model(op, attrs, inits, xshape):
+    n = helper.make_node(op, ["x"] + [i.name for i in inits], ["y"], domain="tessera", **attrs)
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xshape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("tessera", 1)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+_CONV = dict(kernel_shape=[3, 3], strides=[1, 1], dilations=[1, 1], pads=[1, 1, 1, 1], group=1, layout="NHWC",
+             weight_shape=[8, 4, 3, 3])
+_W_OK = 16 * 36  # 8 output channels pad to one 16-wide panel, K = 36
+
+
+@pytest.mark.parametrize("op,attrs,wsize,xshape", [
+    ("FusedConv", _CONV, 100, (1, 5, 5, 4)),                                   # packed size
+    ("FusedConv", dict(_CONV, strides=[2, 2], winograd=4), _W_OK, (1, 5, 5, 4)),  # Winograd needs stride 1
+    ("FusedConv", dict(_CONV, winograd=3), _W_OK, (1, 5, 5, 4)),                 # no F(3x3)
+    ("FusedConv", dict(_CONV, strides=[0, 1]), _W_OK, (1, 5, 5, 4)),
+    ("FusedConv", dict(_CONV, pads=[-1, 0, 0, 0]), _W_OK, (1, 5, 5, 4)),
+    ("FusedConv", dict(_CONV, weight_shape=[8, 4]), _W_OK, (1, 5, 5, 4)),
+    ("FusedConv", dict(_CONV, weight_shape=[8, 3, 3, 3]), _W_OK, (1, 5, 5, 4)),  # channels
+    ("FusedConv", dict(_CONV, pads=[0, 0, 0, 0], kernel_shape=[9, 9], weight_shape=[8, 4, 9, 9]),
+     16 * 4 * 81, (1, 5, 5, 4)),                                                # empty output
+    ("FusedConv", _CONV, _W_OK, (1, 5, 5)),                                     # rank
+    ("NhwcMaxPool", dict(kernel_shape=[3]), None, (1, 5, 5, 4)),
+    ("NhwcMaxPool", dict(kernel_shape=[7, 7]), None, (1, 5, 5, 4)),
+    ("NhwcMaxPool", dict(kernel_shape=[3, 3], strides=[-1, 1]), None, (1, 5, 5, 4)),
+    ("NhwcMaxPool", dict(kernel_shape=[3, 3]), None, (5, 5, 4)),
+    ("NhwcGlobalAveragePool", {}, None, (5, 4)),
+])
+@pytest.mark.parametrize("level", [0, 99])
+def test_bad_nhwc_nodes_fail_cleanly(op, attrs, wsize, xshape, level):
+    inits = [numpy_helper.from_array(np.ones(wsize, np.float32), "w")] if wsize else []
+    with pytest.raises(Exception, match="node"):
+        s = tessera.InferenceSession(_tessera_node_model(op, attrs, inits, xshape),
+                                     tessera.SessionOptions(threads=1, optimization_level=level))
+        s.run(None, {"x": np.ones(xshape, np.float32)})
+
+
+def test_good_nhwc_nodes_run():
+    w = numpy_helper.from_array(np.ones(_W_OK, np.float32), "w")
+    x = np.ones((1, 5, 5, 4), np.float32)
+    for level in (0, 99):
+        so = tessera.SessionOptions(threads=1, optimization_level=level)
+        (y,) = tessera.InferenceSession(_tessera_node_model("FusedConv", _CONV, [w], x.shape), so).run(None, {"x": x})
+        assert y.shape == (1, 5, 5, 8) and y[0, 2, 2, 0] == 36 and y[0, 0, 0, 0] == 16
+        (y,) = tessera.InferenceSession(_tessera_node_model("NhwcMaxPool", dict(kernel_shape=[3, 3]), [], x.shape),
+                                        so).run(None, {"x": x})
+        assert y.shape == (1, 3, 3, 4)
+        (y,) = tessera.InferenceSession(_tessera_node_model("NhwcGlobalAveragePool", {}, [], x.shape),
+                                        so).run(None, {"x": x})
+        assert y.shape == (1, 4, 1, 1) and np.all(y == 1)
+
+
+@pytest.mark.parametrize("attrs,indices", [
+    (dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), False),
+    (dict(kernel_shape=[2, 3], strides=[1, 2], pads=[0, 1, 1, 0], dilations=[2, 1]), False),
+    (dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), False),  # reference kernel
+    (dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), True),  # indices: reference kernel
+])
+def test_nchw_max_pool(attrs, indices):
+    outs = ["y", "i"] if indices else ["y"]
+    n = helper.make_node("MaxPool", ["x"], outs, **attrs)
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 13, 11])],
+                          [helper.make_tensor_value_info(o, TensorProto.INT64 if o == "i" else TensorProto.FLOAT, None)
+                           for o in outs])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    b = m.SerializeToString()
+    x = RNG.standard_normal((2, 5, 13, 11)).astype(np.float32)
+    x[0, 1, 2, 3] = np.nan
+    o = ort.InferenceSession(b, providers=["CPUExecutionProvider"])
+    # NaN propagates (Tessera's rule): windows holding the NaN give NaN, the rest what onnxruntime gives
+    want = o.run(None, {"x": np.where(np.isnan(x), -np.inf, x).astype(np.float32)})
+    hit = o.run(None, {"x": np.isnan(x).astype(np.float32)})[0] > 0
+    want[0] = np.where(hit, np.float32(np.nan), want[0])
+    for level in (0, 99):
+        got = tessera.InferenceSession(b, tessera.SessionOptions(threads=2, optimization_level=level)).run(None, {"x": x})
+        np.testing.assert_array_equal(got[0], want[0])
+        if indices:
+            ok = ~hit  # indices of NaN windows may differ by tie-breaking rules
+            np.testing.assert_array_equal(got[1][ok], want[1][ok])

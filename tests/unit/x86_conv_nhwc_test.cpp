@@ -1,0 +1,240 @@
+// NHWC conv / depthwise / max-pool kernels (kernels/x86/conv_nhwc.h) against a
+// direct double-precision loop, on every ISA this CPU has (portable, AVX2,
+// AVX-512): tile edges (C, OC below / at / above 16, 48, 64; pixel counts that
+// are not multiples of MR), K blocks split over channels (C > 512), many taps,
+// strides, dilations, asymmetric padding, several images, fused epilogues.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/x86/conv_nhwc.h"
+
+using namespace tessera;
+using namespace tessera::kernels::x86;
+
+namespace {
+
+std::vector<ConvIsa> isas() {
+  std::vector<ConvIsa> v;
+  for (ConvIsa i : {ConvIsa::portable, ConvIsa::avx2, ConvIsa::avx512f})
+    if (conv_isa_available(i)) v.push_back(i);
+  return v;
+}
+
+// x NHWC, w OIHW (ONNX), y NHWC.
+void reference(const Conv2dParams& p, const std::vector<float>& x, const std::vector<float>& w,
+               const ConvEpilogue& ep, std::vector<float>& y) {
+  const int64_t cg = p.c / p.groups, ocg = p.oc / p.groups, oh = p.oh(), ow = p.ow();
+  for (int64_t b = 0; b < p.n; ++b)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox)
+        for (int64_t o = 0; o < p.oc; ++o) {
+          const int64_t g = o / ocg;
+          double s = ep.bias ? ep.bias[o] : 0.0;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t r = 0; r < p.kh; ++r)
+              for (int64_t q = 0; q < p.kw; ++q) {
+                const int64_t iy = oy * p.sh - p.pad_t + r * p.dh, ix = ox * p.sw - p.pad_l + q * p.dw;
+                if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
+                s += double(x[((b * p.h + iy) * p.w + ix) * p.c + g * cg + ci]) *
+                     w[((o * cg + ci) * p.kh + r) * p.kw + q];
+              }
+          const int64_t idx = ((b * oh + oy) * ow + ox) * p.oc + o;
+          if (ep.residual) s += ep.residual[idx];
+          if (ep.act == Activation::relu) s = std::max(s, 0.0);
+          if (ep.act == Activation::clip) s = std::min(std::max(s, double(ep.clip_min)), double(ep.clip_max));
+          y[size_t(idx)] = float(s);
+        }
+}
+
+void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa, int wino = 0) {
+  std::mt19937 rng(unsigned(p.c * 31 + p.oc * 7 + p.kh * 3 + p.sh));
+  std::uniform_real_distribution<float> d(-1, 1);
+  auto fill = [&](size_t n) {
+    std::vector<float> v(n);
+    for (auto& e : v) e = d(rng);
+    return v;
+  };
+  const int64_t oh = p.oh(), ow = p.ow();
+  auto x = fill(size_t(p.n * p.c * p.h * p.w));
+  auto w = fill(size_t(p.oc * (p.c / p.groups) * p.kh * p.kw));
+  auto bias = fill(size_t(p.oc));
+  auto res = fill(size_t(p.n * p.oc * oh * ow));
+  ConvEpilogue ep;
+  if (fused >= 1) ep.bias = bias.data();
+  if (fused >= 2) {
+    ep.residual = res.data();
+    ep.act = (p.kh % 2) ? Activation::relu : Activation::clip;
+    ep.clip_min = -0.3f;
+    ep.clip_max = 0.8f;
+  }
+  std::vector<float> wp;
+  if (wino) {
+    wp.resize(wino_packed_floats(p.oc, p.c, wino));
+    wino_pack_weights(w.data(), p.oc, p.c, wino, wp.data());
+    for (int64_t o = 0; o < p.oc; o += 3)
+      for (int64_t ci = 0; ci < p.c; ci += 2)
+        for (int64_t k = 0; k < 9; ++k) {
+          const float g = w[size_t((o * p.c + ci) * 9 + k)];
+          ASSERT_NEAR(wino_weight_at(wp.data(), p.oc, p.c, wino, o, ci, k / 3, k % 3), g,
+                      1e-6 * (1 + std::fabs(g)));
+        }
+  } else if (p.groups == 1) {
+    wp.resize(conv_nhwc_packed_floats(p.oc, p.c * p.kh * p.kw));
+    conv_nhwc_pack_weights(w.data(), p.oc, p.c, p.kh, p.kw, wp.data());
+  } else {
+    wp.resize(size_t(p.c * p.kh * p.kw));
+    dw_nhwc_pack_weights(w.data(), p.c, p.kh, p.kw, wp.data());
+  }
+  // every packed element reads back as the ONNX weight
+  if (p.groups == 1 && !wino)
+    for (int64_t o = 0; o < p.oc; o += 7)
+      for (int64_t row = 0; row < p.c * p.kh * p.kw; row += 5) {
+        const int64_t t = row / p.c, ci = row % p.c;
+        ASSERT_EQ(conv_nhwc_packed_at(wp.data(), p.oc, p.c * p.kh * p.kw, o, row),
+                  w[size_t(((o * p.c + ci) * p.kh + t / p.kw) * p.kw + t % p.kw)]);
+      }
+  std::vector<float> want(res.size()), got(res.size(), 123.f);
+  reference(p, x, w, ep, want);
+  if (wino)
+    conv2d_wino_nhwc_f32(p, wino, x.data(), wp.data(), ep, got.data(), pool, isa);
+  else
+    conv2d_nhwc_f32(p, x.data(), wp.data(), ep, got.data(), pool, isa);
+  const double tol = 1e-5 * std::sqrt(double(p.c / p.groups * p.kh * p.kw)) * 8;
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i])))
+        << "at " << i << " isa=" << int(isa) << " n=" << p.n << " c=" << p.c << " oc=" << p.oc
+        << " hw=" << p.h << "x" << p.w << " k=" << p.kh << "x" << p.kw << " s=" << p.sh << " d=" << p.dh
+        << " g=" << p.groups;
+}
+
+Conv2dParams mk(int64_t n, int64_t c, int64_t h, int64_t w, int64_t oc, int64_t kh, int64_t kw, int64_t s,
+                int64_t d, int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t g = 1) {
+  Conv2dParams p;
+  p.n = n, p.c = c, p.h = h, p.w = w, p.oc = oc, p.kh = kh, p.kw = kw, p.sh = s, p.sw = s, p.dh = d, p.dw = d;
+  p.pad_t = pt, p.pad_l = pl, p.pad_b = pb, p.pad_r = pr, p.groups = g;
+  return p;
+}
+
+}  // namespace
+
+TEST(X86ConvNhwc, DenseMatchesReference) {
+  ThreadPool pool(2);
+  std::vector<Conv2dParams> cases = {
+      mk(1, 1, 5, 5, 1, 1, 1, 1, 1, 0, 0, 0, 0),       // tiniest
+      mk(1, 16, 7, 7, 16, 1, 1, 1, 1, 0, 0, 0, 0),     // pointwise, C = OC = 16
+      mk(1, 17, 13, 11, 15, 1, 1, 1, 1, 0, 0, 0, 0),   // primes
+      mk(2, 64, 9, 9, 64, 1, 1, 1, 1, 0, 0, 0, 0),     // one full panel, 2 images
+      mk(1, 33, 8, 8, 65, 1, 1, 2, 1, 0, 0, 0, 0),     // strided pointwise, panel + 1
+      mk(1, 24, 10, 10, 48, 3, 3, 1, 1, 1, 1, 1, 1),   // 48-wide panel
+      mk(1, 8, 11, 9, 33, 3, 3, 1, 1, 1, 1, 1, 1),     // 48-wide panel with tail
+      mk(1, 20, 12, 12, 130, 3, 3, 2, 1, 1, 1, 1, 1),  // 64 + 64 + 16 (2-column tail)
+      mk(3, 5, 9, 10, 24, 3, 3, 1, 2, 2, 1, 0, 3),     // dilation, asymmetric pads, 3 images
+      mk(1, 3, 23, 19, 64, 7, 7, 2, 1, 3, 3, 3, 3),    // resnet stem: 49 taps of 3 channels
+      mk(1, 520, 5, 5, 32, 3, 3, 1, 1, 1, 1, 1, 1),    // C > 512: channel-split K blocks
+      mk(1, 600, 4, 4, 70, 1, 1, 1, 1, 0, 0, 0, 0),    // C > 512 pointwise
+      mk(1, 200, 6, 6, 96, 3, 3, 1, 1, 1, 1, 1, 1),    // several tap blocks
+      mk(1, 1, 9, 30, 17, 1, 9, 1, 1, 0, 4, 0, 4),     // 1 x 9, 1 channel: many taps per block
+      mk(1, 7, 6, 6, 16, 3, 1, 3, 1, 2, 0, 1, 0),      // stride 3, kernel 3 x 1
+      mk(2, 32, 14, 14, 160, 1, 1, 1, 1, 0, 0, 0, 0),  // 14 x 14: 196 pixels (3 chunks), 2 images
+      mk(1, 4, 3, 3, 16, 5, 5, 1, 1, 2, 2, 2, 2),      // kernel larger than the image interior
+      mk(1, 9, 2, 2, 20, 3, 3, 2, 1, 1, 1, 1, 1),      // 1 x 1 output
+  };
+  for (ConvIsa isa : isas())
+    for (const auto& p : cases)
+      for (int fused = 0; fused <= 2; ++fused) {
+        run_case(p, fused, fused == 1 ? nullptr : &pool, isa);
+        if (HasFatalFailure()) return;
+      }
+}
+
+TEST(X86ConvNhwc, WinogradMatchesReference) {
+  ThreadPool pool(2);
+  std::vector<Conv2dParams> cases = {
+      mk(1, 1, 4, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1),      // one channel, 2 x 2 tiles
+      mk(1, 16, 7, 7, 16, 3, 3, 1, 1, 1, 1, 1, 1),    // odd output: partial tiles
+      mk(2, 17, 9, 6, 33, 3, 3, 1, 1, 1, 1, 1, 1),    // primes, 2 images, 48-wide panel
+      mk(1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1),  // 49 tiles: groups of T, full panel
+      mk(1, 24, 8, 11, 130, 3, 3, 1, 1, 0, 0, 0, 0),  // no padding, 3 panels
+      mk(1, 5, 6, 7, 20, 3, 3, 1, 1, 2, 0, 1, 2),     // asymmetric padding
+      mk(3, 600, 5, 5, 40, 3, 3, 1, 1, 1, 1, 1, 1),   // C > 512: K blocks
+      mk(1, 32, 3, 3, 8, 3, 3, 1, 1, 0, 0, 0, 0),     // 1 x 1 output
+      mk(1, 40, 30, 26, 70, 3, 3, 1, 1, 1, 1, 1, 1),  // many tiles and groups
+  };
+  for (ConvIsa isa : isas())
+    for (const auto& p : cases) {
+      ASSERT_TRUE(wino_applies(p));
+      for (int m : {2, 4})
+        for (int fused = 0; fused <= 2; ++fused) {
+          run_case(p, fused, fused == 1 ? nullptr : &pool, isa, m);
+          if (HasFatalFailure()) return;
+        }
+    }
+  EXPECT_FALSE(wino_applies(mk(1, 4, 5, 5, 4, 3, 3, 2, 1, 1, 1, 1, 1)));
+  EXPECT_FALSE(wino_applies(mk(1, 4, 5, 5, 4, 3, 3, 1, 2, 1, 1, 1, 1)));
+}
+
+TEST(X86ConvNhwc, DepthwiseMatchesReference) {
+  ThreadPool pool(2);
+  std::vector<Conv2dParams> cases = {
+      mk(1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8), mk(2, 17, 9, 8, 17, 3, 3, 2, 1, 1, 1, 1, 1, 17),
+      mk(1, 64, 12, 12, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64), mk(1, 96, 11, 11, 96, 3, 3, 2, 1, 0, 1, 1, 0, 96),
+      mk(1, 144, 5, 6, 144, 5, 5, 1, 2, 4, 4, 4, 4, 144), mk(1, 67, 6, 6, 67, 3, 1, 1, 1, 1, 0, 1, 0, 67),
+      mk(3, 40, 4, 4, 40, 3, 3, 3, 1, 2, 0, 0, 2, 40),
+      // wide rows: the 3x3 interior fast path (8 pixels whose taps are all inside)
+      mk(1, 48, 5, 30, 48, 3, 3, 1, 1, 1, 1, 1, 1, 48), mk(2, 32, 9, 40, 32, 3, 3, 2, 1, 1, 1, 1, 1, 32),
+      mk(1, 16, 6, 30, 16, 3, 3, 1, 2, 2, 2, 2, 2, 16), mk(1, 24, 3, 27, 24, 3, 3, 1, 1, 0, 0, 0, 0, 24),
+      mk(2, 80, 40, 36, 80, 3, 3, 1, 1, 1, 1, 1, 1, 80),  // large enough to run on both threads
+  };
+  for (ConvIsa isa : isas())
+    for (const auto& p : cases)
+      for (int fused = 0; fused <= 2; ++fused) {
+        run_case(p, fused, fused == 1 ? nullptr : &pool, isa);
+        if (HasFatalFailure()) return;
+      }
+}
+
+TEST(X86ConvNhwc, MaxPoolMatchesReferenceAndPropagatesNaN) {
+  ThreadPool pool(2);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1, 1);
+  struct Case {
+    int64_t n, c, h, w, k, s, d, pt, pl, pb, pr;
+  };
+  for (const Case& cs : {Case{1, 64, 12, 12, 3, 2, 1, 1, 1, 1, 1}, Case{2, 5, 7, 9, 2, 2, 1, 0, 0, 1, 1},
+                         Case{1, 19, 8, 8, 3, 1, 2, 2, 2, 2, 2}, Case{1, 3, 5, 5, 5, 3, 1, 0, 2, 1, 0},
+                         Case{6, 1, 9, 7, 3, 2, 1, 1, 0, 1, 1},        // 1 channel: NCHW MaxPool
+                         Case{2, 64, 40, 40, 3, 1, 1, 1, 1, 1, 1}}) {  // large enough for both threads
+    PoolParams pp;
+    pp.g = mk(cs.n, cs.c, cs.h, cs.w, cs.c, cs.k, cs.k, cs.s, cs.d, cs.pt, cs.pl, cs.pb, cs.pr);
+    pp.oh = pp.g.oh(), pp.ow = pp.g.ow();
+    std::vector<float> x(size_t(cs.n * cs.h * cs.w * cs.c));
+    for (auto& e : x) e = d(rng);
+    x[3] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> y(size_t(cs.n * pp.oh * pp.ow * cs.c), 7.f);
+    pool2d_nhwc_f32(pp, x.data(), y.data(), &pool);
+    for (int64_t b = 0; b < cs.n; ++b)
+      for (int64_t oy = 0; oy < pp.oh; ++oy)
+        for (int64_t ox = 0; ox < pp.ow; ++ox)
+          for (int64_t ch = 0; ch < cs.c; ++ch) {
+            float m = -std::numeric_limits<float>::infinity();
+            bool nan = false;
+            for (int64_t r = 0; r < cs.k; ++r)
+              for (int64_t q = 0; q < cs.k; ++q) {
+                const int64_t iy = oy * cs.s - cs.pt + r * cs.d, ix = ox * cs.s - cs.pl + q * cs.d;
+                if (iy < 0 || iy >= cs.h || ix < 0 || ix >= cs.w) continue;
+                const float v = x[size_t(((b * cs.h + iy) * cs.w + ix) * cs.c + ch)];
+                nan |= std::isnan(v);
+                m = std::max(m, v);
+              }
+            const float got = y[size_t(((b * pp.oh + oy) * pp.ow + ox) * cs.c + ch)];
+            if (nan)
+              ASSERT_TRUE(std::isnan(got));
+            else
+              ASSERT_EQ(got, m);
+          }
+  }
+}
