@@ -38,6 +38,7 @@ def main() -> None:
                                                   "gpt2", "gpt2_decode"])
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--runs", type=int, default=15)
+    p.add_argument("--gap", type=float, default=0.05, help="idle seconds before each timed run (see tessera.bench)")
     a = p.parse_args()
     print(f"| model | threads | tessera median ms | ort median ms | ratio | tessera p90 | ort p90 | "
           f"create tessera s | create ort s | max rel err |")
@@ -50,7 +51,7 @@ def main() -> None:
         # makes its logits 0 whatever the encoder computes); timing uses the model as it is.
         probed = with_probe_outputs(model).SerializeToString()
         for t in a.threads:
-            r = compare(path, t, a.runs, feeds=feeds)
+            r = compare(path, t, a.runs, feeds=feeds, gap=a.gap)
             r["max_rel_err"] = compare(probed, t, 1, warmup=1, feeds=feeds)["max_rel_err"]
             print(f"| {name} | {t} | {r['tessera_ms']:.2f} | {r['ort_ms']:.2f} | {r['ratio']:.2f} | "
                   f"{r['tessera_p90_ms']:.2f} | {r['ort_p90_ms']:.2f} | {r['create_tessera_s']:.3f} | "

@@ -81,9 +81,11 @@ def rel_err(a, b) -> float:
 
 
 def compare(path, threads: int, runs: int = 20, warmup: int = 2, feeds: dict | None = None,
-            dims: dict | None = None, seed: int = 1) -> dict:
+            dims: dict | None = None, seed: int = 1, gap: float = 0.05) -> dict:
     """Times Tessera and onnxruntime on one model (a path, or serialized model bytes); returns the figures
-    as a dict."""
+    as a dict. `gap` seconds of idle time precede every timed run: both runtimes keep their worker threads
+    spinning for a while after a run (onnxruntime's default), and without the gap each would be timed
+    while the other's spinning threads hold the other cores."""
     import onnxruntime as ort
 
     import tessera
@@ -105,9 +107,11 @@ def compare(path, threads: int, runs: int = 20, warmup: int = 2, feeds: dict | N
     err = max((rel_err(x, y) for x, y in zip(out_t, out_o)), default=0.0)
     tt, to = [], []
     for _ in range(runs):  # alternate so both see the same machine state
+        time.sleep(gap)
         s = time.perf_counter()
         ours.run(None, feeds)
         tt.append(time.perf_counter() - s)
+        time.sleep(gap)
         s = time.perf_counter()
         ref.run(None, feeds)
         to.append(time.perf_counter() - s)
@@ -127,6 +131,9 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--gap", type=float, default=0.05,
+                   help="idle seconds before each timed run, so neither runtime's spinning threads hold a core "
+                        "while the other is timed")
     a = p.parse_args(argv)
     dims = {}
     for d in a.dim:
@@ -143,7 +150,7 @@ def main(argv=None) -> int:
     print(f"{'threads':>7} {'tessera ms':>11} {'ort ms':>9} {'ratio':>6} {'tessera p90':>11} {'ort p90':>8} "
           f"{'create s (t/ort)':>17} {'max rel err':>11}")
     for t in a.threads:
-        r = compare(a.model, t, a.runs, a.warmup, dims=dims, seed=a.seed)
+        r = compare(a.model, t, a.runs, a.warmup, dims=dims, seed=a.seed, gap=a.gap)
         print(f"{t:>7} {r['tessera_ms']:>11.2f} {r['ort_ms']:>9.2f} {r['ratio']:>6.2f} {r['tessera_p90_ms']:>11.2f} "
               f"{r['ort_p90_ms']:>8.2f} {r['create_tessera_s']:>8.3f}/{r['create_ort_s']:<8.3f} "
               f"{r['max_rel_err']:>11.1e}", flush=True)

@@ -19,7 +19,8 @@ namespace {
 thread_local bool tl_inside_pool_task = false;
 
 int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -40,9 +41,7 @@ ThreadPool::ThreadPool(int num_threads) : spin_ns_(spin_ns_from_env()) {
 ThreadPool::~ThreadPool() {
   stop_.store(true, std::memory_order_release);
   generation_.fetch_add(2, std::memory_order_seq_cst);
-  {
-    std::lock_guard lk(sleep_mutex_);
-  }
+  { std::lock_guard lk(sleep_mutex_); }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
@@ -143,9 +142,12 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   });
 }
 
-void parallel_for(ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
-  if (pool) pool->parallel_for(n, grain, fn);
-  else if (n > 0) fn(0, n);
+void parallel_for(ThreadPool* pool, int64_t n, int64_t grain,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool)
+    pool->parallel_for(n, grain, fn);
+  else if (n > 0)
+    fn(0, n);
 }
 
 }  // namespace tessera

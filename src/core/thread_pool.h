@@ -67,6 +67,7 @@ class ThreadPool {
 };
 
 // Runs fn(begin, end) over [0, n): on the pool when given, inline otherwise.
-void parallel_for(ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+void parallel_for(ThreadPool* pool, int64_t n, int64_t grain,
+                  const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace tessera

@@ -106,7 +106,7 @@ void rewrite(ir::Graph& g, Match& m) {
   using kernels::x86::PackedB;
   const int64_t k = m.weights.dim(0), n = m.weights.dim(1);
   const PackedB packed = PackedB::pack(m.weights.data<float>(), n, false, k, n);
-  Tensor pt(DType::f32, {int64_t(packed.bytes() / sizeof(float))});
+  Tensor pt = Tensor::uninitialized(DType::f32, {int64_t(packed.bytes() / sizeof(float))});
   std::memcpy(pt.raw_data(), packed.data(), packed.bytes());
   ir::Value* pv = g.add_value(g.unique_name(m.root->inputs[1]->name + "_packed"));
   pv->initializer = pt;

@@ -176,13 +176,17 @@ void layout_nhwc(ir::Graph& g) {
       const int64_t floats = wino    ? int64_t(kernels::x86::wino_packed_floats(oc, cg, wm))
                              : dense ? int64_t(kernels::x86::conv_nhwc_packed_floats(oc, cg * kh * kw))
                                      : oc * kh * kw;
-      Tensor packed(DType::f32, {floats});
+      Tensor packed = Tensor::uninitialized(DType::f32, {floats});  // the packers write every element
       if (wino)
         kernels::x86::wino_pack_weights(wt.data<float>(), oc, cg, wm, packed.data<float>());
       else if (dense)
         kernels::x86::conv_nhwc_pack_weights(wt.data<float>(), oc, cg, kh, kw, packed.data<float>());
       else
         kernels::x86::dw_nhwc_pack_weights(wt.data<float>(), oc, kh, kw, packed.data<float>());
+      // Free the original weights now (this node is their only reader and goes away below), so the next
+      // packing can reuse their memory instead of faulting in fresh pages.
+      if (ir::Value* wv = n->inputs[1]; wv->uses.size() == 1 && !is_graph_output(g, wv))
+        wv->initializer.reset();
       if (wino) {
         Attribute wa;
         wa.kind = Attribute::Kind::i;

@@ -22,6 +22,15 @@ double macs_per_output(const KernelContext& ctx) {
   if (!a || !w) return 0;
   if (op == "MatMul" || op == "MatMulInteger" || op == "FusedGemm") return a->rank() ? double(a->dim(-1)) : 0;
   if (op == "Gemm") return a->rank() == 2 ? double(ctx.attr_int("transA", 0) ? a->dim(0) : a->dim(1)) : 0;
+  if (op == "FusedConv") {
+    // Weights may be packed (NHWC, Winograd); the node keeps their logical shape [oc, c/g, kh, kw].
+    const std::vector<int64_t> ws = ctx.attr_ints("weight_shape");
+    if (ws.size() >= 2) {
+      double m = 1;
+      for (size_t i = 1; i < ws.size(); ++i) m *= double(ws[i]);
+      return m;
+    }
+  }
   if (op == "Conv" || op == "FusedConv" || op == "ConvInteger")
     return w->rank() >= 1 && w->dim(0) > 0 ? numel(w) / double(w->dim(0)) : 0;
   return 0;

@@ -40,16 +40,33 @@ size_t conv_nhwc_packed_floats(int64_t oc, int64_t k) {
 }
 
 void conv_nhwc_pack_weights(const float* w, int64_t oc, int64_t c, int64_t kh, int64_t kw, float* out) {
-  const int64_t k = c * kh * kw, np = (oc + kConvPanel - 1) / kConvPanel;
+  // Row `t * c + ci` of a panel holds tap t = r * kw + s of input channel ci for the panel's output
+  // channels: a transpose. Copy a tile (the panel's channels x a block of input channels, all taps) out
+  // of the weights row by row, then write whole panel rows from it: both sides stream, the tile
+  // (~64 KiB) stays in L2.
+  const int64_t taps = kh * kw, k = c * taps, np = (oc + kConvPanel - 1) / kConvPanel;
+  std::vector<float> tile;
   for (int64_t j = 0; j < np; ++j) {
     const int64_t pw = conv_nhwc_panel_width(oc, j);
+    const int64_t cb = std::max<int64_t>(1, 16384 / (taps * pw));
     float* panel = out + j * kConvPanel * k;
-    for (int64_t row = 0; row < k; ++row) {
-      const int64_t t = row / c, ci = row % c, r = t / kw, s = t % kw;
+    tile.resize(size_t(pw * cb * taps));
+    for (int64_t c0 = 0; c0 < c; c0 += cb) {
+      const int64_t c1 = std::min(c, c0 + cb), span = (c1 - c0) * taps;
       for (int64_t q = 0; q < pw; ++q) {
         const int64_t o = j * kConvPanel + q;
-        panel[row * pw + q] = o < oc ? w[((o * c + ci) * kh + r) * kw + s] : 0.0f;
+        float* tq = tile.data() + q * span;
+        if (o < oc)
+          std::copy(w + o * k + c0 * taps, w + o * k + c1 * taps, tq);
+        else
+          std::fill(tq, tq + span, 0.0f);
       }
+      for (int64_t ci = c0; ci < c1; ++ci)
+        for (int64_t t = 0; t < taps; ++t) {
+          float* row = panel + (t * c + ci) * pw;
+          const float* src = tile.data() + (ci - c0) * taps + t;
+          for (int64_t q = 0; q < pw; ++q) row[q] = src[q * span];
+        }
     }
   }
 }
