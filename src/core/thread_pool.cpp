@@ -72,15 +72,20 @@ void ThreadPool::worker_loop(int) {
     uint32_t g = generation_.load(std::memory_order_acquire);
     if (g == seen) {
       // Spin a while (the next job usually follows within microseconds), then sleep.
-      const int64_t deadline = now_ns() + spin_ns_;
+      int64_t deadline = now_ns() + spin_ns_;
       for (int i = 0; (g = generation_.load(std::memory_order_acquire)) == seen && !stop_.load(); ++i) {
         if ((i & 63) == 63 && now_ns() > deadline) {
           // Sleep. sleepers_ and generation_ are seq_cst on both sides, so either the caller sees a
           // sleeper (and notifies under the mutex) or we see the new generation before waiting.
           std::unique_lock lk(sleep_mutex_);
           sleepers_.fetch_add(1, std::memory_order_seq_cst);
-          wake_.wait(lk, [&] { return stop_.load() || generation_.load(std::memory_order_seq_cst) != seen; });
+          const uint32_t epoch = wake_epoch_.load(std::memory_order_seq_cst);
+          wake_.wait(lk, [&] {
+            return stop_.load() || generation_.load(std::memory_order_seq_cst) != seen ||
+                   wake_epoch_.load(std::memory_order_seq_cst) != epoch;
+          });
           sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+          deadline = now_ns() + spin_ns_;  // woken: spin again before sleeping
         } else {
           TESSERA_CPU_RELAX();
         }
@@ -129,6 +134,15 @@ void ThreadPool::run(int64_t num_tasks, const std::function<void(int64_t)>& fn) 
   }
   job_ = nullptr;
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void ThreadPool::wake() {
+  if (num_threads_ <= 1 || sleepers_.load(std::memory_order_seq_cst) == 0) return;
+  {
+    std::lock_guard lk(sleep_mutex_);
+    wake_epoch_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  wake_.notify_all();
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {

@@ -38,6 +38,10 @@ class ThreadPool {
   // exception a task throws is rethrown here (the other tasks still run).
   void run(int64_t num_tasks, const std::function<void(int64_t)>& fn);
 
+  // Wakes sleeping workers so they are spinning by the time the next job comes (a run of a model calls
+  // this first: waking a worker that slept for a while can take longer than a whole small kernel).
+  void wake();
+
   // Splits [0, n) into about num_threads chunks of at least `grain` and calls
   // fn(begin, end) on each.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
@@ -62,6 +66,7 @@ class ThreadPool {
   std::mutex sleep_mutex_;
   std::condition_variable wake_;
   std::atomic<int> sleepers_{0};
+  std::atomic<uint32_t> wake_epoch_{0};
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };

@@ -481,6 +481,7 @@ std::vector<DataValue> SessionImpl::run(const std::map<std::string, DataValue>& 
     if (it != plans_.end()) plan = it->second;
   }
 
+  if (pool_) pool_->wake();  // workers that slept since the last run start spinning now
   runtime::RunState rs(*this, plan);
   runtime::Frame frame(main_, nullptr);
   for (size_t i = 0; i < g.inputs.size(); ++i) {
