@@ -24,6 +24,17 @@ int64_t now_ns() {
       .count();
 }
 
+// Busy-waits for done(): pause a while, then yield (a waited-for thread may need this core).
+template <typename F>
+void wait_until(F done) {
+  for (int spins = 0; !done(); ++spins) {
+    if (spins < 4096)
+      TESSERA_CPU_RELAX();
+    else
+      std::this_thread::yield();
+  }
+}
+
 int64_t spin_ns_from_env() {
   int64_t us = 300;
   if (const char* e = std::getenv("TESSERA_SPIN_US")) us = std::max<long long>(0, std::atoll(e));
@@ -119,19 +130,9 @@ void ThreadPool::run(int64_t num_tasks, const std::function<void(int64_t)>& fn) 
   }
   drain();
   // Tasks a worker claimed may still be running; tasks nobody claimed the caller ran in drain().
-  for (int spins = 0; finished_tasks_.load(std::memory_order_acquire) != job_tasks_; ++spins) {
-    if (spins < 4096)
-      TESSERA_CPU_RELAX();
-    else
-      std::this_thread::yield();
-  }
+  wait_until([&] { return finished_tasks_.load(std::memory_order_acquire) == job_tasks_; });
   generation_.fetch_add(1, std::memory_order_acq_rel);  // closed (even): late workers turn back
-  for (int spins = 0; active_.load(std::memory_order_acquire) != 0; ++spins) {
-    if (spins < 4096)
-      TESSERA_CPU_RELAX();
-    else
-      std::this_thread::yield();
-  }
+  wait_until([&] { return active_.load(std::memory_order_acquire) == 0; });
   job_ = nullptr;
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }

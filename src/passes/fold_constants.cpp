@@ -53,8 +53,9 @@ class FoldContext : public KernelContext {
   std::vector<DataValue> outputs_;
 };
 
-const std::set<std::string> kNeverFold = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-                                          "Bernoulli", "Multinomial", "Dropout"};
+const std::set<std::string> kNeverFold = {
+    "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+    "Bernoulli",    "Multinomial",   "Dropout"};
 constexpr size_t kMaxFoldedBytes = size_t(256) << 20;
 
 bool foldable(const ir::Graph& g, const ir::Node& n) {

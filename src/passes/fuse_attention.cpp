@@ -127,24 +127,14 @@ void fuse_attention(ir::Graph& g) {
     ir::Node* f = g.add_node("FusedAttention", name);
     f->domain = "tessera";
     f->opset = 1;
-    Attribute sc, kt_attr;
-    sc.kind = Attribute::Kind::f;
-    sc.f = m.scale;
-    kt_attr.kind = Attribute::Kind::i;
-    kt_attr.i = 1;
-    f->attrs["scale"] = sc;
-    f->attrs["k_transposed"] = kt_attr;
+    set_attr_float(f, "scale", m.scale);
+    set_attr_int(f, "k_transposed", 1);
     for (ir::Value* x : {q, kt, v}) g.connect_input(f, x);
     if (m.mask || m.cond) g.connect_input(f, m.mask);  // may be omitted (nullptr) when only cond is there
     if (m.cond) {
       g.connect_input(f, m.cond);
-      Attribute kw, fl;
-      kw.kind = Attribute::Kind::i;
-      kw.i = m.keep_where ? 1 : 0;
-      fl.kind = Attribute::Kind::f;
-      fl.f = m.fill;
-      f->attrs["keep_where"] = kw;
-      f->attrs["fill"] = fl;
+      set_attr_int(f, "keep_where", m.keep_where ? 1 : 0);
+      set_attr_float(f, "fill", m.fill);
     }
     g.connect_output(f, out);
   }

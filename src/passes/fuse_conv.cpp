@@ -17,7 +17,8 @@ std::vector<int64_t> ints_or(const ir::Node* n, const char* key, std::vector<int
 
 bool same_shape(const ir::TypeInfo& a, const ir::TypeInfo& b) {
   return a.shape && b.shape && a.shape->size() == b.shape->size() && *a.shape == *b.shape &&
-         std::all_of(a.shape->begin(), a.shape->end(), [](const ir::Dim& d) { return d.known() || !d.symbol.empty(); });
+         std::all_of(a.shape->begin(), a.shape->end(),
+                     [](const ir::Dim& d) { return d.known() || !d.symbol.empty(); });
 }
 
 struct Match {
@@ -33,7 +34,8 @@ struct Match {
 bool match_conv(const ir::Graph& g, ir::Node* n, Match& m) {
   if (!is_onnx_op(n, "Conv") || n->inputs.size() < 2 || !is_f32(n->inputs[0])) return false;
   const ir::Value* w = n->inputs[1];
-  if (!is_constant(g, w) || w->initializer->dtype() != DType::f32 || w->initializer->rank() != 4) return false;
+  if (!is_constant(g, w) || w->initializer->dtype() != DType::f32 || w->initializer->rank() != 4)
+    return false;
   if (n->inputs.size() > 2 && n->inputs[2] && !is_constant(g, n->inputs[2])) return false;
   const auto& xs = n->inputs[0]->type.shape;
   if (!xs || xs->size() != 4) return false;
@@ -44,7 +46,8 @@ bool match_conv(const ir::Graph& g, ir::Node* n, Match& m) {
   m.pads = ints_or(n, "pads", {0, 0, 0, 0});
   const Attribute* gr = n->attr("group");
   m.group = gr ? gr->i : 1;
-  if (m.kernel.size() != 2 || m.strides.size() != 2 || m.dilations.size() != 2 || m.pads.size() != 4) return false;
+  if (m.kernel.size() != 2 || m.strides.size() != 2 || m.dilations.size() != 2 || m.pads.size() != 4)
+    return false;
   const Attribute* ap = n->attr("auto_pad");
   const std::string auto_pad = ap ? ap->s : "NOTSET";
   if (auto_pad == "VALID") {
@@ -54,8 +57,9 @@ bool match_conv(const ir::Graph& g, ir::Node* n, Match& m) {
       const ir::Dim& d = (*xs)[size_t(2 + i)];
       if (!d.known()) return false;
       const int64_t out = (d.value + m.strides[size_t(i)] - 1) / m.strides[size_t(i)];
-      const int64_t total = std::max<int64_t>(
-          0, (out - 1) * m.strides[size_t(i)] + m.dilations[size_t(i)] * (m.kernel[size_t(i)] - 1) + 1 - d.value);
+      const int64_t total =
+          std::max<int64_t>(0, (out - 1) * m.strides[size_t(i)] +
+                                   m.dilations[size_t(i)] * (m.kernel[size_t(i)] - 1) + 1 - d.value);
       const int64_t small = total / 2, big = total - small;
       m.pads[size_t(i)] = auto_pad == "SAME_UPPER" ? small : big;
       m.pads[size_t(i + 2)] = auto_pad == "SAME_UPPER" ? big : small;

@@ -105,13 +105,8 @@ void fuse_elementwise(ir::Graph& g) {
     ir::Node* f = g.add_node("FusedElementwise", name);
     f->domain = "tessera";
     f->opset = 1;
-    Attribute prog, nr;
-    prog.kind = Attribute::Kind::ints;
-    prog.ints = program;
-    nr.kind = Attribute::Kind::i;
-    nr.i = regs;
-    f->attrs["program"] = prog;
-    f->attrs["num_registers"] = nr;
+    set_attr_ints(f, "program", std::move(program));
+    set_attr_int(f, "num_registers", regs);
     for (ir::Value* v : inputs) g.connect_input(f, v);
     g.connect_output(f, out);
   }

@@ -125,17 +125,11 @@ void rewrite(ir::Graph& g, Match& m) {
   ir::Node* f = g.add_node("FusedGemm", name);
   f->domain = "tessera";
   f->opset = 1;
-  auto set_i = [&](const char* key, int64_t v) {
-    Attribute at;
-    at.kind = Attribute::Kind::i;
-    at.i = v;
-    f->attrs[key] = at;
-  };
-  set_i("K", k);
-  set_i("N", n);
-  set_i("kc", PackedB::native_kc());
-  set_i("nr", PackedB::native_nr());
-  if (m.a_rank2) set_i("a_rank", 2);
+  set_attr_int(f, "K", k);
+  set_attr_int(f, "N", n);
+  set_attr_int(f, "kc", PackedB::native_kc());
+  set_attr_int(f, "nr", PackedB::native_nr());
+  if (m.a_rank2) set_attr_int(f, "a_rank", 2);
   if (m.act) set_activation_attrs(f, *m.act);
   g.connect_input(f, a);
   g.connect_input(f, pv);

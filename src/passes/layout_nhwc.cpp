@@ -187,19 +187,12 @@ void layout_nhwc(ir::Graph& g) {
       // packing can reuse their memory instead of faulting in fresh pages.
       if (ir::Value* wv = n->inputs[1]; wv->uses.size() == 1 && !is_graph_output(g, wv))
         wv->initializer.reset();
-      if (wino) {
-        Attribute wa;
-        wa.kind = Attribute::Kind::i;
-        wa.i = wm;
-        f->attrs["winograd"] = wa;
-      }
-      Attribute lay, ws;
+      if (wino) set_attr_int(f, "winograd", wm);
+      Attribute lay;
       lay.kind = Attribute::Kind::s;
       lay.s = "NHWC";
-      ws.kind = Attribute::Kind::ints;
-      ws.ints = {oc, cg, kh, kw};
       f->attrs["layout"] = lay;
-      f->attrs["weight_shape"] = ws;
+      set_attr_ints(f, "weight_shape", {oc, cg, kh, kw});
       g.connect_input(f, nhwc_of(n->inputs[0]));
       g.connect_input(f, constant(g, n->inputs[1]->name + "_nhwc", std::move(packed)));
       g.connect_input(f, n->inputs.size() > 2 ? n->inputs[2] : nullptr);

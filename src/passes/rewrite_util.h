@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 
@@ -26,9 +27,13 @@ inline bool is_constant(const ir::Graph& g, const ir::Value* v) {
   return v && v->initializer && std::find(g.inputs.begin(), g.inputs.end(), v) == g.inputs.end();
 }
 
-inline bool is_onnx_op(const ir::Node* n, const char* op) { return n && n->domain.empty() && n->op_type == op; }
+inline bool is_onnx_op(const ir::Node* n, const char* op) {
+  return n && n->domain.empty() && n->op_type == op;
+}
 
-inline bool is_f32(const ir::Value* v) { return v && v->type.elem == DType::f32; }
+inline bool is_f32(const ir::Value* v) {
+  return v && v->type.elem == DType::f32;
+}
 
 // A constant f32 scalar (any shape with one element).
 inline std::optional<float> constant_scalar(const ir::Value* v) {
@@ -48,10 +53,32 @@ struct FusedActivation {
 inline std::optional<FusedActivation> match_activation(const ir::Node* c, const ir::Value* x) {
   if (is_onnx_op(c, "Relu")) return FusedActivation{"Relu"};
   if (!is_onnx_op(c, "Clip") || c->inputs.empty() || c->inputs[0] != x) return std::nullopt;
-  auto lo = c->inputs.size() > 1 && c->inputs[1] ? constant_scalar(c->inputs[1]) : std::optional<float>(-3.4e38f);
-  auto hi = c->inputs.size() > 2 && c->inputs[2] ? constant_scalar(c->inputs[2]) : std::optional<float>(3.4e38f);
+  auto lo =
+      c->inputs.size() > 1 && c->inputs[1] ? constant_scalar(c->inputs[1]) : std::optional<float>(-3.4e38f);
+  auto hi =
+      c->inputs.size() > 2 && c->inputs[2] ? constant_scalar(c->inputs[2]) : std::optional<float>(3.4e38f);
   if (!lo || !hi) return std::nullopt;
   return FusedActivation{"Clip", *lo, *hi};
+}
+
+// Attribute setters for nodes a pass creates.
+inline void set_attr_int(ir::Node* n, const std::string& key, int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::i;
+  a.i = v;
+  n->attrs[key] = a;
+}
+inline void set_attr_float(ir::Node* n, const std::string& key, float v) {
+  Attribute a;
+  a.kind = Attribute::Kind::f;
+  a.f = v;
+  n->attrs[key] = a;
+}
+inline void set_attr_ints(ir::Node* n, const std::string& key, std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::ints;
+  a.ints = std::move(v);
+  n->attrs[key] = a;
 }
 
 // Writes the activation / clip_min / clip_max attributes of a fused node.

@@ -8,12 +8,6 @@ double numel(const Tensor* t) {
   return t ? double(t->numel()) : 0.0;
 }
 
-std::string shape_text(const Tensor& t) {
-  std::string s = cat(dtype_name(t.dtype()), "[");
-  for (int64_t i = 0; i < t.rank(); ++i) s += cat(i ? "," : "", t.dim(i));
-  return s + "]";
-}
-
 // Multiply-adds per output element of a contraction, 0 if the op is not one.
 double macs_per_output(const KernelContext& ctx) {
   const std::string& op = ctx.op_type();
@@ -45,14 +39,14 @@ NodeCost node_cost(const KernelContext& ctx, const std::vector<DataValue>& outpu
     const Tensor* t = ctx.input(i);
     if (!t) continue;
     c.bytes += double(t->nbytes());
-    c.shapes += (c.shapes.empty() ? "" : " ") + shape_text(*t);
+    c.shapes += (c.shapes.empty() ? "" : " ") + t->describe();
   }
   c.shapes += " ->";
   for (const DataValue& v : outputs) {
     if (!v.is_tensor()) continue;
     c.bytes += double(v.tensor.nbytes());
     out_elems += double(v.tensor.numel());
-    c.shapes += " " + shape_text(v.tensor);
+    c.shapes += " " + v.tensor.describe();
   }
   const std::string& op = ctx.op_type();
   if (op == "FusedAttention" && ctx.input(0) && ctx.input(2) && !outputs.empty() && outputs[0].is_tensor()) {

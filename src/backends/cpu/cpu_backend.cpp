@@ -35,7 +35,9 @@ void ensure_builtin_kernels() {
   });
 }
 
-std::string canonical_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+std::string canonical_domain(const std::string& d) {
+  return d == "ai.onnx" ? std::string() : d;
+}
 
 KernelFn find_tuned(const ir::Node& node) {
   ensure_builtin_kernels();
@@ -72,6 +74,12 @@ std::string selected_kind(const ir::Node& node) {
   if (find_tuned(node)) return "tuned";
   if (kernels::ref::KernelTable::instance().find(node.domain, node.op_type)) return "ref";
   return "";
+}
+
+void run_reference(KernelContext& ctx, const char* domain) {
+  KernelFn fn = kernels::ref::KernelTable::instance().find(domain, ctx.op_type());
+  if (!fn) ctx.fail(ErrorCode::internal, "no reference kernel for ", ctx.op_type());
+  fn(ctx);
 }
 
 }  // namespace tessera::backends::cpu

@@ -27,6 +27,10 @@ KernelFn select(const ir::Node& node);
 void register_x86_bindings();
 void register_x86_attention_bindings();  // x86_attention_bindings.cpp
 
+// Runs the reference kernel of the context's op (domain "" or "tessera"): what a tuned kernel does with
+// cases it does not cover, so results and error messages are the reference's.
+void run_reference(KernelContext& ctx, const char* domain);
+
 // Which table `select` took the kernel from ("tuned", "ref") or "" if none.
 std::string selected_kind(const ir::Node& node);
 

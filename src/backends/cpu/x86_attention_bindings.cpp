@@ -10,9 +10,7 @@ namespace tessera::backends::cpu {
 namespace {
 
 void run_ref(KernelContext& ctx) {
-  KernelFn fn = kernels::ref::KernelTable::instance().find("tessera", ctx.op_type());
-  if (!fn) ctx.fail(ErrorCode::internal, "no reference kernel for ", ctx.op_type());
-  fn(ctx);
+  run_reference(ctx, "tessera");
 }
 
 // Indexes `t` broadcast to the scores [lead..., Lq, Lk] (lead = Q's leading dims); false if it does not

@@ -17,9 +17,7 @@ namespace {
 using kernels::x86::Activation;
 
 void run_ref(KernelContext& ctx, const char* domain) {
-  KernelFn fn = kernels::ref::KernelTable::instance().find(domain, ctx.op_type());
-  if (!fn) ctx.fail(ErrorCode::internal, "no reference kernel for ", ctx.op_type());
-  fn(ctx);
+  run_reference(ctx, domain);
 }
 
 Activation activation_of(const KernelContext& ctx, float& lo, float& hi) {

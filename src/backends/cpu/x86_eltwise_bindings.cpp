@@ -17,9 +17,7 @@ namespace {
 namespace x86 = kernels::x86;
 
 void run_ref(KernelContext& ctx) {
-  KernelFn fn = kernels::ref::KernelTable::instance().find("", ctx.op_type());
-  if (!fn) ctx.fail(ErrorCode::internal, "no reference kernel for ", ctx.op_type());
-  fn(ctx);
+  run_reference(ctx, "");
 }
 
 bool is_f32(const Tensor* t) {
@@ -64,32 +62,43 @@ bool classify(const Shape& t, const Shape& out, size_t split, x86::Bcast& kind) 
   return true;
 }
 
+// The numpy broadcast of `shapes` viewed as [outer, inner] so that every input is full, a row, a column
+// or a scalar of it (the largest inner that works); false if they do not broadcast or no split fits.
+bool broadcast_view(const std::vector<const Shape*>& shapes, Shape& out, std::vector<x86::Bcast>& kinds,
+                    int64_t& outer, int64_t& inner) {
+  out.clear();
+  for (const Shape* s : shapes) {
+    if (s->size() > out.size()) out.insert(out.begin(), s->size() - out.size(), 1);
+    for (size_t j = 0; j < s->size(); ++j) {
+      int64_t& o = out[out.size() - s->size() + j];
+      const int64_t d = (*s)[j];
+      if (d != o && d != 1 && o != 1) return false;
+      if (o == 1) o = d;
+    }
+  }
+  kinds.assign(shapes.size(), x86::Bcast::full);
+  for (size_t split = 0; split <= out.size(); ++split) {
+    bool fits = true;
+    for (size_t i = 0; i < shapes.size() && fits; ++i) fits = classify(*shapes[i], out, split, kinds[i]);
+    if (!fits) continue;
+    outer = inner = 1;
+    for (size_t j = 0; j < out.size(); ++j) (j < split ? outer : inner) *= out[j];
+    return true;
+  }
+  return false;
+}
+
 template <x86::BinaryOp Op>
 void binary_x86(KernelContext& ctx) {
   const Tensor* a0 = ctx.input(0);
   const Tensor* b0 = ctx.input(1);
   if (ctx.num_inputs() != 2 || !is_f32(a0) || !is_f32(b0)) return run_ref(ctx);
-  // Broadcast shape (numpy rules); anything unusual goes to the reference kernel.
-  const Shape &sa = a0->shape(), &sb = b0->shape();
-  const size_t r = std::max(sa.size(), sb.size());
-  Shape out(r);
-  for (size_t j = 0; j < r; ++j) {
-    const int64_t da = j + sa.size() < r ? 1 : sa[j + sa.size() - r];
-    const int64_t db = j + sb.size() < r ? 1 : sb[j + sb.size() - r];
-    if (da != db && da != 1 && db != 1) return run_ref(ctx);  // the reference reports the error
-    out[j] = da == 1 ? db : da;
-  }
-  // Find a split of the output's dims that both operands fit.
-  x86::Bcast ka = x86::Bcast::full, kb = x86::Bcast::full;
-  bool found = false;
-  size_t split = 0;
-  for (size_t s = 0; s <= r && !found; ++s) {
-    found = classify(sa, out, s, ka) && classify(sb, out, s, kb);
-    split = s;
-  }
-  if (!found) return run_ref(ctx);
+  // Broadcast shape (numpy rules); anything unusual goes to the reference kernel, which reports errors.
+  Shape out;
+  std::vector<x86::Bcast> kinds;
   int64_t outer = 1, inner = 1;
-  for (size_t j = 0; j < r; ++j) (j < split ? outer : inner) *= out[j];
+  if (!broadcast_view({&a0->shape(), &b0->shape()}, out, kinds, outer, inner)) return run_ref(ctx);
+  const x86::Bcast ka = kinds[0], kb = kinds[1];
   const Tensor a = a0->contiguous(), b = b0->contiguous();
   Tensor& y = ctx.output_for_overwrite(0, DType::f32, out);
   if (y.numel() == 0) return;
@@ -170,39 +179,21 @@ void transpose_x86(KernelContext& ctx) {
 // tessera.FusedElementwise: every input must fit one [outer, inner] view of the
 // output (full, row, column or scalar), as for the binary ops.
 void fused_elementwise_x86(KernelContext& ctx) {
-  const auto run_fused_ref = [&] {
-    KernelFn fn = kernels::ref::KernelTable::instance().find("tessera", "FusedElementwise");
-    if (!fn) ctx.fail(ErrorCode::internal, "no reference kernel for FusedElementwise");
-    fn(ctx);
-  };
+  const auto run_fused_ref = [&] { run_reference(ctx, "tessera"); };
   const int64_t n_in = int64_t(ctx.num_inputs());
   const int64_t regs = ctx.attr_int("num_registers", -1);
   const auto prog = ew_decode(ctx.attr_ints("program"), n_in, regs);
   if (!prog) return run_fused_ref();
-  Shape out;
+  std::vector<const Shape*> shapes;
   for (int64_t i = 0; i < n_in; ++i) {
     const Tensor* t = ctx.input(size_t(i));
     if (!is_f32(t)) return run_fused_ref();
-    const Shape& s = t->shape();
-    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
-    for (size_t j = 0; j < s.size(); ++j) {
-      int64_t& o = out[out.size() - s.size() + j];
-      if (s[j] != o && s[j] != 1 && o != 1) return run_fused_ref();  // the reference reports it
-      if (o == 1) o = s[j];
-    }
+    shapes.push_back(&t->shape());
   }
-  std::vector<x86::Bcast> kinds(static_cast<size_t>(n_in));
-  size_t split = 0;
-  bool found = false;
-  for (size_t sp = 0; sp <= out.size() && !found; ++sp) {
-    found = true;
-    for (int64_t i = 0; i < n_in && found; ++i)
-      found = classify(ctx.input(size_t(i))->shape(), out, sp, kinds[size_t(i)]);
-    split = sp;
-  }
-  if (!found) return run_fused_ref();
+  Shape out;
+  std::vector<x86::Bcast> kinds;
   int64_t outer = 1, inner = 1;
-  for (size_t j = 0; j < out.size(); ++j) (j < split ? outer : inner) *= out[j];
+  if (!broadcast_view(shapes, out, kinds, outer, inner)) return run_fused_ref();  // the reference reports it
   std::vector<Tensor> keep;
   std::vector<x86::EwOperand> ops;
   keep.reserve(size_t(n_in));
