@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/memory.h"
 #include "core/strided_copy.h"
 
 namespace tessera {
@@ -46,8 +47,7 @@ static constexpr size_t kMaxTensorBytes = size_t(64) << 30;
 
 std::shared_ptr<void> allocate_storage(size_t bytes) {
   check_arg(bytes <= kMaxTensorBytes, "refusing to allocate ", bytes, " bytes (limit ", kMaxTensorBytes, ")");
-  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
+  void* p = allocate_aligned(bytes);
   if (!p) throw Error(ErrorCode::runtime, cat("out of memory allocating ", bytes, " bytes"));
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }

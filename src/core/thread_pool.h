@@ -3,7 +3,8 @@
 //
 // Waking a sleeping thread costs tens of microseconds, more than many kernels
 // take, so workers spin for a while after each job (TESSERA_SPIN_US, default
-// 300 us) before they sleep on a condition variable. Tasks are claimed
+// 50 ms like onnxruntime's; yielding the core after the first millisecond)
+// before they sleep on a condition variable. Tasks are claimed
 // dynamically, and the caller never waits for a worker that has not joined:
 // when another process holds the other cores, the caller runs the tasks itself
 // instead of waiting a scheduler quantum for an absent worker. A job is closed

@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/memory.h"
 #include "core/error.h"
 
 namespace tessera::kernels::x86 {
-
 namespace {
 
 struct UkrInfo {
@@ -149,7 +149,7 @@ class ScratchBuffer {
   float* get(size_t n) {
     if (n > n_) {
       std::free(p_);
-      p_ = static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64));
+      p_ = static_cast<float*>(allocate_aligned(n * sizeof(float)));
       check(p_ != nullptr, ErrorCode::runtime, "out of memory for GEMM packing buffers");
       n_ = n;
     }
@@ -257,6 +257,11 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
   const bool has_post = ep.bias || ep.row_bias || ep.residual || ep.act != Activation::none;
   const int64_t rs_a = pr.trans_a ? 1 : pr.lda, cs_a = pr.trans_a ? pr.lda : 1;
 
+  // the prepacked K block that starts at row pc: panels of kc x nr, one after another
+  auto packed_block = [&](int64_t pc) {
+    return pr.packed->data() + (pc / KC) * (round_up(pr.packed->n(), nr) / nr) * KC * nr;
+  };
+
   for (int64_t jc = n_begin; jc < n_end; jc += NC) {
     const int64_t nc = std::min(NC, n_end - jc);
     for (int64_t pc = 0; pc < pr.k; pc += KC) {
@@ -266,8 +271,7 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
       const float* bblock;
       int64_t ldb, pstride;  // row p of panel j at bblock + j * pstride + p * ldb
       if (pr.packed) {
-        const int64_t panels_total = round_up(pr.packed->n(), nr) / nr;
-        bblock = pr.packed->data() + (pc / KC) * panels_total * KC * nr + (jc / nr) * kc * nr;
+        bblock = packed_block(pc) + (jc / nr) * kc * nr;
         ldb = nr, pstride = kc * nr;
       } else if (raw_b) {
         bblock = pr.b + pc * pr.ldb + jc;
@@ -277,8 +281,9 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
         bblock = bpack;
         ldb = nr, pstride = kc * nr;
       }
-      // pf: where this tile's K loop prefetches (nullptr: ahead along its own panel)
-      auto tile = [&](int64_t row, int64_t h, int64_t jr, const float* pf) {
+      // pf: where this tile's K loop prefetches into L2, pf_step bytes per row of K
+      // (nullptr: into L1 ahead along its own panel)
+      auto tile = [&](int64_t row, int64_t h, int64_t jr, const float* pf, int64_t pf_step) {
         const int64_t col = jc + jr, w = std::min(nr, nc - jr);
         UkrEpilogue uep{}, *uepp = nullptr;
         if (last && has_post) {
@@ -291,7 +296,7 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
           uep.clip_max = ep.clip_max;
           uepp = &uep;
         }
-        u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb, pf,
+        u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb, pf, pf_step,
                  pr.c + row * pr.ldc + col, pr.ldc, h, w, ep.alpha, beta, uepp);
       };
       for (int64_t ic = m_begin; ic < m_end; ic += MC) {
@@ -299,17 +304,40 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
         // rows split into balanced groups of at most MR (16 -> 6, 5, 5)
         const int64_t groups = (mc + mr - 1) / mr, base = mc / groups, extra = mc % groups;
         auto group_row = [&](int64_t g) { return ic + g * base + std::min(g, extra); };
-        if (small) {
-          // the first row group streams the panel in (prefetching ahead along it);
-          // the others find it in cache and warm the next panel meanwhile
+        if (small && pr.packed) {
+          // A prepacked B streams from memory once, panel after panel (the next K
+          // block's first panel follows the last), every row group per panel: the
+          // first streams it in, the others read it from cache. Meanwhile each warms
+          // its share of the next panel into L2, in proportion to its rows, so the
+          // stream runs evenly (warming it into L1 evicted the panel being read).
+          for (int64_t jr = 0; jr < nc; jr += nr) {
+            const float* next = nullptr;
+            int64_t next_bytes = 0;
+            if (jr + nr < nc) {
+              next = bblock + (jr / nr + 1) * pstride;
+              next_bytes = kc * nr * int64_t(sizeof(float));
+            } else if (pc + kc < pr.k) {
+              const int64_t kc2 = std::min(KC, pr.k - pc - kc);
+              next = packed_block(pc + kc) + (jc / nr) * kc2 * nr;
+              next_bytes = kc2 * nr * int64_t(sizeof(float));
+            }
+            for (int64_t g = 0; g < groups; ++g) {
+              const int64_t r0 = group_row(g) - ic, h = base + (g < extra);
+              const float* pf = next ? next + next_bytes * r0 / mc / int64_t(sizeof(float)) : nullptr;
+              tile(ic + r0, h, jr, pf, std::max<int64_t>(1, next_bytes * h / mc / kc));
+            }
+          }
+        } else if (small) {
+          // B in place: the first row group streams the panel in (prefetching ahead
+          // along it); the others find it in cache and warm the next panel meanwhile
           for (int64_t jr = 0; jr < nc; jr += nr) {
             const float* next = jr + nr < nc ? bblock + (jr / nr + 1) * pstride : nullptr;
             for (int64_t g = 0; g < groups; ++g)
-              tile(group_row(g), base + (g < extra), jr, g ? next : nullptr);
+              tile(group_row(g), base + (g < extra), jr, g ? next : nullptr, ldb * int64_t(sizeof(float)));
           }
         } else {
           for (int64_t g = 0; g < groups; ++g)
-            for (int64_t jr = 0; jr < nc; jr += nr) tile(group_row(g), base + (g < extra), jr, nullptr);
+            for (int64_t jr = 0; jr < nc; jr += nr) tile(group_row(g), base + (g < extra), jr, nullptr, 0);
         }
       }
     }
@@ -502,7 +530,7 @@ PackedB PackedB::pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int6
   const int64_t npad = round_up(std::max<int64_t>(n, 1), u.nr);
   const int64_t blocks = (k + blk.kc - 1) / blk.kc;
   p.size_ = size_t(std::max<int64_t>(blocks, 1) * blk.kc * npad) * sizeof(float);
-  float* buf = static_cast<float*>(std::aligned_alloc(64, (p.size_ + 63) / 64 * 64));
+  float* buf = static_cast<float*>(allocate_aligned(p.size_));
   check(buf != nullptr, ErrorCode::runtime, "out of memory packing GEMM weights");
   p.data_ = std::shared_ptr<const float>(buf, [](const float* q) { std::free(const_cast<float*>(q)); });
   for (int64_t pc = 0, blkno = 0; pc < k; pc += blk.kc, ++blkno) {

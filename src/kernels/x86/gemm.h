@@ -105,12 +105,14 @@ using GemmUkr = void (*)(int64_t kc, const float* a, const float* b, float* c, i
 
 // Direct-A micro-kernel: the same tile product with A read in place (element
 // (i, p) at a[i*rs_a + p*cs_a]) and row p of the B panel at b + p*ldb; any
-// mr <= MR, nr <= NR (masked), and c = post(alpha * acc + beta * c). Row p of the
-// K loop prefetches the NR floats at pf + p*ldb (pf = nullptr: a fixed distance
-// ahead of b), so a caller can warm the next panel while this one is in cache.
+// mr <= MR, nr <= NR (masked), and c = post(alpha * acc + beta * c).
+// Prefetch: with pf = nullptr, row p prefetches into L1 a fixed distance ahead of
+// b along the panel; otherwise row p prefetches into L2 the NR floats at
+// pf + p * pf_step bytes, so a caller can pace the warming of the next panel
+// over all the tiles that read this one.
 using GemmUkrDirect = void (*)(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
-                               int64_t ldb, const float* pf, float* c, int64_t ldc, int64_t mr, int64_t nr,
-                               float alpha, float beta, const UkrEpilogue* ep);
+                               int64_t ldb, const float* pf, int64_t pf_step, float* c, int64_t ldc,
+                               int64_t mr, int64_t nr, float alpha, float beta, const UkrEpilogue* ep);
 
 // GEMV for M = 1 over an unpacked row-major B: y[0:n] = sum_p x[p*incx] * b[p*ldb + 0:n].
 using GemvRows = void (*)(int64_t k, const float* x, int64_t incx, const float* b, int64_t ldb, int64_t n,
@@ -123,8 +125,8 @@ using GemvRows = void (*)(int64_t k, const float* x, int64_t incx, const float* 
             float beta, const UkrEpilogue* ep);
 #define GEMM_UKR_DIRECT(ukr, name)                                                                   \
   void name(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,     \
-            const float* pf, float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta, \
-            const UkrEpilogue* ep);
+            const float* pf, int64_t pf_step, float* c, int64_t ldc, int64_t mr, int64_t nr,               \
+            float alpha, float beta, const UkrEpilogue* ep);
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
 

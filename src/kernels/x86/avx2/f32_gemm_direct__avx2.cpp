@@ -22,7 +22,8 @@ inline __m256i lane_mask(int64_t w) {  // lanes [0, w) set, w clamped to [0, 8]
 
 template <int MR, int NV>
 void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
-                 const float* pf_b, float* c, int64_t ldc, int64_t /*mr == MR*/, int64_t nr, float alpha,
+                 const float* pf_b, int64_t pf_bytes, float* c, int64_t ldc, int64_t /*mr == MR*/, int64_t nr,
+                 float alpha,
                  float beta, const UkrEpilogue* ep) {
   static_assert(MR >= 1 && MR <= 6 && NV >= 1 && NV <= 2);
   __m256i mask[NV];
@@ -33,13 +34,18 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 2
     for (int j = 0; j < NV; ++j) acc[i][j] = _mm256_setzero_ps();
-  const uintptr_t pf_step = uintptr_t(ldb) * sizeof(float);
-  uintptr_t pf = pf_b ? reinterpret_cast<uintptr_t>(pf_b)
-                      : reinterpret_cast<uintptr_t>(b) + uintptr_t(kPrefetchRows) * pf_step;
+  // near: into L1 along this panel; far (pf_b): into L2, paced by the caller
+  const bool far = pf_b != nullptr;
+  const uintptr_t pf_step = far ? uintptr_t(pf_bytes) : uintptr_t(ldb) * sizeof(float);
+  uintptr_t pf = far ? reinterpret_cast<uintptr_t>(pf_b)
+                     : reinterpret_cast<uintptr_t>(b) + uintptr_t(kPrefetchRows) * pf_step;
   const float* ap = a;
   const float* bp = b;
   for (int64_t p = 0; p < kc; ++p, bp += ldb, ap += cs_a, pf += pf_step) {
-    _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T0);
+    if (far)
+      _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T1);
+    else
+      _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T0);
     __m256 bv[NV];
 #pragma GCC unroll 2
     for (int j = 0; j < NV; ++j)
@@ -74,7 +80,7 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
   }
 }
 
-using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*,
+using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*, int64_t,
                           float*, int64_t, int64_t, int64_t, float, float, const UkrEpilogue*);
 
 constexpr DirectFn kTable[6][2] = {
@@ -86,9 +92,9 @@ constexpr DirectFn kTable[6][2] = {
 }  // namespace
 
 void f32_gemm_direct_6x16__avx2(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
-                                int64_t ldb, const float* pf, float* c, int64_t ldc, int64_t mr, int64_t nr,
-                                float alpha, float beta, const UkrEpilogue* ep) {
-  kTable[mr - 1][(nr + 7) / 8 - 1](kc, a, rs_a, cs_a, b, ldb, pf, c, ldc, mr, nr, alpha, beta, ep);
+                                int64_t ldb, const float* pf, int64_t pf_step, float* c, int64_t ldc,
+                                int64_t mr, int64_t nr, float alpha, float beta, const UkrEpilogue* ep) {
+  kTable[mr - 1][(nr + 7) / 8 - 1](kc, a, rs_a, cs_a, b, ldb, pf, pf_step, c, ldc, mr, nr, alpha, beta, ep);
 }
 
 }  // namespace tessera::kernels::x86

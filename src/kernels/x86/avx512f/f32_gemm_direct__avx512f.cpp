@@ -5,8 +5,9 @@
 // Columns past nr are masked, so it needs no edge scratch. It serves the small-M
 // shapes (decode GEMV, M = 16 transformer GEMMs) where packing A costs more than
 // it saves, and tall-skinny shapes whose A would be packed for one panel only.
-// B is software-prefetched a fixed distance ahead along the panel: for a
-// prepacked panel that runs on into the next panel, which is the next one read.
+// B is software-prefetched into L1 a fixed distance ahead along the panel (for a
+// prepacked panel that runs on into the next one), or into L2 where the caller
+// says (the small-M driver spreads the next panel over the tiles of this one).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -19,9 +20,24 @@ namespace {
 
 constexpr int64_t kPrefetchRows = 16;  // 16 rows of 256 B = 4 KiB ahead of the loads
 
+// far: the lines of [pf, pf + pf_step) over successive rows need ceil(pf_step / 64)
+// prefetches per row (nfar), wherever pf starts in a line
+template <int NV>
+inline void prefetch_row(uintptr_t pf, bool far, int nfar) {
+  if (far) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      if (j < nfar) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T1);
+  } else {
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T0);
+  }
+}
+
 template <int MR, int NV>
 void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
-                 const float* pf_b, float* c, int64_t ldc, int64_t /*mr == MR*/, int64_t nr, float alpha,
+                 const float* pf_b, int64_t pf_bytes, float* c, int64_t ldc, int64_t /*mr == MR*/, int64_t nr,
+                 float alpha,
                  float beta, const UkrEpilogue* ep) {
   static_assert(MR >= 1 && MR <= 6 && NV >= 1 && NV <= 4);
   __mmask16 mask[NV];
@@ -42,15 +58,17 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j)
       _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * j), _MM_HINT_T0);
-  const uintptr_t pf_step = uintptr_t(ldb) * sizeof(float);
-  uintptr_t pf = pf_b ? reinterpret_cast<uintptr_t>(pf_b)
-                      : reinterpret_cast<uintptr_t>(b) + uintptr_t(kPrefetchRows) * pf_step;
+  // near: into L1 along this panel; far (pf_b): into L2, paced by the caller
+  const bool far = pf_b != nullptr;
+  const uintptr_t pf_step = far ? uintptr_t(pf_bytes) : uintptr_t(ldb) * sizeof(float);
+  uintptr_t pf = far ? reinterpret_cast<uintptr_t>(pf_b)
+                     : reinterpret_cast<uintptr_t>(b) + uintptr_t(kPrefetchRows) * pf_step;
+  const int nfar = int((pf_step + 63) / 64);
   const float* ap = a;
   const float* bp = b;
   if (full) {
     for (int64_t p = 0; p < kc; ++p, bp += ldb, ap += cs_a, pf += pf_step) {
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T0);
+      prefetch_row<NV>(pf, far, nfar);
       __m512 bv[NV];
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) bv[j] = _mm512_loadu_ps(bp + 16 * j);
@@ -63,8 +81,7 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
     }
   } else {
     for (int64_t p = 0; p < kc; ++p, bp += ldb, ap += cs_a, pf += pf_step) {
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T0);
+      prefetch_row<NV>(pf, far, nfar);
       __m512 bv[NV];
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) bv[j] = _mm512_maskz_loadu_ps(mask[j], bp + 16 * j);
@@ -100,7 +117,7 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
   }
 }
 
-using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*,
+using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*, int64_t,
                           float*, int64_t, int64_t, int64_t, float, float, const UkrEpilogue*);
 
 template <int MR>
@@ -123,9 +140,9 @@ constexpr DirectFn kTable[6][4] = {
 }  // namespace
 
 void f32_gemm_direct_6x64__avx512f(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
-                                   int64_t ldb, const float* pf, float* c, int64_t ldc, int64_t mr,
-                                   int64_t nr, float alpha, float beta, const UkrEpilogue* ep) {
-  kTable[mr - 1][(nr + 15) / 16 - 1](kc, a, rs_a, cs_a, b, ldb, pf, c, ldc, mr, nr, alpha, beta, ep);
+                                   int64_t ldb, const float* pf, int64_t pf_step, float* c, int64_t ldc,
+                                   int64_t mr, int64_t nr, float alpha, float beta, const UkrEpilogue* ep) {
+  kTable[mr - 1][(nr + 15) / 16 - 1](kc, a, rs_a, cs_a, b, ldb, pf, pf_step, c, ldc, mr, nr, alpha, beta, ep);
 }
 
 }  // namespace tessera::kernels::x86

@@ -1,0 +1,18 @@
+// Aligned allocation for tensors, packed weights and scratch.
+#pragma once
+
+#include <cstddef>
+
+namespace tessera {
+
+// Blocks of at least this size are 2 MiB-aligned and advised as transparent huge pages (Linux). A weight
+// streamed from memory on 4 KiB pages crosses a page every 16 rows of a 64-wide packed panel; on 2 MiB
+// pages the TLB misses vanish and the hardware prefetchers run on: measured on Zen 4 with weights cycled
+// through 128 MiB (bench/gemm_bench *_cold), M = 16 GEMM 9-15% faster, M = 1 GEMV 1.5x.
+inline constexpr size_t kHugePageBytes = size_t(2) << 20;
+
+// Returns `bytes` (rounded up to 64) of 64-byte-aligned memory, or nullptr if none is left; free with
+// std::free.
+void* allocate_aligned(size_t bytes);
+
+}  // namespace tessera
