@@ -52,6 +52,12 @@ class RunState {
  public:
   RunState(const SessionImpl& s, std::shared_ptr<const Plan> plan)
       : s_(s), plan_(std::move(plan)), recording_(plan_ == nullptr), profiling_(s.opts_.enable_profiling) {}
+  ~RunState() {
+    // Back to the session for the next run, unless something still holds it.
+    if (arena_ && arena_.use_count() == 1) s_.give_arena(arena_size_, std::move(arena_));
+  }
+  RunState(const RunState&) = delete;
+  RunState& operator=(const RunState&) = delete;
 
   void exec(Frame& f, bool main);
   std::vector<DataValue> run_subgraph(const CompiledNode& cn, Frame& f, const Subgraph& sg,
@@ -99,6 +105,7 @@ class RunState {
   std::vector<Record> records_;
   std::unordered_map<const void*, int> rec_by_storage_;
   std::shared_ptr<void> arena_;
+  size_t arena_size_ = 0;  // its capacity (at least the plan's arena_size)
   std::map<Plan::Key, std::vector<Plan::Key>> aliases_;  // recorded
 };
 
@@ -187,7 +194,10 @@ Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t ou
     fallback_bytes += nbytes;
     return t;
   }
-  if (!arena_) arena_ = allocate_storage(plan_->arena_size);
+  if (!arena_) {
+    arena_size_ = plan_->arena_size;
+    arena_ = s_.take_arena(&arena_size_);
+  }
   Tensor t = Tensor::view(dtype, shape, arena_, it->second.offset);
   if (zeroed) std::memset(t.raw_data(), 0, nbytes);  // same contract as a fresh Tensor
   arena_bytes += nbytes;

@@ -250,6 +250,29 @@ void SessionImpl::compile_graph(const ir::Graph& g, const std::vector<const ir::
     if (last_use[size_t(s)] >= 0) cg.nodes[size_t(last_use[size_t(s)])].release.push_back(s);
 }
 
+std::shared_ptr<void> SessionImpl::take_arena(size_t* bytes) const {
+  {
+    std::lock_guard lock(arena_mutex_);
+    for (size_t i = 0; i < free_arenas_.size(); ++i)
+      if (free_arenas_[i].first >= *bytes) {
+        *bytes = free_arenas_[i].first;
+        std::shared_ptr<void> a = std::move(free_arenas_[i].second);
+        free_arenas_.erase(free_arenas_.begin() + std::ptrdiff_t(i));
+        return a;
+      }
+  }
+  return allocate_storage(*bytes);
+}
+
+void SessionImpl::give_arena(size_t bytes, std::shared_ptr<void> arena) const {
+  constexpr size_t kKeep = 2;  // enough for two concurrent runs; more are allocated per run
+  std::lock_guard lock(arena_mutex_);
+  free_arenas_.emplace_back(bytes, std::move(arena));
+  if (free_arenas_.size() > kKeep)  // drop the smallest
+    free_arenas_.erase(std::min_element(free_arenas_.begin(), free_arenas_.end(),
+                                        [](const auto& a, const auto& b) { return a.first < b.first; }));
+}
+
 size_t SessionImpl::num_cached_plans() const {
   std::lock_guard lock(plan_mutex_);
   return plans_.size();

@@ -172,6 +172,14 @@ void layernorm_f32(const float* x, const float* scale, const float* bias, float*
 }
 
 // ---- transpose ----
+// y[a * NB + b] = x[b * isb + a] for a in [a0, a1), b < NB.
+template <int NB>
+void interleave_runs(const float* x, int64_t isb, float* y, int64_t a0, int64_t a1) {
+  for (int64_t a = a0; a < a1; ++a)
+#pragma GCC unroll 4
+    for (int b = 0; b < NB; ++b) y[a * NB + b] = x[b * isb + a];
+}
+
 // Drops size-1 axes and merges input axes that stay adjacent in the output, then
 // either copies contiguous runs (innermost axis kept) or transposes 2-D tiles of
 // the (output-innermost, input-innermost) axis pair, tile by tile, so that both
@@ -266,15 +274,30 @@ void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape, 
     return;
   }
   const int64_t outer = numel / (dA * dB);
-  constexpr int64_t T = 32;
-  const int64_t tb = (dB + T - 1) / T;
-  parallel_for(pool, outer * tb, std::max<int64_t>(1, 4096 / (T * dA)), [&](int64_t s, int64_t e) {
+  // Tasks over (outer index, tile of B, chunk of A): an NCHW -> NHWC input
+  // transpose is one outer index with 3 values of B, and must still split.
+  constexpr int64_t T = 32, TA = 512;
+  const int64_t tb = (dB + T - 1) / T, ta = (dA + TA - 1) / TA;
+  parallel_for(pool, outer * tb * ta, std::max<int64_t>(1, 8192 / (T * TA)), [&](int64_t s, int64_t e) {
     for (int64_t task = s; task < e; ++task) {
-      const int64_t b0 = (task % tb) * T, b1 = std::min(dB, b0 + T);
+      const int64_t a_lo = (task % ta) * TA, a_hi = std::min(dA, a_lo + TA);
+      const int64_t b0 = (task / ta % tb) * T, b1 = std::min(dB, b0 + T);
       int64_t xoff, yoff;
-      offsets(task / tb, xoff, yoff);
-      for (int64_t a0 = 0; a0 < dA; a0 += T) {
-        const int64_t a1 = std::min(dA, a0 + T);
+      offsets(task / (ta * tb), xoff, yoff);
+      if (dB <= 4 && osA == dB) {
+        // a few output-innermost values per A (interleaving channels): runs of
+        // b1 - b0 floats, with the count known to the compiler
+        const float* xs = x + xoff + b0 * isB;
+        float* yd = y + yoff + b0;
+        switch (b1 - b0) {
+          case 2: interleave_runs<2>(xs, isB, yd, a_lo, a_hi); continue;
+          case 3: interleave_runs<3>(xs, isB, yd, a_lo, a_hi); continue;
+          case 4: interleave_runs<4>(xs, isB, yd, a_lo, a_hi); continue;
+          default: break;
+        }
+      }
+      for (int64_t a0 = a_lo; a0 < a_hi; a0 += T) {
+        const int64_t a1 = std::min(a_hi, a0 + T);
         for (int64_t a = a0; a < a1; ++a) {
           const float* xs = x + xoff + a + b0 * isB;
           float* yd = y + yoff + a * osA + b0;
