@@ -33,13 +33,17 @@ const Shape kShapes[] = {{256, 256, 256},
                          {196, 256, 2304},
                          {49, 2048, 512},
                          // model shapes (from kFirstModelShape): bert_base seq 16, gpt2 decode (M = 1)
-                         // incl. the LM head
+                         // incl. the LM head, vit_b_16
                          {16, 768, 768},
                          {16, 3072, 768},
                          {16, 768, 3072},
                          {1, 2304, 768},
                          {1, 768, 3072},
-                         {1, 50257, 768}};
+                         {1, 50257, 768},
+                         // vit_b_16 (197 tokens)
+                         {197, 768, 768},
+                         {197, 3072, 768},
+                         {197, 768, 3072}};
 
 constexpr int kFirstModelShape = 10;
 
