@@ -9,9 +9,22 @@
 
 namespace tessera {
 
+namespace {
+
+// TESSERA_HUGE_PAGES=0 turns the advice off (measurements, or a system where THP compaction stalls).
+bool huge_pages_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("TESSERA_HUGE_PAGES");
+    return !(e && e[0] == '0');
+  }();
+  return on;
+}
+
+}  // namespace
+
 void* allocate_aligned(size_t bytes) {
   bytes = std::max<size_t>(bytes, 1);
-  if (bytes < kHugePageBytes) return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (bytes < kHugePageBytes || !huge_pages_enabled()) return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   const size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   void* p = std::aligned_alloc(kHugePageBytes, rounded);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)

@@ -296,15 +296,22 @@ TEST(X86Eltwise, TransposeMatchesRef) {
       {{2, 0, 3}, {2, 1, 0}},     {{5, 7, 9}, {}},
       // NCHW -> NHWC with few channels (runs of 2-4 interleaved values, A split in chunks)
       {{1, 3, 45, 47}, {0, 2, 3, 1}}, {{2, 4, 20, 31}, {0, 2, 3, 1}}, {{1, 2, 700}, {0, 2, 1}},
-      {{3, 1100}, {1, 0}},          {{5, 600}, {1, 0}},            {{2, 3, 1030}, {0, 2, 1}}};
-  for (const auto& [shape, perm] : cases) {
-    const Tensor x = rand_f32(shape, g);
-    std::map<std::string, Attribute> at;
-    if (!perm.empty()) at["perm"] = attr_ints(perm);
-    const auto want = tessera::testing::run_ref("Transpose", {x}, at);
-    for (bool threaded : {false, true}) {
-      const auto got = run_tuned("Transpose", {x}, at, 1, 23, threaded);
-      expect_close(got[0].tensor, want[0].tensor, 0, 0, "Transpose " + x.describe());
+      {{3, 1100}, {1, 0}},          {{5, 600}, {1, 0}},            {{2, 3, 1030}, {0, 2, 1}},
+      // 16 x 16 register tiles with ragged edges on either side, as attention's K^T and a layout change
+      {{16, 16}, {1, 0}},           {{47, 33}, {1, 0}},            {{197, 12, 64}, {1, 2, 0}},
+      {{1, 40, 14, 15}, {0, 2, 3, 1}}, {{1, 31, 49}, {0, 2, 1}}};
+  for (EltIsa isa : isas()) {
+    ForceIsa force(isa);
+    for (const auto& [shape, perm] : cases) {
+      const Tensor x = rand_f32(shape, g);
+      std::map<std::string, Attribute> at;
+      if (!perm.empty()) at["perm"] = attr_ints(perm);
+      const auto want = tessera::testing::run_ref("Transpose", {x}, at);
+      for (bool threaded : {false, true}) {
+        const auto got = run_tuned("Transpose", {x}, at, 1, 23, threaded);
+        expect_close(got[0].tensor, want[0].tensor, 0, 0,
+                     "Transpose " + x.describe() + " " + x86::eltwise_isa_name(isa));
+      }
     }
   }
   EXPECT_THROW(run_tuned("Transpose", {rand_f32({2, 3}, g)}, {{"perm", attr_ints({0, 0})}}), Error);

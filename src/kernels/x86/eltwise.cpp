@@ -80,7 +80,13 @@ void layernorm_portable(const float* x, const float* scale, const float* bias, f
   }
 }
 
-const EltwiseKernels kPortable = {unary_portable, binary_portable, softmax_portable, layernorm_portable};
+void transpose_tile16_portable(const float* x, int64_t ldx, float* y, int64_t ldy) {
+  for (int64_t a = 0; a < 16; ++a)
+    for (int64_t b = 0; b < 16; ++b) y[a * ldy + b] = x[b * ldx + a];
+}
+
+const EltwiseKernels kPortable = {unary_portable, binary_portable, softmax_portable, layernorm_portable,
+                                  transpose_tile16_portable};
 
 std::atomic<int> g_forced{-1};
 
@@ -274,6 +280,7 @@ void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape, 
     return;
   }
   const int64_t outer = numel / (dA * dB);
+  const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
   // Tasks over (outer index, tile of B, chunk of A): an NCHW -> NHWC input
   // transpose is one outer index with 3 values of B, and must still split.
   constexpr int64_t T = 32, TA = 512;
@@ -296,12 +303,17 @@ void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape, 
           default: break;
         }
       }
+      // 16 x 16 tiles in vector registers, the ragged edges scalar
+      const int64_t bfull = b0 + (b1 - b0) / 16 * 16;
       for (int64_t a0 = a_lo; a0 < a_hi; a0 += T) {
-        const int64_t a1 = std::min(a_hi, a0 + T);
+        const int64_t a1 = std::min(a_hi, a0 + T), afull = a0 + (a1 - a0) / 16 * 16;
+        for (int64_t a = a0; a < afull; a += 16)
+          for (int64_t b = b0; b < bfull; b += 16)
+            k.transpose_tile16(x + xoff + a + b * isB, isB, y + yoff + a * osA + b, osA);
         for (int64_t a = a0; a < a1; ++a) {
           const float* xs = x + xoff + a + b0 * isB;
           float* yd = y + yoff + a * osA + b0;
-          for (int64_t b = 0; b < b1 - b0; ++b) yd[b] = xs[b * isB];
+          for (int64_t b = a < afull ? bfull - b0 : 0; b < b1 - b0; ++b) yd[b] = xs[b * isB];
         }
       }
     }

@@ -42,6 +42,8 @@ struct EltwiseKernels {
   // y = (x - mean) / sqrt(var + eps) * scale + bias per row; bias may be null.
   void (*layernorm_rows)(const float* x, const float* scale, const float* bias, float* y, int64_t rows,
                          int64_t len, float eps);
+  // One 16 x 16 tile: y[a * ldy + b] = x[b * ldx + a] for a, b < 16.
+  void (*transpose_tile16)(const float* x, int64_t ldx, float* y, int64_t ldy);
 };
 // The kernels of `isa` (must be available).
 const EltwiseKernels& eltwise_kernels(EltIsa isa);

@@ -64,10 +64,37 @@ struct O256 {
 
 #include "kernels/x86/eltwise_impl.h"
 
+// 8 x 8 transpose in registers (unpack ps, unpack pd, swap 128-bit halves).
+void transpose_tile8(const float* x, int64_t ldx, float* y, int64_t ldy) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(x + i * ldx);
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int g = 0; g < 2; ++g) {
+    const __m256d a = _mm256_castps_pd(t[4 * g]), b = _mm256_castps_pd(t[4 * g + 1]),
+                  c = _mm256_castps_pd(t[4 * g + 2]), d = _mm256_castps_pd(t[4 * g + 3]);
+    r[4 * g + 0] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, c));
+    r[4 * g + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a, c));
+    r[4 * g + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(b, d));
+    r[4 * g + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(b, d));
+  }
+  for (int j = 0; j < 4; ++j) {
+    _mm256_storeu_ps(y + j * ldy, _mm256_permute2f128_ps(r[j], r[4 + j], 0x20));
+    _mm256_storeu_ps(y + (4 + j) * ldy, _mm256_permute2f128_ps(r[j], r[4 + j], 0x31));
+  }
+}
+
+void transpose_tile16(const float* x, int64_t ldx, float* y, int64_t ldy) {
+  for (int a = 0; a < 16; a += 8)
+    for (int b = 0; b < 16; b += 8) transpose_tile8(x + a + b * ldx, ldx, y + a * ldy + b, ldy);
+}
+
 }  // namespace
 
 extern const EltwiseKernels kEltwiseKernelsAvx2;
 const EltwiseKernels kEltwiseKernelsAvx2 = {unary_kernel<O256>, binary_kernel<O256>, softmax_rows_kernel<O256>,
-                                            layernorm_rows_kernel<O256>};
+                                            layernorm_rows_kernel<O256>, transpose_tile16};
 
 }  // namespace tessera::kernels::x86

@@ -3,6 +3,7 @@
 // subnormal results in one rounding).
 // GCC 12 warns (falsely, GCC PR105593) about _mm512_undefined_ps inside the intrinsics.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include "kernels/x86/eltwise.h"
@@ -49,10 +50,39 @@ struct O512 {
 
 #include "kernels/x86/eltwise_impl.h"
 
+// 16 x 16 transpose in registers: interleave pairs of rows (ps), pairs of pairs
+// (pd), then gather the 128-bit lanes of four row groups (two f32x4 shuffles).
+void transpose_tile16(const float* x, int64_t ldx, float* y, int64_t ldy) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(x + i * ldx);
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // r[4g + j], 128-bit lane L: column 4L + j of rows 4g .. 4g + 3
+  for (int g = 0; g < 4; ++g) {
+    const __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]),
+                  c = _mm512_castps_pd(t[4 * g + 2]), d = _mm512_castps_pd(t[4 * g + 3]);
+    r[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    r[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    r[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    r[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512 v1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88), v2 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD),
+                 v3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88),
+                 v4 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+    _mm512_storeu_ps(y + j * ldy, _mm512_shuffle_f32x4(v1, v3, 0x88));
+    _mm512_storeu_ps(y + (4 + j) * ldy, _mm512_shuffle_f32x4(v2, v4, 0x88));
+    _mm512_storeu_ps(y + (8 + j) * ldy, _mm512_shuffle_f32x4(v1, v3, 0xDD));
+    _mm512_storeu_ps(y + (12 + j) * ldy, _mm512_shuffle_f32x4(v2, v4, 0xDD));
+  }
+}
+
 }  // namespace
 
 extern const EltwiseKernels kEltwiseKernelsAvx512f;
 const EltwiseKernels kEltwiseKernelsAvx512f = {unary_kernel<O512>, binary_kernel<O512>, softmax_rows_kernel<O512>,
-                                               layernorm_rows_kernel<O512>};
+                                               layernorm_rows_kernel<O512>, transpose_tile16};
 
 }  // namespace tessera::kernels::x86
