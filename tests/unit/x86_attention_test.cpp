@@ -80,36 +80,53 @@ TEST(X86Attention, MatchesReference) {
   check_case({}, 9, 13, 8, 5, true, nullptr, g, nullptr);
 }
 
+TEST(X86Attention, LongKeysOnlineSoftmax) {
+  // More keys than one block (512): flash-style key blocks with the online softmax, ragged last block,
+  // K either way, masks per key / per query / full, queries across the query blocks.
+  std::mt19937 g(21);
+  ThreadPool pool(2);
+  for (int64_t lk : {513, 1100})
+    for (bool kt : {true, false}) {
+      const int64_t lq = 37;
+      check_case({2}, lq, lk, 32, 24, kt, nullptr, g, &pool);
+      const Shape masks[] = {{lk}, {lq, 1}, {2, lq, lk}};
+      for (const Shape& m : masks) check_case({2}, lq, lk, 16, 8, kt, &m, g, &pool);
+    }
+  check_case({}, 300, 2048, 64, 64, true, nullptr, g, nullptr);
+}
+
 TEST(X86Attention, WhereConditionThenMask) {
   // GPT-2's causal mask: Where(cond, fill, S) (keep_where 0) and HF's Where(cond, S, fill) (keep_where 1),
   // with and without an additive mask after it; cond per (q, k), per key, and full.
   std::mt19937 g(11);
   ThreadPool pool(2);
-  for (int keep : {0, 1})
-    for (bool with_mask : {false, true})
-      for (const Shape& cs : std::vector<Shape>{{5, 40}, {40}, {2, 3, 5, 40}}) {
-        Tensor cond(DType::boolean, cs);
-        for (int64_t i = 0; i < cond.numel(); ++i) cond.data<bool>()[i] = (g() % 4) != 0;
-        std::vector<DataValue> in = {rand_f32({2, 3, 5, 16}, g), rand_f32({2, 3, 16, 40}, g),
-                                     rand_f32({2, 3, 40, 16}, g)};
-        in.push_back(with_mask ? DataValue(rand_f32({2, 1, 1, 40}, g)) : DataValue());
-        in.push_back(cond);
-        const std::map<std::string, Attribute> attrs = {{"scale", attr_f(0.25f)},
-                                                        {"k_transposed", attr_i(1)},
-                                                        {"keep_where", attr_i(keep)},
-                                                        {"fill", attr_f(-1e4f)}};
-        tessera::testing::TestKernelContext rc("FusedAttention", in, attrs, 1);
-        kernels::ref::KernelTable::instance().find("tessera", "FusedAttention")(rc);
-        PoolCtx tc("FusedAttention", in, attrs, 1);
-        tc.pool_ = &pool;
-        backends::cpu::x86_fused_attention_kernel()(tc);
-        const Tensor& want = rc.outputs()[0].tensor;
-        const Tensor& got = tc.outputs()[0].tensor;
-        ASSERT_EQ(got.shape(), want.shape());
-        for (int64_t i = 0; i < want.numel(); ++i)
-          ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 2e-5)
-              << "keep " << keep << " mask " << with_mask << " cond " << shape_str(cs) << " at " << i;
-      }
+  for (int64_t lk : {40, 700})  // 700: key blocks, the condition and mask read from the block's offset
+    for (int keep : {0, 1})
+      for (bool with_mask : {false, true})
+        for (const Shape& cs : std::vector<Shape>{{5, lk}, {lk}, {2, 3, 5, lk}}) {
+          Tensor cond(DType::boolean, cs);
+          for (int64_t i = 0; i < cond.numel(); ++i) cond.data<bool>()[i] = (g() % 4) != 0;
+          std::vector<DataValue> in = {rand_f32({2, 3, 5, 16}, g), rand_f32({2, 3, 16, lk}, g),
+                                       rand_f32({2, 3, lk, 16}, g)};
+          in.push_back(with_mask ? DataValue(rand_f32({2, 1, 1, lk}, g)) : DataValue());
+          in.push_back(cond);
+          const std::map<std::string, Attribute> attrs = {{"scale", attr_f(0.25f)},
+                                                          {"k_transposed", attr_i(1)},
+                                                          {"keep_where", attr_i(keep)},
+                                                          {"fill", attr_f(-1e4f)}};
+          tessera::testing::TestKernelContext rc("FusedAttention", in, attrs, 1);
+          kernels::ref::KernelTable::instance().find("tessera", "FusedAttention")(rc);
+          PoolCtx tc("FusedAttention", in, attrs, 1);
+          tc.pool_ = &pool;
+          backends::cpu::x86_fused_attention_kernel()(tc);
+          const Tensor& want = rc.outputs()[0].tensor;
+          const Tensor& got = tc.outputs()[0].tensor;
+          ASSERT_EQ(got.shape(), want.shape());
+          for (int64_t i = 0; i < want.numel(); ++i)
+            ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 2e-5)
+                << "lk " << lk << " keep " << keep << " mask " << with_mask << " cond " << shape_str(cs)
+                << " at " << i;
+        }
 }
 
 TEST(X86Attention, FallsBackForBroadcastLeadingDims) {

@@ -1,6 +1,8 @@
 #include "kernels/x86/attention.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "kernels/x86/eltwise.h"
@@ -9,14 +11,49 @@
 namespace tessera::kernels::x86 {
 
 namespace {
+
+// Keys per block: up to this many, one pass (scores, softmax, times V); beyond, flash-style blocks
+// of this many keys with an online softmax, so a block's scores stay in L2 whatever the length.
+constexpr int64_t kKeyBlock = 512;
+
 // Query rows per task: as many as keep the block's scores within ~256 KiB of L2 (so K and V are packed
 // once per head rather than once per small block), halved while there are too few tasks for the threads.
 int64_t query_block(const AttentionArgs& a, int threads) {
-  int64_t qb = std::clamp<int64_t>((int64_t(64) << 10) / std::max<int64_t>(a.lk, 1), 8, 512);
+  const int64_t keys = std::clamp<int64_t>(a.lk, 1, kKeyBlock);
+  int64_t qb = std::clamp<int64_t>((int64_t(64) << 10) / keys, 8, 512);
   qb = std::min(qb, a.lq);
   while (qb > 16 && a.batch * ((a.lq + qb - 1) / qb) < 4 * threads) qb = (qb + 1) / 2;
   return std::max<int64_t>(qb, 1);
 }
+
+// scale * Q K^T for keys [j0, j0 + kb) into s (rows x kb), then the Where condition and the mask.
+void block_scores(const AttentionArgs& a, int64_t b, int64_t q0, int64_t rows, int64_t j0, int64_t kb,
+                  float* s, const EltwiseKernels& K) {
+  GemmEpilogue ep;
+  ep.alpha = a.scale;
+  const float* q = a.q + (b * a.lq + q0) * a.d;
+  if (a.k_transposed)
+    sgemm(rows, kb, a.d, q, a.d, false, a.k + b * a.d * a.lk + j0, a.lk, false, s, kb, ep, nullptr);
+  else
+    sgemm(rows, kb, a.d, q, a.d, false, a.k + (b * a.lk + j0) * a.d, a.d, true, s, kb, ep, nullptr);
+  if (a.cond.data) {
+    for (int64_t i = 0; i < rows; ++i) {
+      const bool* c =
+          a.cond.data + a.cond.base[size_t(b)] + (q0 + i) * a.cond.q_stride + j0 * a.cond.k_stride;
+      float* row = s + i * kb;
+      for (int64_t j = 0; j < kb; ++j)
+        if (c[j * a.cond.k_stride] != a.keep_where) row[j] = a.fill;
+    }
+  }
+  if (a.mask.data) {
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* m =
+          a.mask.data + a.mask.base[size_t(b)] + (q0 + i) * a.mask.q_stride + j0 * a.mask.k_stride;
+      K.binary(BinaryOp::add, s + i * kb, 1, m, a.mask.k_stride, s + i * kb, kb);
+    }
+  }
+}
+
 }  // namespace
 
 void attention_f32(const AttentionArgs& a, ThreadPool* pool) {
@@ -32,32 +69,38 @@ void attention_f32(const AttentionArgs& a, ThreadPool* pool) {
       std::fill(o, o + rows * a.dv, 0.0f);
       return;
     }
-    thread_local std::vector<float> scores;
-    if (scores.size() < size_t(rows * a.lk)) scores.resize(size_t(kQueryBlock * a.lk));
+    thread_local std::vector<float> scores, stats;
+    const int64_t kb_max = std::min(a.lk, kKeyBlock);
+    if (scores.size() < size_t(rows * kb_max)) scores.resize(size_t(kQueryBlock * kb_max));
     float* s = scores.data();
-    GemmEpilogue ep;
-    ep.alpha = a.scale;
-    const float* q = a.q + (b * a.lq + q0) * a.d;
-    if (a.k_transposed)
-      sgemm(rows, a.lk, a.d, q, a.d, false, a.k + b * a.d * a.lk, a.lk, false, s, a.lk, ep, nullptr);
-    else
-      sgemm(rows, a.lk, a.d, q, a.d, false, a.k + b * a.lk * a.d, a.d, true, s, a.lk, ep, nullptr);
-    if (a.cond.data) {
-      for (int64_t i = 0; i < rows; ++i) {
-        const bool* c = a.cond.data + a.cond.base[size_t(b)] + (q0 + i) * a.cond.q_stride;
-        float* row = s + i * a.lk;
-        for (int64_t j = 0; j < a.lk; ++j)
-          if (c[j * a.cond.k_stride] != a.keep_where) row[j] = a.fill;
-      }
+    if (a.lk <= kKeyBlock) {  // one block: the exact softmax of the reference
+      block_scores(a, b, q0, rows, 0, a.lk, s, K);
+      K.softmax_rows(s, s, rows, a.lk);
+      sgemm(rows, a.dv, a.lk, s, a.lk, false, a.v + b * a.lk * a.dv, a.dv, false, o, a.dv, {}, nullptr);
+      return;
     }
-    if (a.mask.data) {
-      for (int64_t i = 0; i < rows; ++i) {
-        const float* m = a.mask.data + a.mask.base[size_t(b)] + (q0 + i) * a.mask.q_stride;
-        K.binary(BinaryOp::add, s + i * a.lk, 1, m, a.mask.k_stride, s + i * a.lk, a.lk);
-      }
+    // Flash-style: running max m, running sum l; the output block is rescaled by exp(m_old - m_new)
+    // before each key block adds its exp(scores - m_new) V, and divided by l at the end.
+    if (stats.size() < size_t(3 * rows)) stats.resize(size_t(3 * kQueryBlock));
+    float *m = stats.data(), *l = m + rows, *corr = l + rows;
+    std::fill(m, m + rows, -std::numeric_limits<float>::infinity());
+    std::fill(l, l + rows, 0.0f);
+    for (int64_t j0 = 0; j0 < a.lk; j0 += kKeyBlock) {
+      const int64_t kb = std::min(kKeyBlock, a.lk - j0);
+      block_scores(a, b, q0, rows, j0, kb, s, K);
+      K.online_softmax_rows(s, kb, rows, kb, m, l, corr);
+      if (j0 > 0)
+        for (int64_t i = 0; i < rows; ++i)
+          K.binary(BinaryOp::mul, o + i * a.dv, 1, corr + i, 0, o + i * a.dv, a.dv);
+      GemmEpilogue ep;
+      ep.beta = j0 > 0 ? 1.0f : 0.0f;
+      sgemm(rows, a.dv, kb, s, kb, false, a.v + (b * a.lk + j0) * a.dv, a.dv, false, o, a.dv, ep, nullptr);
     }
-    K.softmax_rows(s, s, rows, a.lk);
-    sgemm(rows, a.dv, a.lk, s, a.lk, false, a.v + b * a.lk * a.dv, a.dv, false, o, a.dv, {}, nullptr);
+    for (int64_t i = 0; i < rows; ++i) {
+      // a row whose running max is not finite (all -inf, a +inf or NaN) is NaN, as the reference's softmax
+      const float inv = std::isfinite(m[i]) ? 1.0f / l[i] : std::numeric_limits<float>::quiet_NaN();
+      K.binary(BinaryOp::mul, o + i * a.dv, 1, &inv, 0, o + i * a.dv, a.dv);
+    }
   };
   if (pool && tasks > 1)
     pool->run(tasks, task);

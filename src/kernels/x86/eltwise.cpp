@@ -23,15 +23,19 @@ namespace {
 // ---- portable row kernels (std:: math in float) ----
 float unary_scalar(UnaryOp op, float x) {
   switch (op) {
-    case UnaryOp::exp: return std::exp(x);
-    case UnaryOp::erf: return std::erf(x);
-    case UnaryOp::tanh: return std::tanh(x);
+    case UnaryOp::exp:
+      return std::exp(x);
+    case UnaryOp::erf:
+      return std::erf(x);
+    case UnaryOp::tanh:
+      return std::tanh(x);
     case UnaryOp::sigmoid: {
       const float e = std::exp(-std::fabs(x));
       const float r = 1.0f / (1.0f + e);
       return x < 0 ? e * r : (std::isnan(x) ? x : r);
     }
-    case UnaryOp::relu: return x < 0.0f ? 0.0f : x;
+    case UnaryOp::relu:
+      return x < 0.0f ? 0.0f : x;
   }
   return x;
 }
@@ -40,14 +44,23 @@ void unary_portable(UnaryOp op, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = unary_scalar(op, x[i]);
 }
 
-void binary_portable(BinaryOp op, const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n) {
+void binary_portable(BinaryOp op, const float* a, int64_t sa, const float* b, int64_t sb, float* y,
+                     int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float u = a[i * sa], v = b[i * sb];
     switch (op) {
-      case BinaryOp::add: y[i] = u + v; break;
-      case BinaryOp::sub: y[i] = u - v; break;
-      case BinaryOp::mul: y[i] = u * v; break;
-      case BinaryOp::div: y[i] = u / v; break;
+      case BinaryOp::add:
+        y[i] = u + v;
+        break;
+      case BinaryOp::sub:
+        y[i] = u - v;
+        break;
+      case BinaryOp::mul:
+        y[i] = u * v;
+        break;
+      case BinaryOp::div:
+        y[i] = u / v;
+        break;
     }
   }
 }
@@ -66,8 +79,8 @@ void softmax_portable(const float* x, float* y, int64_t rows, int64_t len) {
   }
 }
 
-void layernorm_portable(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t len,
-                        float eps) {
+void layernorm_portable(const float* x, const float* scale, const float* bias, float* y, int64_t rows,
+                        int64_t len, float eps) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * len;
     float* yr = y + r * len;
@@ -85,22 +98,48 @@ void transpose_tile16_portable(const float* x, int64_t ldx, float* y, int64_t ld
     for (int64_t b = 0; b < 16; ++b) y[a * ldy + b] = x[b * ldx + a];
 }
 
-const EltwiseKernels kPortable = {unary_portable, binary_portable, softmax_portable, layernorm_portable,
-                                  transpose_tile16_portable};
+void online_softmax_portable(float* s, int64_t lds, int64_t rows, int64_t len, float* m, float* l,
+                             float* corr) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = s + r * lds;
+    float bm = ninf;
+    for (int64_t i = 0; i < len; ++i) bm = std::max(bm, row[i]);
+    const float mo = m[r], mn = bm > mo ? bm : mo;
+    if (mn == ninf) {
+      for (int64_t i = 0; i < len; ++i) row[i] = 0.0f;
+      corr[r] = 1.0f;
+      continue;
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < len; ++i) sum += (row[i] = std::exp(row[i] - mn));
+    corr[r] = mo == ninf ? 0.0f : std::exp(mo - mn);
+    l[r] = l[r] * corr[r] + float(sum);
+    m[r] = mn;
+  }
+}
+
+const EltwiseKernels kPortable = {unary_portable,     binary_portable,         softmax_portable,
+                                  layernorm_portable, online_softmax_portable, transpose_tile16_portable};
 
 std::atomic<int> g_forced{-1};
 
 constexpr int64_t kGrain = 16384;  // elements per task: below this, threading costs more than it saves
 
-int64_t row_grain(int64_t len) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)); }
+int64_t row_grain(int64_t len) {
+  return std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1));
+}
 
 }  // namespace
 
 const char* eltwise_isa_name(EltIsa isa) {
   switch (isa) {
-    case EltIsa::portable: return "portable";
-    case EltIsa::avx2: return "avx2";
-    case EltIsa::avx512f: return "avx512f";
+    case EltIsa::portable:
+      return "portable";
+    case EltIsa::avx2:
+      return "avx2";
+    case EltIsa::avx512f:
+      return "avx512f";
   }
   return "?";
 }
@@ -108,12 +147,17 @@ const char* eltwise_isa_name(EltIsa isa) {
 bool eltwise_isa_available(EltIsa isa) {
   const CpuFeatures& f = cpu_features();
   switch (isa) {
-    case EltIsa::portable: return true;
+    case EltIsa::portable:
+      return true;
 #ifdef TESSERA_ELTWISE_X86
-    case EltIsa::avx2: return f.avx2 && f.fma;
-    case EltIsa::avx512f: return f.avx512f && f.avx512dq && f.avx512bw && f.avx512vl;
+    case EltIsa::avx2:
+      return f.avx2 && f.fma;
+    case EltIsa::avx512f:
+      return f.avx512f && f.avx512dq && f.avx512bw && f.avx512vl;
 #else
-    default: (void)f; return false;
+    default:
+      (void)f;
+      return false;
 #endif
   }
   return false;
@@ -155,7 +199,8 @@ void binary_f32(BinaryOp op, const float* a, Bcast ka, const float* b, Bcast kb,
   };
   const int64_t sa = inner_stride(ka), sb = inner_stride(kb), oa = outer_stride(ka), ob = outer_stride(kb);
   if (ka == Bcast::full && kb == Bcast::full) {  // one flat range, split anywhere
-    parallel_for(pool, outer * inner, kGrain, [&](int64_t s, int64_t e) { k.binary(op, a + s, 1, b + s, 1, y + s, e - s); });
+    parallel_for(pool, outer * inner, kGrain,
+                 [&](int64_t s, int64_t e) { k.binary(op, a + s, 1, b + s, 1, y + s, e - s); });
     return;
   }
   parallel_for(pool, outer, row_grain(inner), [&](int64_t s, int64_t e) {
@@ -190,8 +235,8 @@ void interleave_runs(const float* x, int64_t isb, float* y, int64_t a0, int64_t 
 // either copies contiguous runs (innermost axis kept) or transposes 2-D tiles of
 // the (output-innermost, input-innermost) axis pair, tile by tile, so that both
 // the reads and the writes of a tile stay in L1.
-void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape, const std::vector<int64_t>& perm,
-                   ThreadPool* pool) {
+void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape,
+                   const std::vector<int64_t>& perm, ThreadPool* pool) {
   const size_t r0 = shape.size();
   int64_t numel = 1;
   for (int64_t d : shape) numel *= d;
@@ -223,7 +268,8 @@ void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape, 
     // Groups in input order give the new input axes.
     std::vector<int64_t> order(gdim.size());
     for (size_t g = 0; g < order.size(); ++g) order[g] = int64_t(g);
-    std::sort(order.begin(), order.end(), [&](int64_t u, int64_t v) { return gfirst[size_t(u)] < gfirst[size_t(v)]; });
+    std::sort(order.begin(), order.end(),
+              [&](int64_t u, int64_t v) { return gfirst[size_t(u)] < gfirst[size_t(v)]; });
     std::vector<int64_t> in_pos(order.size());
     for (size_t k = 0; k < order.size(); ++k) in_pos[size_t(order[k])] = int64_t(k);
     d.assign(order.size(), 0);
@@ -236,10 +282,12 @@ void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape, 
   }
   const int64_t r = int64_t(d.size());
   if (r <= 1) {  // a pure copy
-    parallel_for(pool, numel, 1 << 16, [&](int64_t b, int64_t e) { std::memcpy(y + b, x + b, size_t(e - b) * 4); });
+    parallel_for(pool, numel, 1 << 16,
+                 [&](int64_t b, int64_t e) { std::memcpy(y + b, x + b, size_t(e - b) * 4); });
     return;
   }
-  std::vector<int64_t> is(static_cast<size_t>(r)), os_in(static_cast<size_t>(r));  // input strides; output stride of each input axis
+  std::vector<int64_t> is(static_cast<size_t>(r)),
+      os_in(static_cast<size_t>(r));  // input strides; output stride of each input axis
   is[size_t(r - 1)] = 1;
   for (int64_t i = r - 2; i >= 0; --i) is[size_t(i)] = is[size_t(i + 1)] * d[size_t(i + 1)];
   {
@@ -297,10 +345,17 @@ void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape, 
         const float* xs = x + xoff + b0 * isB;
         float* yd = y + yoff + b0;
         switch (b1 - b0) {
-          case 2: interleave_runs<2>(xs, isB, yd, a_lo, a_hi); continue;
-          case 3: interleave_runs<3>(xs, isB, yd, a_lo, a_hi); continue;
-          case 4: interleave_runs<4>(xs, isB, yd, a_lo, a_hi); continue;
-          default: break;
+          case 2:
+            interleave_runs<2>(xs, isB, yd, a_lo, a_hi);
+            continue;
+          case 3:
+            interleave_runs<3>(xs, isB, yd, a_lo, a_hi);
+            continue;
+          case 4:
+            interleave_runs<4>(xs, isB, yd, a_lo, a_hi);
+            continue;
+          default:
+            break;
         }
       }
       // 16 x 16 tiles in vector registers, the ragged edges scalar

@@ -42,6 +42,11 @@ struct EltwiseKernels {
   // y = (x - mean) / sqrt(var + eps) * scale + bias per row; bias may be null.
   void (*layernorm_rows)(const float* x, const float* scale, const float* bias, float* y, int64_t rows,
                          int64_t len, float eps);
+  // Online softmax over one block of keys (flash attention), per row i of `len` scores at s + i * lds:
+  // mn = max(m[i], max(row)); row = exp(row - mn); corr[i] = exp(m[i] - mn) (0 while m[i] = -inf);
+  // l[i] = l[i] * corr[i] + sum(row); m[i] = mn. A row still all -inf gives zeros and corr 1.
+  void (*online_softmax_rows)(float* s, int64_t lds, int64_t rows, int64_t len, float* m, float* l,
+                              float* corr);
   // One 16 x 16 tile: y[a * ldy + b] = x[b * ldx + a] for a, b < 16.
   void (*transpose_tile16)(const float* x, int64_t ldx, float* y, int64_t ldy);
 };
@@ -59,7 +64,7 @@ void softmax_f32(const float* x, float* y, int64_t rows, int64_t len, ThreadPool
 void layernorm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t len,
                    float eps, ThreadPool* pool);
 // y = transpose(x, perm) for a contiguous x of the given shape (perm validated by the caller).
-void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape, const std::vector<int64_t>& perm,
-                   ThreadPool* pool);
+void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape,
+                   const std::vector<int64_t>& perm, ThreadPool* pool);
 
 }  // namespace tessera::kernels::x86

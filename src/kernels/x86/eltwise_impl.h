@@ -109,11 +109,16 @@ template <class O>
 typename O::V apply_unary(tessera::kernels::x86::UnaryOp op, typename O::V v) {
   using tessera::kernels::x86::UnaryOp;
   switch (op) {
-    case UnaryOp::exp: return Math<O>::exp(v);
-    case UnaryOp::erf: return Math<O>::erf(v);
-    case UnaryOp::tanh: return Math<O>::tanh(v);
-    case UnaryOp::sigmoid: return Math<O>::sigmoid(v);
-    case UnaryOp::relu: return Math<O>::relu(v);
+    case UnaryOp::exp:
+      return Math<O>::exp(v);
+    case UnaryOp::erf:
+      return Math<O>::erf(v);
+    case UnaryOp::tanh:
+      return Math<O>::tanh(v);
+    case UnaryOp::sigmoid:
+      return Math<O>::sigmoid(v);
+    case UnaryOp::relu:
+      return Math<O>::relu(v);
   }
   return v;
 }
@@ -129,21 +134,35 @@ template <class O>
 void unary_kernel(tessera::kernels::x86::UnaryOp op, const float* x, float* y, int64_t n) {
   using tessera::kernels::x86::UnaryOp;
   switch (op) {
-    case UnaryOp::exp: unary_loop<O, UnaryOp::exp>(x, y, n); break;
-    case UnaryOp::erf: unary_loop<O, UnaryOp::erf>(x, y, n); break;
-    case UnaryOp::tanh: unary_loop<O, UnaryOp::tanh>(x, y, n); break;
-    case UnaryOp::sigmoid: unary_loop<O, UnaryOp::sigmoid>(x, y, n); break;
-    case UnaryOp::relu: unary_loop<O, UnaryOp::relu>(x, y, n); break;
+    case UnaryOp::exp:
+      unary_loop<O, UnaryOp::exp>(x, y, n);
+      break;
+    case UnaryOp::erf:
+      unary_loop<O, UnaryOp::erf>(x, y, n);
+      break;
+    case UnaryOp::tanh:
+      unary_loop<O, UnaryOp::tanh>(x, y, n);
+      break;
+    case UnaryOp::sigmoid:
+      unary_loop<O, UnaryOp::sigmoid>(x, y, n);
+      break;
+    case UnaryOp::relu:
+      unary_loop<O, UnaryOp::relu>(x, y, n);
+      break;
   }
 }
 
 template <class O, tessera::kernels::x86::BinaryOp Op>
 typename O::V apply_binary(typename O::V a, typename O::V b) {
   using tessera::kernels::x86::BinaryOp;
-  if constexpr (Op == BinaryOp::add) return O::add(a, b);
-  else if constexpr (Op == BinaryOp::sub) return O::sub(a, b);
-  else if constexpr (Op == BinaryOp::mul) return O::mul(a, b);
-  else return O::div(a, b);
+  if constexpr (Op == BinaryOp::add)
+    return O::add(a, b);
+  else if constexpr (Op == BinaryOp::sub)
+    return O::sub(a, b);
+  else if constexpr (Op == BinaryOp::mul)
+    return O::mul(a, b);
+  else
+    return O::div(a, b);
 }
 
 // SA, SB: 1 = a vector operand, 0 = a broadcast scalar.
@@ -166,10 +185,14 @@ void binary_loop(const float* a, const float* b, float* y, int64_t n) {
 
 template <class O, tessera::kernels::x86::BinaryOp Op>
 void binary_dispatch(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n) {
-  if (sa && sb) binary_loop<O, Op, 1, 1>(a, b, y, n);
-  else if (sa) binary_loop<O, Op, 1, 0>(a, b, y, n);
-  else if (sb) binary_loop<O, Op, 0, 1>(a, b, y, n);
-  else binary_loop<O, Op, 0, 0>(a, b, y, n);
+  if (sa && sb)
+    binary_loop<O, Op, 1, 1>(a, b, y, n);
+  else if (sa)
+    binary_loop<O, Op, 1, 0>(a, b, y, n);
+  else if (sb)
+    binary_loop<O, Op, 0, 1>(a, b, y, n);
+  else
+    binary_loop<O, Op, 0, 0>(a, b, y, n);
 }
 
 template <class O>
@@ -177,10 +200,18 @@ void binary_kernel(tessera::kernels::x86::BinaryOp op, const float* a, int64_t s
                    float* y, int64_t n) {
   using tessera::kernels::x86::BinaryOp;
   switch (op) {
-    case BinaryOp::add: binary_dispatch<O, BinaryOp::add>(a, sa, b, sb, y, n); break;
-    case BinaryOp::sub: binary_dispatch<O, BinaryOp::sub>(a, sa, b, sb, y, n); break;
-    case BinaryOp::mul: binary_dispatch<O, BinaryOp::mul>(a, sa, b, sb, y, n); break;
-    case BinaryOp::div: binary_dispatch<O, BinaryOp::div>(a, sa, b, sb, y, n); break;
+    case BinaryOp::add:
+      binary_dispatch<O, BinaryOp::add>(a, sa, b, sb, y, n);
+      break;
+    case BinaryOp::sub:
+      binary_dispatch<O, BinaryOp::sub>(a, sa, b, sb, y, n);
+      break;
+    case BinaryOp::mul:
+      binary_dispatch<O, BinaryOp::mul>(a, sa, b, sb, y, n);
+      break;
+    case BinaryOp::div:
+      binary_dispatch<O, BinaryOp::div>(a, sa, b, sb, y, n);
+      break;
   }
 }
 
@@ -224,6 +255,41 @@ void softmax_rows_kernel(const float* x, float* y, int64_t rows, int64_t len) {
     i = 0;
     for (; i + O::W <= len; i += O::W) O::store(yr + i, O::mul(O::load(yr + i), inv));
     if (i < len) O::storen(yr + i, O::mul(O::loadn(yr + i, len - i, 0.0f), inv), len - i);
+  }
+}
+
+// Online softmax over a block of keys (see EltwiseKernels::online_softmax_rows).
+template <class O>
+void online_softmax_rows_kernel(float* s, int64_t lds, int64_t rows, int64_t len, float* m, float* l,
+                                float* corr) {
+  using V = typename O::V;
+  const float ninf = -__builtin_inff();
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = s + r * lds;
+    V m0 = O::set1(ninf);
+    for (int64_t i = 0; i < len; i += O::W) m0 = O::max(m0, O::loadn(row + i, len - i, ninf));
+    const float bm = O::hmax(m0), mo = m[r], mn = bm > mo ? bm : mo;
+    if (mn == ninf) {  // nothing but -inf so far
+      for (int64_t i = 0; i < len; ++i) row[i] = 0.0f;
+      corr[r] = 1.0f;
+      continue;
+    }
+    const V mx = O::set1(mn);
+    V s0 = O::set1(0.0f);
+    int64_t i = 0;
+    for (; i + O::W <= len; i += O::W) {
+      const V e = Math<O>::exp(O::sub(O::load(row + i), mx));
+      O::store(row + i, e);
+      s0 = O::add(s0, e);
+    }
+    if (i < len) {
+      const V e = Math<O>::exp(O::sub(O::loadn(row + i, len - i, ninf), mx));
+      O::storen(row + i, e, len - i);
+      s0 = O::add(s0, e);
+    }
+    corr[r] = mo == ninf ? 0.0f : std::exp(mo - mn);
+    l[r] = l[r] * corr[r] + O::hsum(s0);
+    m[r] = mn;
   }
 }
 

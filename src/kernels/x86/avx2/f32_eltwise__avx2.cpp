@@ -3,6 +3,8 @@
 // that results down to the subnormal range take a single rounding (<= 1 subnormal ulp).
 #include <immintrin.h>
 
+#include <cmath>
+
 #include "kernels/x86/eltwise.h"
 
 namespace tessera::kernels::x86 {
@@ -14,7 +16,8 @@ struct O256 {
   using C = __m256;
   static constexpr int64_t W = 8;
   static __m256i m(int64_t n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n >= 8 ? 8 : int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n >= 8 ? 8 : int(n)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static V loadn(const float* p, int64_t n, float fill) {
@@ -42,7 +45,9 @@ struct O256 {
   static C isnan(V a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
   static V blend(C c, V t, V f) { return _mm256_blendv_ps(f, t, c); }
   static V round(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static V pow2i(__m256i k) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23)); }
+  static V pow2i(__m256i k) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
+  }
   static V scale2(V p, V n) {  // n in [-150, 129]: two factors 2^n1, 2^n2 with n1, n2 in [-75, 65]
     const __m256i k = _mm256_cvtps_epi32(n);
     const __m256i k1 = _mm256_srai_epi32(k, 1);
@@ -94,7 +99,11 @@ void transpose_tile16(const float* x, int64_t ldx, float* y, int64_t ldy) {
 }  // namespace
 
 extern const EltwiseKernels kEltwiseKernelsAvx2;
-const EltwiseKernels kEltwiseKernelsAvx2 = {unary_kernel<O256>, binary_kernel<O256>, softmax_rows_kernel<O256>,
-                                            layernorm_rows_kernel<O256>, transpose_tile16};
+const EltwiseKernels kEltwiseKernelsAvx2 = {unary_kernel<O256>,
+                                            binary_kernel<O256>,
+                                            softmax_rows_kernel<O256>,
+                                            layernorm_rows_kernel<O256>,
+                                            online_softmax_rows_kernel<O256>,
+                                            transpose_tile16};
 
 }  // namespace tessera::kernels::x86

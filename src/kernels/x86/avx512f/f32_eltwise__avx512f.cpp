@@ -6,6 +6,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
+#include <cmath>
+
 #include "kernels/x86/eltwise.h"
 
 namespace tessera::kernels::x86 {
@@ -18,7 +20,9 @@ struct O512 {
   static constexpr int64_t W = 16;
   static __mmask16 m(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << unsigned(n)) - 1u); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
-  static V loadn(const float* p, int64_t n, float fill) { return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), m(n), p); }
+  static V loadn(const float* p, int64_t n, float fill) {
+    return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), m(n), p);
+  }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static void storen(float* p, V v, int64_t n) { _mm512_mask_storeu_ps(p, m(n), v); }
   static V set1(float f) { return _mm512_set1_ps(f); }
@@ -69,7 +73,8 @@ void transpose_tile16(const float* x, int64_t ldx, float* y, int64_t ldy) {
     r[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
   }
   for (int j = 0; j < 4; ++j) {
-    const __m512 v1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88), v2 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD),
+    const __m512 v1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88),
+                 v2 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD),
                  v3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88),
                  v4 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
     _mm512_storeu_ps(y + j * ldy, _mm512_shuffle_f32x4(v1, v3, 0x88));
@@ -82,7 +87,11 @@ void transpose_tile16(const float* x, int64_t ldx, float* y, int64_t ldy) {
 }  // namespace
 
 extern const EltwiseKernels kEltwiseKernelsAvx512f;
-const EltwiseKernels kEltwiseKernelsAvx512f = {unary_kernel<O512>, binary_kernel<O512>, softmax_rows_kernel<O512>,
-                                               layernorm_rows_kernel<O512>, transpose_tile16};
+const EltwiseKernels kEltwiseKernelsAvx512f = {unary_kernel<O512>,
+                                               binary_kernel<O512>,
+                                               softmax_rows_kernel<O512>,
+                                               layernorm_rows_kernel<O512>,
+                                               online_softmax_rows_kernel<O512>,
+                                               transpose_tile16};
 
 }  // namespace tessera::kernels::x86
