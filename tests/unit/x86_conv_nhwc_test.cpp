@@ -238,3 +238,50 @@ TEST(X86ConvNhwc, MaxPoolMatchesReferenceAndPropagatesNaN) {
           }
   }
 }
+
+// Pointwise conv feeding a depthwise conv, a band of rows at a time (conv2d_pw_dw_nhwc_f32), against the
+// two reference convs one after the other: strides 1 and 2, 3x3 and 5x5, dilation, asymmetric padding,
+// two images, bands over two threads, and rows wide enough that a band takes several steps.
+TEST(X86ConvNhwc, PointwiseDepthwiseMatchesTwoConvs) {
+  ThreadPool pool(2);
+  struct Case {
+    int64_t n, h, w, c, e, k, s, d, pt, pl, pb, pr;
+  };
+  const Case cases[] = {{1, 17, 13, 16, 96, 3, 2, 1, 1, 1, 1, 1}, {1, 20, 9, 24, 144, 3, 1, 1, 1, 1, 1, 1},
+                        {2, 7, 7, 5, 33, 5, 1, 1, 2, 2, 2, 2},    {1, 30, 11, 8, 48, 3, 2, 1, 0, 1, 1, 0},
+                        {1, 12, 10, 7, 20, 3, 1, 2, 2, 2, 2, 2},  {1, 40, 64, 9, 512, 3, 1, 1, 1, 1, 1, 1},
+                        {1, 1, 1, 3, 17, 3, 1, 1, 1, 1, 1, 1}};
+  std::mt19937 rng(77);
+  std::uniform_real_distribution<float> d(-1, 1);
+  auto fill = [&](size_t n) {
+    std::vector<float> v(n);
+    for (auto& e : v) e = d(rng);
+    return v;
+  };
+  for (const Case& c : cases) {
+    Conv2dParams pw;
+    pw.n = c.n, pw.c = c.c, pw.h = c.h, pw.w = c.w, pw.oc = c.e;
+    Conv2dParams dw;
+    dw.n = c.n, dw.c = dw.oc = dw.groups = c.e, dw.h = c.h, dw.w = c.w, dw.kh = dw.kw = c.k, dw.sh = dw.sw = c.s;
+    dw.dh = dw.dw = c.d, dw.pad_t = c.pt, dw.pad_l = c.pl, dw.pad_b = c.pb, dw.pad_r = c.pr;
+    const auto x = fill(size_t(c.n * c.h * c.w * c.c)), w1 = fill(size_t(c.e * c.c)),
+               w2 = fill(size_t(c.e * c.k * c.k)), b1 = fill(size_t(c.e)), b2 = fill(size_t(c.e));
+    const ConvEpilogue ep1{b1.data(), nullptr, Activation::clip, 0.0f, 6.0f},
+        ep2{b2.data(), nullptr, Activation::relu, 0.0f, 0.0f};
+    std::vector<float> t(size_t(c.n * c.h * c.w * c.e)), want(size_t(c.n * dw.oh() * dw.ow() * c.e));
+    reference(pw, x, w1, ep1, t);
+    reference(dw, t, w2, ep2, want);
+    std::vector<float> w1p(conv_nhwc_packed_floats(c.e, c.c)), w2p(size_t(c.e * c.k * c.k));
+    conv_nhwc_pack_weights(w1.data(), c.e, c.c, 1, 1, w1p.data());
+    dw_nhwc_pack_weights(w2.data(), c.e, c.k, c.k, w2p.data());
+    for (ConvIsa isa : isas())
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> got(want.size(), std::numeric_limits<float>::quiet_NaN());
+        conv2d_pw_dw_nhwc_f32(pw, x.data(), w1p.data(), ep1, dw, w2p.data(), ep2, got.data(), p, isa);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 1e-4f * (1.0f + std::fabs(want[i])))
+              << "h " << c.h << " w " << c.w << " c " << c.c << " e " << c.e << " k " << c.k << " s " << c.s
+              << " d " << c.d << " isa " << int(isa) << " threads " << (p ? 2 : 1) << " at " << i;
+      }
+  }
+}

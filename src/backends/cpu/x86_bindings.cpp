@@ -118,6 +118,45 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
     kernels::x86::conv2d_nhwc_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(), ctx.pool());
 }
 
+// tessera.FusedPwDwConv: the pointwise conv feeding the depthwise conv, a band of rows at a time.
+void fused_pw_dw_conv_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  const Tensor& w1 = ctx.required_input(1);
+  const Tensor* b1 = ctx.input(2);
+  const Tensor& w2 = ctx.required_input(3);
+  const Tensor* b2 = ctx.input(4);
+  if (x0.dtype() != DType::f32 || w1.dtype() != DType::f32 || w2.dtype() != DType::f32 || x0.rank() != 4) {
+    run_ref(ctx, "tessera");
+    return;
+  }
+  const int64_t e = ctx.attr_int("channels", 0);
+  ctx.check(e > 0, "channels must be positive");
+  kernels::x86::Conv2dParams pw, dw;
+  pw.n = x0.dim(0), pw.h = x0.dim(1), pw.w = x0.dim(2), pw.c = x0.dim(3), pw.oc = e;
+  read_geometry(ctx, dw);
+  dw.n = pw.n, dw.h = pw.h, dw.w = pw.w, dw.c = dw.oc = dw.groups = e;
+  ctx.check(size_t(w1.numel()) == kernels::x86::conv_nhwc_packed_floats(e, pw.c),
+            "packed pointwise weights have ", w1.numel(), " floats, not ",
+            kernels::x86::conv_nhwc_packed_floats(e, pw.c));
+  ctx.check(w2.numel() == e * dw.kh * dw.kw, "packed depthwise weights have ", w2.numel(), " floats, not ",
+            e * dw.kh * dw.kw);
+  for (const Tensor* b : {b1, b2})
+    if (b) ctx.check(b->dtype() == DType::f32 && b->numel() == e, "bias must have ", e, " elements");
+  ctx.check(dw.oh() > 0 && dw.ow() > 0, "output would be empty");
+  const Tensor x = x0.contiguous(), w1c = w1.contiguous(), w2c = w2.contiguous();
+  const Tensor b1c = b1 ? b1->contiguous() : Tensor(), b2c = b2 ? b2->contiguous() : Tensor();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {dw.n, dw.oh(), dw.ow(), e});
+  kernels::x86::ConvEpilogue ep1, ep2;
+  ep1.bias = b1 ? b1c.data<float>() : nullptr;
+  const std::string a1 = ctx.attr_string("pw_activation", "");
+  ep1.act = a1 == "Relu" ? Activation::relu : a1 == "Clip" ? Activation::clip : Activation::none;
+  ep1.clip_min = ctx.attr_float("pw_clip_min", 0), ep1.clip_max = ctx.attr_float("pw_clip_max", 0);
+  ep2.bias = b2 ? b2c.data<float>() : nullptr;
+  ep2.act = activation_of(ctx, ep2.clip_min, ep2.clip_max);
+  kernels::x86::conv2d_pw_dw_nhwc_f32(pw, x.data<float>(), w1c.data<float>(), ep1, dw, w2c.data<float>(), ep2,
+                                      y.data<float>(), ctx.pool());
+}
+
 void nhwc_max_pool_x86(KernelContext& ctx) {
   const Tensor& x0 = ctx.required_input(0);
   if (x0.dtype() != DType::f32 || x0.rank() != 4) {
@@ -264,6 +303,7 @@ void matmul_x86(KernelContext& ctx) {
 void register_x86_bindings() {
   add_tuned_kernel("tessera", "FusedGemm", {}, fused_gemm_x86);
   add_tuned_kernel("tessera", "FusedConv", {}, fused_conv_x86);
+  add_tuned_kernel("tessera", "FusedPwDwConv", {}, fused_pw_dw_conv_x86);
   add_tuned_kernel("tessera", "NhwcMaxPool", {}, nhwc_max_pool_x86);
   add_tuned_kernel("tessera", "NhwcGlobalAveragePool", {}, nhwc_gap_x86);
   add_tuned_kernel("", "MaxPool", claims_max_pool, max_pool_nchw_x86);

@@ -10,6 +10,11 @@
 //     Y and Residual [N,OH,OW,OC], W packed (kernels/x86/conv_nhwc.h: panels for
 //     group 1, [kh*kw][C] for depthwise), weight_shape = the ONNX [OC, C/group, kh, kw];
 //     winograd = m (2 or 4): a 3x3 stride-1 conv whose W holds Winograd F(m x m, 3x3) weights.
+//   FusedPwDwConv(X[N,H,W,C], W1, B1?, W2, B2?) -> Y[N,OH,OW,E]: an NHWC pointwise conv (C -> E
+//     channels, W1 packed as a dense 1x1 FusedConv's, then pw_activation) feeding a depthwise conv
+//     (W2 packed [kh*kw][E], kernel_shape/strides/dilations/pads, then activation) — the expansion
+//     and depthwise convs of an inverted-residual block, run a band of rows at a time so the
+//     E-channel intermediate never leaves the cache (made by the fuse_pw_dw pass). channels = E.
 //   NhwcMaxPool(X[N,H,W,C]) -> Y[N,OH,OW,C]: MaxPool (ceil_mode 0) over NHWC.
 //   NhwcGlobalAveragePool(X[N,H,W,C]) -> Y[N,C,1,1]: the mean over H and W (Y is the
 //     same in either layout, so it leaves the NHWC region without a Transpose).
@@ -74,6 +79,17 @@ void infer_fused_conv(InferenceContext& ctx) {
   }
   const auto sp = spatial_out(ctx, (*x)[2], (*x)[3]);
   ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], (*w)[0], sp[0], sp[1]});
+}
+
+void infer_fused_pw_dw_conv(InferenceContext& ctx) {
+  const auto& x = ctx.input_shape(0);
+  if (!x || x->size() != 4) {
+    ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
+    return;
+  }
+  const auto sp = spatial_out(ctx, (*x)[1], (*x)[2]);
+  const int64_t e = ctx.attr_int("channels", -1);
+  ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], sp[0], sp[1], e > 0 ? Dim(e) : Dim()});
 }
 
 void infer_nhwc_max_pool(InferenceContext& ctx) {
@@ -147,6 +163,21 @@ void register_fused_schemas(OpRegistry& r) {
                            "tessera");
   c.family = "fused";
   r.add(c);
+  OpSchema pd = make_schema("FusedPwDwConv", 4, 5, 1, 1, infer_fused_pw_dw_conv,
+                            {{"channels", K::i},
+                             {"pw_activation", K::s},
+                             {"pw_clip_min", K::f},
+                             {"pw_clip_max", K::f},
+                             {"kernel_shape", K::ints},
+                             {"strides", K::ints},
+                             {"dilations", K::ints},
+                             {"pads", K::ints},
+                             {"activation", K::s},
+                             {"clip_min", K::f},
+                             {"clip_max", K::f}},
+                            "tessera");
+  pd.family = "fused";
+  r.add(pd);
   OpSchema mp = make_schema(
       "NhwcMaxPool", 1, 1, 1, 1, infer_nhwc_max_pool,
       {{"kernel_shape", K::ints}, {"strides", K::ints}, {"dilations", K::ints}, {"pads", K::ints}},

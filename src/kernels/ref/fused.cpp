@@ -229,8 +229,13 @@ void fused_elementwise(KernelContext& ctx) {
 class SubCall : public KernelContext {
  public:
   SubCall(const KernelContext& parent, std::string op, std::vector<DataValue> in,
-          std::map<std::string, Attribute> attrs = {})
-      : parent_(parent), op_(std::move(op)), in_(std::move(in)), attrs_(std::move(attrs)), out_(1) {}
+          std::map<std::string, Attribute> attrs = {}, std::string domain = "")
+      : parent_(parent),
+        op_(std::move(op)),
+        domain_(std::move(domain)),
+        in_(std::move(in)),
+        attrs_(std::move(attrs)),
+        out_(1) {}
   const std::string& node_name() const override { return parent_.node_name(); }
   const std::string& op_type() const override { return op_; }
   int opset() const override { return 23; }
@@ -254,7 +259,7 @@ class SubCall : public KernelContext {
     fail(ErrorCode::internal, "no subgraphs here");
   }
   Tensor run() {
-    KernelFn fn = KernelTable::instance().find("", op_);
+    KernelFn fn = KernelTable::instance().find(domain_, op_);
     if (!fn) fail(ErrorCode::internal, "no reference kernel for ", op_);
     fn(*this);
     return out_[0].tensor;
@@ -262,7 +267,7 @@ class SubCall : public KernelContext {
 
  private:
   const KernelContext& parent_;
-  std::string op_;
+  std::string op_, domain_;
   std::vector<DataValue> in_;
   std::map<std::string, Attribute> attrs_;
   std::vector<DataValue> out_;
@@ -300,9 +305,63 @@ void fused_attention(KernelContext& ctx) {
   ctx.set_output(0, DataValue(o));
 }
 
+// The pointwise FusedConv, then the depthwise FusedConv, each the reference kernel (NHWC, packed weights).
+void fused_pw_dw_conv(KernelContext& ctx) {
+  const Tensor& x = ctx.required_input(0);
+  ctx.check(x.rank() == 4, "FusedPwDwConv takes an NHWC image, got ", x.describe());
+  const int64_t e = ctx.attr_int("channels", 0);
+  ctx.check(e > 0, "channels must be positive");
+  const auto ks = ctx.attr_ints("kernel_shape");
+  ctx.check(ks.size() == 2, "kernel_shape must have 2 values");
+  auto attr_s = [](const std::string& v) {
+    Attribute a;
+    a.kind = Attribute::Kind::s;
+    a.s = v;
+    return a;
+  };
+  auto attr_i = [](int64_t v) {
+    Attribute a;
+    a.kind = Attribute::Kind::i;
+    a.i = v;
+    return a;
+  };
+  auto attr_f = [](float v) {
+    Attribute a;
+    a.kind = Attribute::Kind::f;
+    a.f = v;
+    return a;
+  };
+  auto attr_ints = [](std::vector<int64_t> v) {
+    Attribute a;
+    a.kind = Attribute::Kind::ints;
+    a.ints = std::move(v);
+    return a;
+  };
+  auto optional = [&](size_t i) { return ctx.input(i) ? DataValue(*ctx.input(i)) : DataValue(); };
+  const std::map<std::string, Attribute> pw = {
+      {"layout", attr_s("NHWC")},
+      {"kernel_shape", attr_ints({1, 1})},
+      {"weight_shape", attr_ints({e, x.dim(3), 1, 1})},
+      {"activation", attr_s(ctx.attr_string("pw_activation", ""))},
+      {"clip_min", attr_f(ctx.attr_float("pw_clip_min", 0))},
+      {"clip_max", attr_f(ctx.attr_float("pw_clip_max", 0))}};
+  const Tensor t = SubCall(ctx, "FusedConv", {x, ctx.required_input(1), optional(2)}, pw, "tessera").run();
+  std::map<std::string, Attribute> dw = {{"layout", attr_s("NHWC")},
+                                         {"group", attr_i(e)},
+                                         {"kernel_shape", attr_ints(ks)},
+                                         {"weight_shape", attr_ints({e, 1, ks[0], ks[1]})},
+                                         {"activation", attr_s(ctx.attr_string("activation", ""))},
+                                         {"clip_min", attr_f(ctx.attr_float("clip_min", 0))},
+                                         {"clip_max", attr_f(ctx.attr_float("clip_max", 0))}};
+  for (const char* name : {"strides", "dilations", "pads"})
+    if (const Attribute* a = ctx.attr(name)) dw[name] = *a;
+  ctx.set_output(0, DataValue(SubCall(ctx, "FusedConv", {t, ctx.required_input(3), optional(4)}, dw, "tessera").run()));
+}
+
 }  // namespace
 
 void register_fused_kernels(KernelTable& t) {
+  t.add("FusedPwDwConv", fused_pw_dw_conv, "tessera");
   t.add("FusedGemm", fused_gemm, "tessera");
   t.add("FusedElementwise", fused_elementwise, "tessera");
   t.add("FusedAttention", fused_attention, "tessera");

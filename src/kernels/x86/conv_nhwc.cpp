@@ -558,6 +558,65 @@ void conv2d_nhwc_f32(const Conv2dParams& p, const float* x, const float* wp, con
     conv_dense(p, x, wp, ep, y, pool, isa);
 }
 
+// Each task owns a band of output rows of one image and walks it `step` rows at
+// a time: the pointwise conv fills the intermediate rows the step needs into a
+// per-thread buffer (keeping the rows the previous step already made), then the
+// depthwise conv reads them there. Only a task's first step recomputes rows
+// (the halo it shares with the band above), so one thread computes each
+// intermediate row once.
+void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* w1, const ConvEpilogue& ep1,
+                           const Conv2dParams& dw, const float* w2, const ConvEpilogue& ep2, float* y,
+                           ThreadPool* pool, ConvIsa isa) {
+  if (!conv_isa_available(isa)) isa = ConvIsa::portable;
+  const int64_t n = pw.n, H = dw.h, W = dw.w, C = pw.c, E = dw.c, OH = dw.oh(), OW = dw.ow();
+  if (n <= 0 || OH <= 0 || OW <= 0) return;
+  const int64_t row = W * E;  // floats per intermediate row
+  auto first_row = [&](int64_t oy) { return std::clamp<int64_t>(oy * dw.sh - dw.pad_t, 0, H); };
+  auto end_row = [&](int64_t oy1) {
+    return std::clamp<int64_t>((oy1 - 1) * dw.sh - dw.pad_t + (dw.kh - 1) * dw.dh + 1, 0, H);
+  };
+  // output rows per step: as many as keep their intermediate rows within ~512 KiB (half of L2)
+  const int64_t budget = std::max<int64_t>(1, (int64_t(512) << 10) / int64_t(sizeof(float)) / row);
+  int64_t step = 1;
+  while (step < OH && (step * dw.sh + (dw.kh - 1) * dw.dh + 1) <= budget) ++step;
+  const int64_t threads = pool ? pool->num_threads() : 1;
+  const int64_t bands = threads <= 1 ? 1 : std::clamp<int64_t>((2 * threads + n - 1) / n, 1, OH);
+  const int64_t per_band = (OH + bands - 1) / bands;
+  auto task = [&](int64_t t) {
+    const int64_t img = t / bands, oy_a = (t % bands) * per_band, oy_b = std::min(OH, oy_a + per_band);
+    if (oy_a >= oy_b) return;
+    thread_local std::vector<float> tl_band;
+    const size_t need = size_t((std::min(OH, step) - 1) * dw.sh + (dw.kh - 1) * dw.dh + 1) * size_t(row);
+    if (tl_band.size() < need) tl_band.resize(need);
+    float* buf = tl_band.data();
+    const float* ximg = x + img * H * W * C;
+    int64_t lo = 0, hi = 0;  // intermediate rows [lo, hi) are at buf
+    for (int64_t oy0 = oy_a; oy0 < oy_b; oy0 += step) {
+      const int64_t oy1 = std::min(oy_b, oy0 + step), nlo = first_row(oy0), nhi = end_row(oy1);
+      int64_t have = nlo;  // rows [nlo, have) already in buf
+      if (hi > nlo && nlo >= lo) {
+        std::memmove(buf, buf + (nlo - lo) * row, size_t((hi - nlo) * row) * sizeof(float));
+        have = hi;
+      }
+      if (nhi > have) {
+        Conv2dParams q = pw;
+        q.n = 1, q.h = nhi - have;
+        conv_dense(q, ximg + have * W * C, w1, ep1, buf + (have - nlo) * row, nullptr, isa);
+      }
+      lo = nlo, hi = nhi;
+      Conv2dParams q = dw;
+      q.n = 1, q.h = nhi - nlo;
+      q.pad_t = nlo - (oy0 * dw.sh - dw.pad_t);
+      q.pad_b = std::max<int64_t>(0, (oy1 - oy0 - 1) * dw.sh + (dw.kh - 1) * dw.dh + 1 - q.h - q.pad_t);
+      conv_depthwise(q, buf, w2, ep2, y + (img * OH + oy0) * OW * E, nullptr, isa);
+    }
+  };
+  if (pool && n * bands > 1)
+    pool->run(n * bands, task);
+  else
+    for (int64_t t = 0; t < n * bands; ++t) task(t);
+}
+
 void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, float* y, ThreadPool* pool) {
   constexpr int64_t kBlock = 256;  // channels per task
   const int64_t nb = (c + kBlock - 1) / kBlock;

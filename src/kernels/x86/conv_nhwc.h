@@ -47,6 +47,19 @@ inline void conv2d_nhwc_f32(const Conv2dParams& p, const float* x, const float* 
   conv2d_nhwc_f32(p, x, wp, ep, y, pool, conv_isa());
 }
 
+// A pointwise conv (pw: 1x1, stride 1, no padding, group 1; w1 packed as above, ep1 without a
+// residual) feeding a depthwise conv (dw: its geometry over pw's output, c = oc = groups = pw.oc; w2
+// packed by dw_nhwc_pack_weights; ep2 without a residual): y = dw(pw(x)). The intermediate exists
+// only a band of rows at a time, in cache (an inverted-residual block's expansion and depthwise convs).
+void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* w1, const ConvEpilogue& ep1,
+                           const Conv2dParams& dw, const float* w2, const ConvEpilogue& ep2, float* y,
+                           ThreadPool* pool, ConvIsa isa);
+inline void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* w1,
+                                  const ConvEpilogue& ep1, const Conv2dParams& dw, const float* w2,
+                                  const ConvEpilogue& ep2, float* y, ThreadPool* pool) {
+  conv2d_pw_dw_nhwc_f32(pw, x, w1, ep1, dw, w2, ep2, y, pool, conv_isa());
+}
+
 // Winograd F(m x m, 3x3), m = 2 or 4, for dense 3x3 convs of stride 1 and dilation 1
 // (any padding): (m+2)^2 GEMMs of [tiles x C] x [C x OC] replace the 9*C-deep one
 // (2.25x / 4x fewer multiplies). Weights U = G g G^T (computed in double) are packed
