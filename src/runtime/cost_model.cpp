@@ -57,6 +57,13 @@ NodeCost node_cost(const KernelContext& ctx, const std::vector<DataValue>& outpu
     const double rows = o.rank() ? numel(&o) / double(std::max<int64_t>(o.dim(-1), 1)) : 0;
     const double lk = v->rank() >= 2 ? double(v->dim(-2)) : 0;
     c.flops = 2 * rows * lk * double(q->dim(-1) + v->dim(-1));
+  } else if (op == "FusedPwDwConv" && ctx.input(0) && ctx.input(0)->rank() == 4 && !outputs.empty() &&
+             outputs[0].is_tensor()) {
+    // the pointwise conv over every input pixel (C -> E), then kh * kw MACs per output element
+    const Tensor* x = ctx.input(0);
+    const std::vector<int64_t> ks = ctx.attr_ints("kernel_shape");
+    const double e = double(ctx.attr_int("channels", 0)), taps = ks.size() == 2 ? double(ks[0] * ks[1]) : 0;
+    c.flops = 2 * numel(x) * e + 2 * taps * out_elems;
   } else if (op == "ConvTranspose") {
     const Tensor* x = ctx.input(0);
     const Tensor* w = ctx.input(1);

@@ -88,12 +88,82 @@ def test_ir_after_passes(tmp_path):
     out = subprocess.run([exe, "info", str(p), "--ir"], capture_output=True, text=True, check=True).stdout
     ir = out.split("FLOPs (estimate)")[1]
     assert "= BatchNormalization(" not in ir and "= Relu(" not in ir and "= Clip(" not in ir
-    assert ir.count('layout="NHWC"') == 6  # every conv but the grouped one
+    # every conv but the grouped one; the expansion + depthwise pair is one FusedPwDwConv
+    assert ir.count('layout="NHWC"') == 4 and ir.count("tessera.FusedPwDwConv(") == 1
     assert ir.count("tessera.NhwcMaxPool(") == 1
     assert ir.count("winograd=4") == 1  # the one 3x3 stride-1 dense conv
     assert ir.count("tessera.NhwcGlobalAveragePool(") == 1 and "= GlobalAveragePool(" not in ir
     # into the region once (x), out for a3 (a graph output), around the grouped conv; none before the pool
     assert ir.count("Transpose(") == 4
+
+
+def inverted_residuals():
+    """Expansion (pointwise) convs feeding depthwise convs, as fuse_pw_dw rewrites them: no activation on the
+    expansion and a 5x5 stride-2 depthwise; Relu and a dilated 3x3; an expansion whose output is also read
+    elsewhere (stays two FusedConvs)."""
+    inits = [_w("e1", 32, 8, 1, 1), _w("eb1", 32), _w("d1", 32, 1, 5, 5), _w("db1", 32),
+             _w("e2", 48, 32, 1, 1), _w("d2", 48, 1, 3, 3),
+             _w("e3", 24, 48, 1, 1), _w("eb3", 24), _w("d3", 24, 1, 3, 3)]
+    nodes = [
+        helper.make_node("Conv", ["x", "e1", "eb1"], ["t1"]),
+        helper.make_node("Conv", ["t1", "d1", "db1"], ["c1"], group=32, strides=[2, 2], pads=[2, 2, 2, 2]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "e2"], ["t2"]),
+        helper.make_node("Relu", ["t2"], ["u2"]),
+        helper.make_node("Conv", ["u2", "d2"], ["c2"], group=48, dilations=[2, 2], pads=[2, 2, 2, 2]),
+        helper.make_node("Conv", ["c2", "e3", "eb3"], ["t3"]),
+        helper.make_node("Conv", ["t3", "d3"], ["c3"], group=24, pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c3", "t3"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8, 23, 19])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pointwise_depthwise_fusion(threads, tmp_path):
+    m = inverted_residuals()
+    b = m.SerializeToString()
+    x = RNG.standard_normal((2, 8, 23, 19)).astype(np.float32)
+    fast = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})[0]
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert fast.shape == want.shape
+    assert np.abs(fast - want).max() / np.abs(want).max() <= 1e-4
+    p = tmp_path / "ir.onnx"
+    p.write_bytes(b)
+    exe = os.path.join(os.path.dirname(tessera.__file__), "bin", "tessera")
+    if os.path.exists(exe):
+        ir = subprocess.run([exe, "info", str(p), "--ir"], capture_output=True, text=True,
+                            check=True).stdout.split("FLOPs (estimate)")[1]
+        assert ir.count("tessera.FusedPwDwConv(") == 2  # the third expansion is also read by the Add
+
+
+_PWDW = dict(channels=6, kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+
+
+@pytest.mark.parametrize("attrs,w1size,w2size,xshape", [
+    (_PWDW, 5, 54, (1, 5, 5, 4)),                                  # packed pointwise size (16 x 4)
+    (_PWDW, 64, 50, (1, 5, 5, 4)),                                 # depthwise size (6 x 9)
+    (dict(_PWDW, channels=0), 64, 54, (1, 5, 5, 4)),
+    (dict(_PWDW, kernel_shape=[3]), 64, 54, (1, 5, 5, 4)),
+    (dict(_PWDW, pads=[0, 0, 0, 0], kernel_shape=[7, 7]), 64, 6 * 49, (1, 5, 5, 4)),  # empty output
+    (_PWDW, 64, 54, (5, 5, 4)),                                     # rank
+])
+@pytest.mark.parametrize("level", [0, 99])
+def test_bad_pw_dw_nodes_fail_cleanly(attrs, w1size, w2size, xshape, level):
+    inits = [numpy_helper.from_array(np.ones(w1size, np.float32), "w1"),
+             numpy_helper.from_array(np.ones(w2size, np.float32), "w2")]
+    n = helper.make_node("FusedPwDwConv", ["x", "w1", "", "w2"], ["y"], domain="tessera", **attrs)
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xshape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("tessera", 1)])
+    m.ir_version = 8
+    with pytest.raises(Exception, match="node"):
+        s = tessera.InferenceSession(m.SerializeToString(), tessera.SessionOptions(threads=1,
+                                                                                   optimization_level=level))
+        s.run(None, {"x": np.ones(xshape, np.float32)})
 
 
 def _tessera_node_model(op, attrs, inits, xshape):

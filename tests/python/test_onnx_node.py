@@ -28,8 +28,12 @@ def _xfail_list():
 
 
 backend_test = onnx.backend.test.BackendTest(tessera.backend, __name__)
-for _name in _xfail_list():
-    backend_test.xfail(rf"^{_name}_cpu$")
+for _name, _reason in _xfail_list().items():
+    if "not reproducible" in _reason:
+        # random outputs: an expected failure would now and then pass by chance (an "unexpected success")
+        backend_test.exclude(rf"^{_name}_cpu$")
+    else:
+        backend_test.xfail(rf"^{_name}_cpu$")
 
 # Only node tests: every other kind needs a network or pytorch.
 _cases = backend_test.test_cases

@@ -262,7 +262,8 @@ TEST(X86ConvNhwc, PointwiseDepthwiseMatchesTwoConvs) {
     Conv2dParams pw;
     pw.n = c.n, pw.c = c.c, pw.h = c.h, pw.w = c.w, pw.oc = c.e;
     Conv2dParams dw;
-    dw.n = c.n, dw.c = dw.oc = dw.groups = c.e, dw.h = c.h, dw.w = c.w, dw.kh = dw.kw = c.k, dw.sh = dw.sw = c.s;
+    dw.n = c.n, dw.c = dw.oc = dw.groups = c.e, dw.h = c.h, dw.w = c.w, dw.kh = dw.kw = c.k,
+    dw.sh = dw.sw = c.s;
     dw.dh = dw.dw = c.d, dw.pad_t = c.pt, dw.pad_l = c.pl, dw.pad_b = c.pb, dw.pad_r = c.pr;
     const auto x = fill(size_t(c.n * c.h * c.w * c.c)), w1 = fill(size_t(c.e * c.c)),
                w2 = fill(size_t(c.e * c.k * c.k)), b1 = fill(size_t(c.e)), b2 = fill(size_t(c.e));

@@ -338,13 +338,12 @@ void fused_pw_dw_conv(KernelContext& ctx) {
     return a;
   };
   auto optional = [&](size_t i) { return ctx.input(i) ? DataValue(*ctx.input(i)) : DataValue(); };
-  const std::map<std::string, Attribute> pw = {
-      {"layout", attr_s("NHWC")},
-      {"kernel_shape", attr_ints({1, 1})},
-      {"weight_shape", attr_ints({e, x.dim(3), 1, 1})},
-      {"activation", attr_s(ctx.attr_string("pw_activation", ""))},
-      {"clip_min", attr_f(ctx.attr_float("pw_clip_min", 0))},
-      {"clip_max", attr_f(ctx.attr_float("pw_clip_max", 0))}};
+  const std::map<std::string, Attribute> pw = {{"layout", attr_s("NHWC")},
+                                               {"kernel_shape", attr_ints({1, 1})},
+                                               {"weight_shape", attr_ints({e, x.dim(3), 1, 1})},
+                                               {"activation", attr_s(ctx.attr_string("pw_activation", ""))},
+                                               {"clip_min", attr_f(ctx.attr_float("pw_clip_min", 0))},
+                                               {"clip_max", attr_f(ctx.attr_float("pw_clip_max", 0))}};
   const Tensor t = SubCall(ctx, "FusedConv", {x, ctx.required_input(1), optional(2)}, pw, "tessera").run();
   std::map<std::string, Attribute> dw = {{"layout", attr_s("NHWC")},
                                          {"group", attr_i(e)},
@@ -355,7 +354,8 @@ void fused_pw_dw_conv(KernelContext& ctx) {
                                          {"clip_max", attr_f(ctx.attr_float("clip_max", 0))}};
   for (const char* name : {"strides", "dilations", "pads"})
     if (const Attribute* a = ctx.attr(name)) dw[name] = *a;
-  ctx.set_output(0, DataValue(SubCall(ctx, "FusedConv", {t, ctx.required_input(3), optional(4)}, dw, "tessera").run()));
+  ctx.set_output(
+      0, DataValue(SubCall(ctx, "FusedConv", {t, ctx.required_input(3), optional(4)}, dw, "tessera").run()));
 }
 
 }  // namespace
