@@ -10,7 +10,9 @@
 #include <dnnl.h>
 #include <omp.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <random>
 #include <vector>
 
@@ -62,6 +64,13 @@ struct Data {
   }
 };
 
+// Each benchmark starts after a pause: the libraries' worker threads (OpenMP's, OpenBLAS's, Tessera's
+// pool) keep spinning for a while after a call, and would otherwise hold the cores while the next library
+// is timed.
+void settle() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+}
+
 void report(benchmark::State& st, const Shape& s, int threads) {
   const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
   st.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
@@ -78,6 +87,7 @@ void BM_tessera(benchmark::State& st) {
   const int threads = int(st.range(1));
   Data d(s);
   tessera::ThreadPool pool(threads);
+  settle();
   for (auto _ : st)
     tessera::kernels::x86::sgemm(s.m, s.n, s.k, d.a.data(), s.k, false, d.b.data(), s.n, false, d.c.data(),
                                  s.n, {}, &pool);
@@ -90,6 +100,7 @@ void BM_tessera_prepacked(benchmark::State& st) {
   Data d(s);
   tessera::ThreadPool pool(threads);
   auto pb = tessera::kernels::x86::PackedB::pack(d.b.data(), s.n, false, s.k, s.n);
+  settle();
   for (auto _ : st)
     tessera::kernels::x86::sgemm_packed(s.m, d.a.data(), s.k, false, pb, d.c.data(), s.n, {}, &pool);
   report(st, s, threads);
@@ -110,6 +121,7 @@ void BM_tessera_prepacked_cold(benchmark::State& st) {
   for (int64_t i = 0; i < cold_copies(s); ++i)
     pbs.push_back(tessera::kernels::x86::PackedB::pack(d.b.data(), s.n, false, s.k, s.n));
   size_t next = 0;
+  settle();
   for (auto _ : st) {
     tessera::kernels::x86::sgemm_packed(s.m, d.a.data(), s.k, false, pbs[next], d.c.data(), s.n, {}, &pool);
     next = (next + 1) % pbs.size();
@@ -124,6 +136,7 @@ void BM_onednn_cold(benchmark::State& st) {
   omp_set_num_threads(threads);
   std::vector<std::vector<float>> bs(size_t(cold_copies(s)), d.b);
   size_t next = 0;
+  settle();
   for (auto _ : st) {
     dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.0f, d.a.data(), s.k, bs[next].data(), s.n, 0.0f, d.c.data(), s.n);
     next = (next + 1) % bs.size();
@@ -136,6 +149,7 @@ void BM_onednn(benchmark::State& st) {
   const int threads = int(st.range(1));
   Data d(s);
   omp_set_num_threads(threads);  // Debian's oneDNN uses OpenMP
+  settle();
   for (auto _ : st)
     dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.0f, d.a.data(), s.k, d.b.data(), s.n, 0.0f, d.c.data(), s.n);
   report(st, s, threads);
@@ -146,6 +160,7 @@ void BM_openblas(benchmark::State& st) {
   const int threads = int(st.range(1));
   Data d(s);
   openblas_set_num_threads(threads);
+  settle();
   for (auto _ : st)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s.m), int(s.n), int(s.k), 1.0f, d.a.data(),
                 int(s.k), d.b.data(), int(s.n), 0.0f, d.c.data(), int(s.n));
