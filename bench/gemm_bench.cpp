@@ -12,8 +12,8 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <thread>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "core/thread_pool.h"

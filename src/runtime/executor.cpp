@@ -105,7 +105,7 @@ class RunState {
   std::vector<Record> records_;
   std::unordered_map<const void*, int> rec_by_storage_;
   std::shared_ptr<void> arena_;
-  size_t arena_size_ = 0;  // its capacity (at least the plan's arena_size)
+  size_t arena_size_ = 0;                                // its capacity (at least the plan's arena_size)
   std::map<Plan::Key, std::vector<Plan::Key>> aliases_;  // recorded
 };
 

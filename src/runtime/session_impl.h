@@ -36,22 +36,22 @@ struct CompiledNode {
   KernelFn fn = nullptr;
   std::string name;  // node name, or its first output's name when unnamed
   std::vector<ValueRef> inputs;
-  std::vector<int> outputs;          // local slots; -1 for omitted outputs
-  std::vector<bool> requested;       // output used by the graph (or a graph output)
-  std::vector<bool> graph_output;    // output is an output of its graph
-  std::vector<int> touches;          // local slots read by the node, its subgraphs included
-  std::vector<int> release;          // local slots whose last use is this node
-  bool shape_only = false;           // outputs depend on input shapes only (runtime/shape_only.h)
+  std::vector<int> outputs;        // local slots; -1 for omitted outputs
+  std::vector<bool> requested;     // output used by the graph (or a graph output)
+  std::vector<bool> graph_output;  // output is an output of its graph
+  std::vector<int> touches;        // local slots read by the node, its subgraphs included
+  std::vector<int> release;        // local slots whose last use is this node
+  bool shape_only = false;         // outputs depend on input shapes only (runtime/shape_only.h)
 };
 
 struct CompiledGraph {
   const ir::Graph* graph = nullptr;
   int num_slots = 0;
-  std::unordered_map<const ir::Value*, int> slot_of;        // the graph's own values
-  std::vector<std::pair<int, const Tensor*>> constants;    // initializer slots
-  std::vector<int> input_slots;                            // graph inputs, in order
-  std::vector<bool> input_optional;                        // input has an initializer
-  std::vector<ValueRef> output_refs;                       // graph outputs, in order
+  std::unordered_map<const ir::Value*, int> slot_of;     // the graph's own values
+  std::vector<std::pair<int, const Tensor*>> constants;  // initializer slots
+  std::vector<int> input_slots;                          // graph inputs, in order
+  std::vector<bool> input_optional;                      // input has an initializer
+  std::vector<ValueRef> output_refs;                     // graph outputs, in order
   std::vector<CompiledNode> nodes;
 };
 

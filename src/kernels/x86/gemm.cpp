@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "core/cpu_features.h"
-#include "core/memory.h"
 #include "core/error.h"
+#include "core/memory.h"
 
 namespace tessera::kernels::x86 {
 namespace {
@@ -296,8 +296,8 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
           uep.clip_max = ep.clip_max;
           uepp = &uep;
         }
-        u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb, pf, pf_step,
-                 pr.c + row * pr.ldc + col, pr.ldc, h, w, ep.alpha, beta, uepp);
+        u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb, pf,
+                 pf_step, pr.c + row * pr.ldc + col, pr.ldc, h, w, ep.alpha, beta, uepp);
       };
       for (int64_t ic = m_begin; ic < m_end; ic += MC) {
         const int64_t mc = std::min(MC, m_end - ic);

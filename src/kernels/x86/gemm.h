@@ -123,10 +123,10 @@ using GemvRows = void (*)(int64_t k, const float* x, int64_t incx, const float* 
 #define GEMM_UKR(name, isa, MR, NR)                                                                    \
   void name(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr, \
             float beta, const UkrEpilogue* ep);
-#define GEMM_UKR_DIRECT(ukr, name)                                                                   \
-  void name(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,     \
-            const float* pf, int64_t pf_step, float* c, int64_t ldc, int64_t mr, int64_t nr,               \
-            float alpha, float beta, const UkrEpilogue* ep);
+#define GEMM_UKR_DIRECT(ukr, name)                                                                        \
+  void name(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,          \
+            const float* pf, int64_t pf_step, float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, \
+            float beta, const UkrEpilogue* ep);
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
 

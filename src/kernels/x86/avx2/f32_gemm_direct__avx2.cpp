@@ -23,8 +23,7 @@ inline __m256i lane_mask(int64_t w) {  // lanes [0, w) set, w clamped to [0, 8]
 template <int MR, int NV>
 void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
                  const float* pf_b, int64_t pf_bytes, float* c, int64_t ldc, int64_t /*mr == MR*/, int64_t nr,
-                 float alpha,
-                 float beta, const UkrEpilogue* ep) {
+                 float alpha, float beta, const UkrEpilogue* ep) {
   static_assert(MR >= 1 && MR <= 6 && NV >= 1 && NV <= 2);
   __m256i mask[NV];
   for (int j = 0; j < NV; ++j) mask[j] = lane_mask(nr - 8 * j);
@@ -80,8 +79,8 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
   }
 }
 
-using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*, int64_t,
-                          float*, int64_t, int64_t, int64_t, float, float, const UkrEpilogue*);
+using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*,
+                          int64_t, float*, int64_t, int64_t, int64_t, float, float, const UkrEpilogue*);
 
 constexpr DirectFn kTable[6][2] = {
     {direct_tile<1, 1>, direct_tile<1, 2>}, {direct_tile<2, 1>, direct_tile<2, 2>},

@@ -37,8 +37,7 @@ inline void prefetch_row(uintptr_t pf, bool far, int nfar) {
 template <int MR, int NV>
 void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
                  const float* pf_b, int64_t pf_bytes, float* c, int64_t ldc, int64_t /*mr == MR*/, int64_t nr,
-                 float alpha,
-                 float beta, const UkrEpilogue* ep) {
+                 float alpha, float beta, const UkrEpilogue* ep) {
   static_assert(MR >= 1 && MR <= 6 && NV >= 1 && NV <= 4);
   __mmask16 mask[NV];
   for (int j = 0; j < NV; ++j) {
@@ -117,8 +116,8 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
   }
 }
 
-using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*, int64_t,
-                          float*, int64_t, int64_t, int64_t, float, float, const UkrEpilogue*);
+using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*,
+                          int64_t, float*, int64_t, int64_t, int64_t, float, float, const UkrEpilogue*);
 
 template <int MR>
 constexpr DirectFn row_of(int nv) {
