@@ -103,7 +103,25 @@ class RunState {
   bool recording_;
   bool profiling_;
   std::vector<Record> records_;
-  std::unordered_map<const void*, int> rec_by_storage_;
+  // Recorded buffers by address, with a weak reference: once a buffer is freed its address may come back
+  // for an allocation the plan does not record (a graph output, a kernel's temporary), which must not be
+  // taken for it.
+  struct RecordRef {
+    int record;
+    std::weak_ptr<void> alive;
+  };
+  std::unordered_map<const void*, RecordRef> rec_by_storage_;
+  // The record of the live buffer t's storage is, or -1.
+  int record_of(const Tensor& t) {
+    if (!t.storage()) return -1;
+    auto it = rec_by_storage_.find(t.storage().get());
+    if (it == rec_by_storage_.end()) return -1;
+    if (it->second.alive.expired()) {
+      rec_by_storage_.erase(it);
+      return -1;
+    }
+    return it->second.record;
+  }
   std::shared_ptr<void> arena_;
   size_t arena_size_ = 0;                                // its capacity (at least the plan's arena_size)
   std::map<Plan::Key, std::vector<Plan::Key>> aliases_;  // recorded
@@ -184,7 +202,7 @@ Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t ou
     if (nbytes > 0) {
       const int r = int(records_.size());
       records_.push_back({nbytes, node, node, node, int(out), false});
-      rec_by_storage_[t.storage().get()] = r;  // a freed address reused: the old buffer is dead
+      rec_by_storage_[t.storage().get()] = {r, t.storage()};  // a freed address reused: the old buffer is dead
     }
     return t;
   }
@@ -205,10 +223,7 @@ Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t ou
 }
 
 void RunState::touch_tensor(const Tensor& t, int node) {
-  if (!t.storage()) return;
-  auto it = rec_by_storage_.find(t.storage().get());
-  if (it != rec_by_storage_.end())
-    records_[size_t(it->second)].last = std::max(records_[size_t(it->second)].last, node);
+  if (const int r = record_of(t); r >= 0) records_[size_t(r)].last = std::max(records_[size_t(r)].last, node);
 }
 
 void RunState::touch(const DataValue& v, int node) {
@@ -219,8 +234,7 @@ void RunState::touch(const DataValue& v, int node) {
 void RunState::mark_escaping(const DataValue& v) {
   auto mark = [&](const Tensor& t) {
     if (!t.storage()) return;
-    auto it = rec_by_storage_.find(t.storage().get());
-    if (it != rec_by_storage_.end()) records_[size_t(it->second)].escapes = true;
+    if (const int r = record_of(t); r >= 0) records_[size_t(r)].escapes = true;
   };
   if (v.is_tensor()) mark(v.tensor);
   for (const Tensor& t : v.sequence) mark(t);
@@ -250,9 +264,9 @@ void RunState::check_aliases(int node, size_t out, DataValue& v) {
   if (recording_) {
     auto note = [&](const Tensor& t) {
       if (!t.storage()) return;
-      auto it = rec_by_storage_.find(t.storage().get());
-      if (it == rec_by_storage_.end()) return;
-      const Record& r = records_[size_t(it->second)];
+      const int ri = record_of(t);
+      if (ri < 0) return;
+      const Record& r = records_[size_t(ri)];
       const Plan::Key src{r.node, r.out};
       if (src == self) return;  // its own allocation
       auto& list = aliases_[self];
@@ -266,23 +280,23 @@ void RunState::check_aliases(int node, size_t out, DataValue& v) {
   // A planned run: a view into the arena is fine only where the recording run
   // saw the same view (the plan then keeps its source alive long enough);
   // anything else (data-dependent aliasing) is copied out of the arena.
+  // Planned buffers live at the same time never overlap, so the one holding `off` now is the output's own
+  // buffer or a source the recording run saw it view (Reshape, Slice…); checking those few keys avoids
+  // scanning every placement for each view.
+  auto holds = [&](const Plan::Key& key, size_t off, bool live_check) {
+    auto it = plan_->placement.find(key);
+    if (it == plan_->placement.end()) return false;
+    const Plan::Slot& slot = it->second;
+    return off >= slot.offset && off < slot.offset + slot.size &&
+           (!live_check || (node >= slot.first && node <= slot.last));
+  };
   auto fix = [&](Tensor& t) {
     if (t.storage().get() != arena_.get()) return;
     const size_t off = t.byte_offset();
-    // Usually the output is the node's own planned buffer: no scan needed.
-    if (auto own = plan_->placement.find(self); own != plan_->placement.end() && off >= own->second.offset &&
-                                                off < own->second.offset + own->second.size)
-      return;
-    for (const auto& [key, slot] : plan_->placement) {
-      if (off < slot.offset || off >= slot.offset + slot.size || node < slot.first || node > slot.last)
-        continue;
-      if (key == self) return;
-      auto it = plan_->aliases.find(self);
-      if (it != plan_->aliases.end() &&
-          std::find(it->second.begin(), it->second.end(), key) != it->second.end())
-        return;
-      break;
-    }
+    if (holds(self, off, false)) return;
+    if (auto it = plan_->aliases.find(self); it != plan_->aliases.end())
+      for (const Plan::Key& src : it->second)
+        if (holds(src, off, true)) return;
     t = t.clone();
   };
   if (v.is_tensor()) fix(v.tensor);
