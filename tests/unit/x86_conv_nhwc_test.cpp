@@ -188,6 +188,8 @@ TEST(X86ConvNhwc, DepthwiseMatchesReference) {
       mk(1, 48, 5, 30, 48, 3, 3, 1, 1, 1, 1, 1, 1, 48), mk(2, 32, 9, 40, 32, 3, 3, 2, 1, 1, 1, 1, 1, 32),
       mk(1, 16, 6, 30, 16, 3, 3, 1, 2, 2, 2, 2, 2, 16), mk(1, 24, 3, 27, 24, 3, 3, 1, 1, 0, 0, 0, 0, 24),
       mk(2, 80, 40, 36, 80, 3, 3, 1, 1, 1, 1, 1, 1, 80),  // large enough to run on both threads
+      // the register-reuse interior path: 64-channel blocks, 16-channel blocks and a masked tail, strides 1 and 2
+      mk(1, 100, 7, 41, 100, 3, 3, 2, 1, 1, 1, 1, 1, 100), mk(1, 144, 6, 37, 144, 3, 3, 1, 1, 1, 1, 1, 1, 144),
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)
