@@ -413,10 +413,9 @@ void SessionImpl::validate_feeds(const std::map<std::string, DataValue>& feeds) 
                   cat("unknown input '", name, "' (the model's inputs: ", names, ")"));
     }
     const ir::TypeInfo& t = in->type;
-    const std::string expected = t.str();
-    auto bad = [&]() {
+    auto bad = [&]() {  // (the message is built only when it is thrown: this runs for every feed of every run)
       throw Error(ErrorCode::invalid_argument,
-                  cat("input '", name, "': expected ", expected, ", got ", runtime::describe_value(v)));
+                  cat("input '", name, "': expected ", t.str(), ", got ", runtime::describe_value(v)));
     };
     auto check_tensor = [&](const Tensor& x) {
       if (t.elem != DType::undefined && x.dtype() != t.elem) bad();
