@@ -31,6 +31,32 @@ struct Attribute {
   DType type_elem = DType::undefined;  // for TypeProto attributes: the tensor element type
 
   static const char* kind_name(Kind k);
+
+  // Attributes made in code (passes, composite reference kernels).
+  static Attribute of_int(int64_t v) {
+    Attribute a;
+    a.kind = Kind::i;
+    a.i = v;
+    return a;
+  }
+  static Attribute of_float(float v) {
+    Attribute a;
+    a.kind = Kind::f;
+    a.f = v;
+    return a;
+  }
+  static Attribute of_string(std::string v) {
+    Attribute a;
+    a.kind = Kind::s;
+    a.s = std::move(v);
+    return a;
+  }
+  static Attribute of_ints(std::vector<int64_t> v) {
+    Attribute a;
+    a.kind = Kind::ints;
+    a.ints = std::move(v);
+    return a;
+  }
 };
 
 }  // namespace tessera

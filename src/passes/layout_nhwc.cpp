@@ -26,16 +26,6 @@ bool known_4d(const ir::Value* v) {
   return true;
 }
 
-std::vector<int64_t> ints_attr(const ir::Node* n, const char* key, std::vector<int64_t> def) {
-  const Attribute* a = n->attr(key);
-  return a && a->kind == Attribute::Kind::ints && !a->ints.empty() ? a->ints : def;
-}
-
-int64_t int_attr(const ir::Node* n, const char* key, int64_t def) {
-  const Attribute* a = n->attr(key);
-  return a && a->kind == Attribute::Kind::i ? a->i : def;
-}
-
 bool geometry_ok(const ir::Node* n) {
   const auto ks = ints_attr(n, "kernel_shape", {}), st = ints_attr(n, "strides", {1, 1}),
              dl = ints_attr(n, "dilations", {1, 1}), pd = ints_attr(n, "pads", {0, 0, 0, 0});

@@ -61,37 +61,41 @@ inline std::optional<FusedActivation> match_activation(const ir::Node* c, const 
   return FusedActivation{"Clip", *lo, *hi};
 }
 
-// Attribute setters for nodes a pass creates.
-inline void set_attr_int(ir::Node* n, const std::string& key, int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::i;
-  a.i = v;
-  n->attrs[key] = a;
+// Attribute getters: the value when present with the expected kind, else the default.
+inline std::vector<int64_t> ints_attr(const ir::Node* n, const char* key, std::vector<int64_t> def) {
+  const Attribute* a = n->attr(key);
+  return a && a->kind == Attribute::Kind::ints && !a->ints.empty() ? a->ints : def;
 }
-inline void set_attr_float(ir::Node* n, const std::string& key, float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::f;
-  a.f = v;
-  n->attrs[key] = a;
+inline int64_t int_attr(const ir::Node* n, const char* key, int64_t def) {
+  const Attribute* a = n->attr(key);
+  return a && a->kind == Attribute::Kind::i ? a->i : def;
 }
-inline void set_attr_ints(ir::Node* n, const std::string& key, std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::ints;
-  a.ints = std::move(v);
-  n->attrs[key] = a;
+inline float float_attr(const ir::Node* n, const char* key, float def) {
+  const Attribute* a = n->attr(key);
+  return a && a->kind == Attribute::Kind::f ? a->f : def;
+}
+inline std::string string_attr(const ir::Node* n, const char* key, std::string def) {
+  const Attribute* a = n->attr(key);
+  return a && a->kind == Attribute::Kind::s ? a->s : def;
 }
 
-// Writes the activation / clip_min / clip_max attributes of a fused node.
-inline void set_activation_attrs(ir::Node* f, const FusedActivation& a) {
-  Attribute s, lo, hi;
-  s.kind = Attribute::Kind::s;
-  s.s = a.op;
-  lo.kind = hi.kind = Attribute::Kind::f;
-  lo.f = a.lo;
-  hi.f = a.hi;
-  f->attrs["activation"] = s;
-  f->attrs["clip_min"] = lo;
-  f->attrs["clip_max"] = hi;
+// Attribute setters for nodes a pass creates.
+inline void set_attr_int(ir::Node* n, const std::string& key, int64_t v) {
+  n->attrs[key] = Attribute::of_int(v);
+}
+inline void set_attr_float(ir::Node* n, const std::string& key, float v) {
+  n->attrs[key] = Attribute::of_float(v);
+}
+inline void set_attr_ints(ir::Node* n, const std::string& key, std::vector<int64_t> v) {
+  n->attrs[key] = Attribute::of_ints(std::move(v));
+}
+
+// Writes the activation / clip_min / clip_max attributes of a fused node; `prefix` names another
+// stage's ("pw_": FusedPwDwConv's pointwise conv).
+inline void set_activation_attrs(ir::Node* f, const FusedActivation& a, const std::string& prefix = "") {
+  f->attrs[prefix + "activation"] = Attribute::of_string(a.op);
+  f->attrs[prefix + "clip_min"] = Attribute::of_float(a.lo);
+  f->attrs[prefix + "clip_max"] = Attribute::of_float(a.hi);
 }
 
 }  // namespace tessera::passes

@@ -20,10 +20,12 @@ void run_ref(KernelContext& ctx, const char* domain) {
   run_reference(ctx, domain);
 }
 
-Activation activation_of(const KernelContext& ctx, float& lo, float& hi) {
-  const std::string a = ctx.attr_string("activation", "");
-  lo = ctx.attr_float("clip_min", 0);
-  hi = ctx.attr_float("clip_max", 0);
+// The epilogue activation from the activation / clip_min / clip_max attributes (pw: FusedPwDwConv's
+// pointwise stage, pw_activation / pw_clip_min / pw_clip_max).
+Activation activation_of(const KernelContext& ctx, float& lo, float& hi, bool pw = false) {
+  const std::string a = ctx.attr_string(pw ? "pw_activation" : "activation", "");
+  lo = ctx.attr_float(pw ? "pw_clip_min" : "clip_min", 0);
+  hi = ctx.attr_float(pw ? "pw_clip_max" : "clip_max", 0);
   if (a == "Relu") return Activation::relu;
   if (a == "Clip") return Activation::clip;
   return Activation::none;
@@ -148,9 +150,7 @@ void fused_pw_dw_conv_x86(KernelContext& ctx) {
   Tensor& y = ctx.output_for_overwrite(0, DType::f32, {dw.n, dw.oh(), dw.ow(), e});
   kernels::x86::ConvEpilogue ep1, ep2;
   ep1.bias = b1 ? b1c.data<float>() : nullptr;
-  const std::string a1 = ctx.attr_string("pw_activation", "");
-  ep1.act = a1 == "Relu" ? Activation::relu : a1 == "Clip" ? Activation::clip : Activation::none;
-  ep1.clip_min = ctx.attr_float("pw_clip_min", 0), ep1.clip_max = ctx.attr_float("pw_clip_max", 0);
+  ep1.act = activation_of(ctx, ep1.clip_min, ep1.clip_max, /*pw=*/true);
   ep2.bias = b2 ? b2c.data<float>() : nullptr;
   ep2.act = activation_of(ctx, ep2.clip_min, ep2.clip_max);
   kernels::x86::conv2d_pw_dw_nhwc_f32(pw, x.data<float>(), w1c.data<float>(), ep1, dw, w2c.data<float>(), ep2,

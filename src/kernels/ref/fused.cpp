@@ -313,30 +313,10 @@ void fused_pw_dw_conv(KernelContext& ctx) {
   ctx.check(e > 0, "channels must be positive");
   const auto ks = ctx.attr_ints("kernel_shape");
   ctx.check(ks.size() == 2, "kernel_shape must have 2 values");
-  auto attr_s = [](const std::string& v) {
-    Attribute a;
-    a.kind = Attribute::Kind::s;
-    a.s = v;
-    return a;
-  };
-  auto attr_i = [](int64_t v) {
-    Attribute a;
-    a.kind = Attribute::Kind::i;
-    a.i = v;
-    return a;
-  };
-  auto attr_f = [](float v) {
-    Attribute a;
-    a.kind = Attribute::Kind::f;
-    a.f = v;
-    return a;
-  };
-  auto attr_ints = [](std::vector<int64_t> v) {
-    Attribute a;
-    a.kind = Attribute::Kind::ints;
-    a.ints = std::move(v);
-    return a;
-  };
+  const auto attr_s = Attribute::of_string;
+  const auto attr_i = Attribute::of_int;
+  const auto attr_f = Attribute::of_float;
+  const auto attr_ints = Attribute::of_ints;
   auto optional = [&](size_t i) { return ctx.input(i) ? DataValue(*ctx.input(i)) : DataValue(); };
   const std::map<std::string, Attribute> pw = {{"layout", attr_s("NHWC")},
                                                {"kernel_shape", attr_ints({1, 1})},
