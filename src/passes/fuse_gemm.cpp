@@ -4,8 +4,6 @@
 // epilogue.
 //   MatMul(A, W) [-> Add(., b)] [-> Relu | Clip]     A: [..., K], W: [K, N] constant, b: [N]
 //   Gemm(A, B, C; transA=0, transB, alpha, beta) [-> Relu | Clip]   C constant [N] / [1, N] / scalar
-#include <cstring>
-
 #include "kernels/x86/gemm.h"
 #include "passes/pass_manager.h"
 #include "passes/rewrite_util.h"
@@ -19,7 +17,9 @@ struct Match {
   std::vector<ir::Node*> absorbed;
   ir::Value* a = nullptr;
   ir::Value* out = nullptr;
-  Tensor weights;  // K x N, row-major, alpha applied
+  Tensor weights;  // K x N row-major (N x K when trans_b), alpha applied
+  bool trans_b = false;
+  int64_t k = 0, n = 0;
   std::optional<Tensor> bias;
   std::optional<FusedActivation> act;
   bool a_rank2 = false;  // from Gemm: A must be 2-D at run time
@@ -42,6 +42,7 @@ bool match_root(const ir::Graph& g, ir::Node* n, Match& m) {
   if (ashape && ashape->empty()) return false;
   if (is_onnx_op(n, "MatMul")) {
     m.weights = w.contiguous();
+    m.k = w.dim(0), m.n = w.dim(1);
   } else if (is_onnx_op(n, "Gemm")) {
     const Attribute* ta = n->attr("transA");
     if (ta && ta->i != 0) return false;
@@ -53,12 +54,18 @@ bool match_root(const ir::Graph& g, ir::Node* n, Match& m) {
     const bool trans_b = tb && tb->i != 0;
     const float alpha = al ? al->f : 1.0f, beta = be ? be->f : 1.0f;
     const int64_t k = trans_b ? w.dim(1) : w.dim(0), nn = trans_b ? w.dim(0) : w.dim(1);
-    const Tensor wc = w.contiguous();
-    Tensor kn(DType::f32, {k, nn});
-    for (int64_t p = 0; p < k; ++p)
-      for (int64_t j = 0; j < nn; ++j)
-        kn.data<float>()[p * nn + j] = alpha * wc.data<float>()[trans_b ? j * k + p : p * nn + j];
-    m.weights = kn;
+    m.k = k, m.n = nn;
+    if (alpha == 1.0f) {
+      m.weights = w.contiguous();  // packed straight from its own layout
+      m.trans_b = trans_b;
+    } else {
+      const Tensor wc = w.contiguous();
+      Tensor kn(DType::f32, {k, nn});
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < nn; ++j)
+          kn.data<float>()[p * nn + j] = alpha * wc.data<float>()[trans_b ? j * k + p : p * nn + j];
+      m.weights = kn;
+    }
     if (n->inputs.size() > 2 && n->inputs[2]) {
       const ir::Value* c = n->inputs[2];
       if (!is_constant(g, c) || c->initializer->dtype() != DType::f32) return false;
@@ -82,7 +89,7 @@ bool rank_at_least(const ir::Value* a, int64_t r) {
 }
 
 void absorb_epilogue(const ir::Graph& g, Match& m) {
-  const int64_t n = m.weights.dim(1);
+  const int64_t n = m.n;
   ir::Node* c = sole_consumer(g, m.out);
   if (!m.bias && is_onnx_op(c, "Add")) {
     ir::Value* other = c->inputs[0] == m.out ? c->inputs[1] : c->inputs[0];
@@ -104,10 +111,10 @@ void absorb_epilogue(const ir::Graph& g, Match& m) {
 
 void rewrite(ir::Graph& g, Match& m) {
   using kernels::x86::PackedB;
-  const int64_t k = m.weights.dim(0), n = m.weights.dim(1);
-  const PackedB packed = PackedB::pack(m.weights.data<float>(), n, false, k, n);
-  Tensor pt = Tensor::uninitialized(DType::f32, {int64_t(packed.bytes() / sizeof(float))});
-  std::memcpy(pt.raw_data(), packed.data(), packed.bytes());
+  const int64_t k = m.k, n = m.n;
+  const size_t floats = PackedB::packed_floats(k, n, PackedB::native_kc(), PackedB::native_nr());
+  Tensor pt = Tensor::uninitialized(DType::f32, {int64_t(floats)});  // packed in place: no second copy
+  PackedB::pack_into(pt.data<float>(), m.weights.data<float>(), m.trans_b ? k : n, m.trans_b, k, n);
   ir::Value* pv = g.add_value(g.unique_name(m.root->inputs[1]->name + "_packed"));
   pv->initializer = pt;
   pv->type = ir::TypeInfo::tensor_of(pt);

@@ -527,24 +527,28 @@ void f32_gemm_ukr_4x16__portable(int64_t kc, const float* a, const float* b, flo
 }
 
 PackedB PackedB::pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n) {
-  const UkrInfo& u = selected_ukr();
-  const GemmBlocking blk = default_gemm_blocking();
   PackedB p;
   p.k_ = k;
   p.n_ = n;
-  p.kc_ = blk.kc;
-  p.nr_ = u.nr;
-  const int64_t npad = round_up(std::max<int64_t>(n, 1), u.nr);
-  const int64_t blocks = (k + blk.kc - 1) / blk.kc;
-  p.size_ = size_t(std::max<int64_t>(blocks, 1) * blk.kc * npad) * sizeof(float);
+  p.kc_ = native_kc();
+  p.nr_ = native_nr();
+  p.size_ = packed_floats(k, n, p.kc_, p.nr_) * sizeof(float);
   float* buf = static_cast<float*>(allocate_aligned(p.size_));
   check(buf != nullptr, ErrorCode::runtime, "out of memory packing GEMM weights");
   p.data_ = std::shared_ptr<const float>(buf, [](const float* q) { std::free(const_cast<float*>(q)); });
-  for (int64_t pc = 0, blkno = 0; pc < k; pc += blk.kc, ++blkno) {
-    const int64_t kc = std::min(blk.kc, k - pc);
-    pack_b_block(b, ldb, trans_b, pc, kc, 0, n, u.nr, buf + blkno * blk.kc * npad);
-  }
+  pack_into(buf, b, ldb, trans_b, k, n);
   return p;
+}
+
+void PackedB::pack_into(float* dst, const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n) {
+  const int64_t kc = native_kc(), nr = native_nr();
+  const int64_t npad = round_up(std::max<int64_t>(n, 1), nr);
+  const int64_t blocks = std::max<int64_t>((k + kc - 1) / kc, 1);
+  for (int64_t pc = 0, blkno = 0; pc < k; pc += kc, ++blkno)
+    pack_b_block(b, ldb, trans_b, pc, std::min(kc, k - pc), 0, n, nr, dst + blkno * kc * npad);
+  // the unused tail of a short last block (never read; zeroed so the storage is deterministic)
+  const int64_t used = k == 0 ? 0 : (k - (blocks - 1) * kc) * npad;
+  std::fill(dst + (blocks - 1) * kc * npad + used, dst + blocks * kc * npad, 0.0f);
 }
 
 PackedB PackedB::view(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr,

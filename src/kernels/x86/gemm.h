@@ -46,6 +46,9 @@ class PackedB {
  public:
   PackedB() = default;
   static PackedB pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n);
+  // Packs into caller-owned storage of packed_floats(k, n, native_kc(), native_nr()) floats
+  // (e.g. a graph initializer's, so the packing is not copied again).
+  static void pack_into(float* dst, const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n);
   // Wraps panels packed earlier (e.g. stored as a graph initializer); `keep` owns them.
   static PackedB view(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr,
                       std::shared_ptr<void> keep);
