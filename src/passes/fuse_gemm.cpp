@@ -1,9 +1,11 @@
 // fuse_gemm: MatMul / Gemm by a constant f32 matrix becomes tessera.FusedGemm,
 // with the weights packed once here (session creation) into the micro-kernel's
-// panel layout, and a following bias Add and Relu / Clip folded into its
-// epilogue.
-//   MatMul(A, W) [-> Add(., b)] [-> Relu | Clip]     A: [..., K], W: [K, N] constant, b: [N]
-//   Gemm(A, B, C; transA=0, transB, alpha, beta) [-> Relu | Clip]   C constant [N] / [1, N] / scalar
+// panel layout, and a following bias Add, residual Add and activation folded
+// into its epilogue.
+//   MatMul(A, W) [-> Add(., b)] [-> Add(., R)] [-> Relu | Clip | Gelu]
+//     A: [..., K], W: [K, N] constant, b: [N] constant, R: the output's shape (a transformer's
+//     residual stream)
+//   Gemm(A, B, C; transA=0, transB, alpha, beta) [-> Add(., R)] [-> act]   C constant [N] / [1, N] / scalar
 #include "kernels/x86/gemm.h"
 #include "passes/pass_manager.h"
 #include "passes/rewrite_util.h"
@@ -21,6 +23,7 @@ struct Match {
   bool trans_b = false;
   int64_t k = 0, n = 0;
   std::optional<Tensor> bias;
+  ir::Value* residual = nullptr;
   std::optional<FusedActivation> act;
   bool a_rank2 = false;  // from Gemm: A must be 2-D at run time
 };
@@ -88,6 +91,18 @@ bool rank_at_least(const ir::Value* a, int64_t r) {
   return r <= 1 || (a->type.shape && int64_t(a->type.shape->size()) >= r);
 }
 
+// A residual is fused unless its shape provably differs from the product's (ranks known and different,
+// or two known dims that differ): FusedGemm still broadcasts it, but only equal shapes take the epilogue.
+bool residual_fits(const ir::Value* r, const ir::Value* out) {
+  if (!r->type.shape || !out->type.shape) return true;
+  if (r->type.shape->size() != out->type.shape->size()) return false;
+  for (size_t i = 0; i < r->type.shape->size(); ++i) {
+    const auto &x = (*r->type.shape)[i], &y = (*out->type.shape)[i];
+    if (x.known() && y.known() && x.value != y.value) return false;
+  }
+  return true;
+}
+
 void absorb_epilogue(const ir::Graph& g, Match& m) {
   const int64_t n = m.n;
   ir::Node* c = sole_consumer(g, m.out);
@@ -102,7 +117,16 @@ void absorb_epilogue(const ir::Graph& g, Match& m) {
       c = sole_consumer(g, m.out);
     }
   }
-  if (auto act = match_activation(c, m.out)) {
+  if (is_onnx_op(c, "Add") && c->inputs.size() == 2 && c->outputs.size() == 1) {
+    ir::Value* other = c->inputs[0] == m.out ? c->inputs[1] : c->inputs[0];
+    if (other && other != m.out && is_f32(other) && !is_constant(g, other) && residual_fits(other, m.out)) {
+      m.residual = other;
+      m.absorbed.push_back(c);
+      m.out = c->outputs[0];
+      c = sole_consumer(g, m.out);
+    }
+  }
+  if (auto act = match_activation(c, m.out, /*gelu=*/true)) {
     m.act = *act;
     m.absorbed.push_back(c);
     m.out = c->outputs[0];
@@ -140,7 +164,8 @@ void rewrite(ir::Graph& g, Match& m) {
   if (m.act) set_activation_attrs(f, *m.act);
   g.connect_input(f, a);
   g.connect_input(f, pv);
-  if (bv) g.connect_input(f, bv);
+  if (bv || m.residual) g.connect_input(f, bv);  // an absent bias is an empty input
+  if (m.residual) g.connect_input(f, m.residual);
   g.connect_output(f, out);
 }
 

@@ -49,9 +49,17 @@ struct FusedActivation {
 };
 
 // `c` as an activation of `x` the fused kernels can apply: Relu, or Clip with
-// constant (or absent) bounds.
-inline std::optional<FusedActivation> match_activation(const ir::Node* c, const ir::Value* x) {
+// constant (or absent) bounds; with `gelu` (GEMM epilogues) also Gelu, as "Gelu" / "GeluTanh".
+inline std::optional<FusedActivation> match_activation(const ir::Node* c, const ir::Value* x,
+                                                       bool gelu = false) {
   if (is_onnx_op(c, "Relu")) return FusedActivation{"Relu"};
+  if (gelu && is_onnx_op(c, "Gelu") && c->inputs.size() == 1 && c->inputs[0] == x) {
+    const Attribute* a = c->attr("approximate");
+    const std::string approx = a && a->kind == Attribute::Kind::s ? a->s : "none";
+    if (approx == "none") return FusedActivation{"Gelu"};
+    if (approx == "tanh") return FusedActivation{"GeluTanh"};
+    return std::nullopt;
+  }
   if (!is_onnx_op(c, "Clip") || c->inputs.empty() || c->inputs[0] != x) return std::nullopt;
   auto lo =
       c->inputs.size() > 1 && c->inputs[1] ? constant_scalar(c->inputs[1]) : std::optional<float>(-3.4e38f);

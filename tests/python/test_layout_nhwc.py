@@ -206,6 +206,25 @@ def test_bad_nhwc_nodes_fail_cleanly(op, attrs, wsize, xshape, level):
         s.run(None, {"x": np.ones(xshape, np.float32)})
 
 
+_GEMM = dict(K=4, N=8, kc=256, nr=64)
+_GEMM_W = 256 * 64  # one K block of one 64-wide panel
+
+
+@pytest.mark.parametrize("attrs,extra,xshape", [
+    (dict(_GEMM, activation="Bogus"), [], (3, 4)),
+    (dict(_GEMM, activation="Gelu"), [("bias", (7,))], (3, 4)),            # bias length
+    (dict(_GEMM, activation="GeluTanh"), [("bias", (8,)), ("res", (2, 8))], (3, 4)),  # residual cannot broadcast
+])
+@pytest.mark.parametrize("level", [0, 99])
+def test_bad_fused_gemm_nodes_fail_cleanly(attrs, extra, xshape, level):
+    inits = [numpy_helper.from_array(np.ones(_GEMM_W, np.float32), "w")]
+    inits += [numpy_helper.from_array(np.ones(s, np.float32), name) for name, s in extra]
+    with pytest.raises(Exception, match="node"):
+        s = tessera.InferenceSession(_tessera_node_model("FusedGemm", attrs, inits, xshape),
+                                     tessera.SessionOptions(threads=1, optimization_level=level))
+        s.run(None, {"x": np.ones(xshape, np.float32)})
+
+
 def test_good_nhwc_nodes_run():
     w = numpy_helper.from_array(np.ones(_W_OK, np.float32), "w")
     x = np.ones((1, 5, 5, 4), np.float32)

@@ -65,28 +65,112 @@ def broadcast_chain():
                   inits)
 
 
+def _check_vs_ort(model, dims=3, feeds=None, tol=1e-5):
+    """The optimized and the unoptimized session against onnxruntime, at one and two threads."""
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    if feeds is None:
+        feeds = {}
+        for a in ref.get_inputs():
+            shape = [d if isinstance(d, int) else dims for d in a.shape]
+            feeds[a.name] = (RNG.standard_normal(shape) * 3).astype(np.float32)
+    want = ref.run(None, feeds)
+    for opts in (tessera.SessionOptions(), tessera.SessionOptions(threads=2),
+                 tessera.SessionOptions(optimization_level=0)):
+        got = tessera.InferenceSession(model, opts).run(None, feeds)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            assert rel_err(g, w) < tol
+
+
 @pytest.mark.parametrize("build", [gelu_erf, gelu_tanh, broadcast_chain])
 def test_fuse_elementwise(build):
     model = build()
-    sess = tessera.InferenceSession(model)
-    plain = tessera.InferenceSession(model, tessera.SessionOptions(optimization_level=0))
-    text = sess.graph_text()
-    # broadcast_chain: t feeds two consumers (the gate and Abs), so it is materialized: two groups.
-    assert text.count("tessera.FusedElementwise(") == (2 if build is broadcast_chain else 1), text
+    text = tessera.InferenceSession(model).graph_text()
+    if build is gelu_erf:  # bias and GELU both in the GEMM epilogue (fuse_gelu, then fuse_gemm)
+        assert 'tessera.FusedGemm(' in text and 'activation="Gelu"' in text, text
+        assert "FusedElementwise(" not in text, text
+    elif build is gelu_tanh:  # a GELU after no GEMM: one Gelu node
+        assert text.count("Gelu(") == 1 and 'approximate="tanh"' in text, text
+    else:
+        # t feeds two consumers (the gate and Abs), so it is materialized: two groups.
+        assert text.count("tessera.FusedElementwise(") == 2, text
     assert text.count("Erf(") + text.count("Tanh(") + text.count("Sigmoid(") + text.count(" Mul(") == 0, text
-    if build is gelu_erf:
-        assert "tessera.FusedGemm(" in text  # the bias Add went into the GEMM epilogue first
-    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-    feeds = {}
-    for a in ref.get_inputs():
-        shape = [d if isinstance(d, int) else 3 for d in a.shape]
-        feeds[a.name] = RNG.standard_normal(shape).astype(np.float32)
-    want = ref.run(None, feeds)
-    for s in (sess, plain):
-        got = s.run(None, feeds)
-        for g, w in zip(got, want):
-            assert g.shape == w.shape
-            assert rel_err(g, w) < 1e-5
+    _check_vs_ort(model)
+
+
+def _unary_model(nodes, inits, outputs=("y",)):
+    return _model(nodes, [_f("x", [3, 5, 40])], [_f(o, [3, 5, 40]) for o in outputs], inits)
+
+
+def gelu_variants():
+    """The GELU formulas in other association and operand orders, Pow for the cube, Mul by 1/sqrt 2."""
+    n = helper.make_node
+    erf_mul = _unary_model([n("Mul", ["x", "half"], ["hx"]), n("Mul", ["inv_sqrt2", "x"], ["d"]), n("Erf", ["d"], ["e"]),
+                            n("Add", ["one", "e"], ["a"]), n("Mul", ["a", "hx"], ["y"])],
+                           [_c("half", 0.5), _c("inv_sqrt2", 1 / math.sqrt(2)), _c("one", 1.0)])
+    erf_nested = _unary_model([n("Div", ["x", "sqrt2"], ["d"]), n("Erf", ["d"], ["e"]), n("Add", ["e", "one"], ["a"]),
+                               n("Mul", ["a", "half"], ["ha"]), n("Mul", ["x", "ha"], ["y"])],
+                              [_c("half", 0.5), _c("sqrt2", math.sqrt(2)), _c("one", 1.0)])
+    tanh_pow = _unary_model([n("Pow", ["x", "three"], ["x3"]), n("Mul", ["k", "x3"], ["kx3"]), n("Add", ["kx3", "x"], ["s"]),
+                             n("Mul", ["c", "s"], ["cs"]), n("Tanh", ["cs"], ["t"]), n("Add", ["one", "t"], ["a"]),
+                             n("Mul", ["a", "x"], ["xa"]), n("Mul", ["half", "xa"], ["y"])],
+                            [_c("three", 3.0), _c("k", 0.044715), _c("c", math.sqrt(2 / math.pi)), _c("one", 1.0),
+                             _c("half", 0.5)])
+    return [erf_mul, erf_nested, tanh_pow]
+
+
+def gelu_lookalikes():
+    """Near misses that must stay as they are: a different constant, an intermediate that is also an output."""
+    n = helper.make_node
+    wrong_k = _unary_model([n("Mul", ["x", "x"], ["x2"]), n("Mul", ["x2", "x"], ["x3"]), n("Mul", ["x3", "k"], ["kx3"]),
+                            n("Add", ["x", "kx3"], ["s"]), n("Mul", ["s", "c"], ["cs"]), n("Tanh", ["cs"], ["t"]),
+                            n("Add", ["t", "one"], ["a"]), n("Mul", ["x", "half"], ["hx"]), n("Mul", ["hx", "a"], ["y"])],
+                           [_c("k", 0.05), _c("c", math.sqrt(2 / math.pi)), _c("one", 1.0), _c("half", 0.5)])
+    shared = _unary_model([n("Div", ["x", "sqrt2"], ["d"]), n("Erf", ["d"], ["e"]), n("Add", ["e", "one"], ["a"]),
+                           n("Mul", ["x", "a"], ["m"]), n("Mul", ["m", "half"], ["y"])],
+                          [_c("half", 0.5), _c("sqrt2", math.sqrt(2)), _c("one", 1.0)], outputs=("y", "e"))
+    return [wrong_k, shared]
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_fuse_gelu_forms(i):
+    model = gelu_variants()[i]
+    text = tessera.InferenceSession(model, tessera.SessionOptions(optimization_level=1)).graph_text()
+    assert text.count("Gelu(") == 1 and "FusedElementwise(" not in text, text
+    _check_vs_ort(model)
+
+
+@pytest.mark.parametrize("i", range(2))
+def test_fuse_gelu_leaves_lookalikes(i):
+    model = gelu_lookalikes()[i]
+    text = tessera.InferenceSession(model).graph_text()
+    assert "Gelu(" not in text, text
+    _check_vs_ort(model)
+
+
+def residual_block(res_shape):
+    """A transformer's o-projection: MatMul + bias, then the residual stream added, then ReLU."""
+    w = RNG.standard_normal((24, 40)).astype(np.float32) * 0.3
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h0"]), helper.make_node("Add", ["h0", "b"], ["h"]),
+             helper.make_node("Add", ["r", "h"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
+    inits = [numpy_helper.from_array(w, "w"), _c("b", RNG.standard_normal(40))]
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph(nodes, "g", [_f("x", ["batch", "seq", 24]), _f("r", res_shape)], [out], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
+
+
+@pytest.mark.parametrize("r_shape,fused", [(["batch", "seq", 40], True), (["a", "b", 40], True),
+                                            ([1, 40], False)])
+def test_fuse_gemm_residual(r_shape, fused):
+    model = residual_block(r_shape)
+    text = tessera.InferenceSession(model).graph_text()
+    assert ('activation="Relu"' in text and text.count(" Add(") == 0) == fused, text
+    x = RNG.standard_normal((2, 5, 24)).astype(np.float32)
+    # the residual the same shape as the product (the epilogue), broadcasting, and widening the output
+    for r in ([2, 5, 40], [1, 1, 40]) if len(r_shape) == 3 else ([1, 40],):
+        _check_vs_ort(model, feeds={"x": x, "r": RNG.standard_normal(r).astype(np.float32)})
+    if r_shape[0] == "a":  # its own dims: may widen the product (onnxruntime holds "batch" to one size)
+        _check_vs_ort(model, feeds={"x": x[:1], "r": RNG.standard_normal((3, 5, 40)).astype(np.float32)})
 
 
 def attention_block(scale_op="Div", with_mask=True):

@@ -49,11 +49,21 @@ struct ForceIsa {
 
 double ref_of(UnaryOp op, double x) {
   switch (op) {
-    case UnaryOp::exp: return std::exp(x);
-    case UnaryOp::erf: return std::erf(x);
-    case UnaryOp::tanh: return std::tanh(x);
-    case UnaryOp::sigmoid: return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
-    case UnaryOp::relu: return x < 0 ? 0.0 : x;
+    case UnaryOp::exp:
+      return std::exp(x);
+    case UnaryOp::erf:
+      return std::erf(x);
+    case UnaryOp::tanh:
+      return std::tanh(x);
+    case UnaryOp::sigmoid:
+      return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
+    case UnaryOp::relu:
+      return x < 0 ? 0.0 : x;
+    case UnaryOp::gelu_erf:
+      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case UnaryOp::gelu_tanh:
+      return 0.5 * x *
+             (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
   }
   return 0;
 }
@@ -64,7 +74,7 @@ double ulp_error(float y, double exact) {
   if (std::isinf(r)) return y == r ? 0.0 : 1e30;
   const double ar = std::fabs(double(r));
   const double ulp = ar < double(std::numeric_limits<float>::min()) ? std::ldexp(1.0, -149)
-                                                                     : std::ldexp(1.0, std::ilogb(ar) - 23);
+                                                                    : std::ldexp(1.0, std::ilogb(ar) - 23);
   return std::fabs(double(y) - exact) / ulp;
 }
 
@@ -79,8 +89,9 @@ std::vector<float> sweep_inputs() {
   }
   // dense over the interesting range
   for (int i = -600000; i <= 600000; ++i) v.push_back(float(i) * (20.0f / 600000.0f));
-  for (float f : {0.0f, -0.0f, 1.0f, -1.0f, 0.625f, -0.625f, 3.92f, -3.92f, 9.01f, 88.72f, 88.73f, 89.0f, -87.33f,
-                  -87.34f, -103.0f, -103.97f, -104.0f, -150.0f, 1e-45f, -1e-45f, 1e-38f, 1e-30f, 1e-10f})
+  for (float f :
+       {0.0f,    -0.0f,   1.0f,    -1.0f,    0.625f,  -0.625f, 3.92f,  -3.92f,  9.01f,  88.72f, 88.73f, 89.0f,
+        -87.33f, -87.34f, -103.0f, -103.97f, -104.0f, -150.0f, 1e-45f, -1e-45f, 1e-38f, 1e-30f, 1e-10f})
     v.push_back(f);
   v.push_back(std::numeric_limits<float>::infinity());
   v.push_back(-std::numeric_limits<float>::infinity());
@@ -112,10 +123,49 @@ void check_ulp(UnaryOp op, const char* name, double bound) {
   }
 }
 
-TEST(X86EltwiseMath, ExpUlp) { check_ulp(UnaryOp::exp, "exp", 1.5); }
-TEST(X86EltwiseMath, ErfUlp) { check_ulp(UnaryOp::erf, "erf", 2.5); }
-TEST(X86EltwiseMath, TanhUlp) { check_ulp(UnaryOp::tanh, "tanh", 2.5); }
-TEST(X86EltwiseMath, SigmoidUlp) { check_ulp(UnaryOp::sigmoid, "sigmoid", 3.0); }
+TEST(X86EltwiseMath, ExpUlp) {
+  check_ulp(UnaryOp::exp, "exp", 1.5);
+}
+TEST(X86EltwiseMath, ErfUlp) {
+  check_ulp(UnaryOp::erf, "erf", 2.5);
+}
+TEST(X86EltwiseMath, TanhUlp) {
+  check_ulp(UnaryOp::tanh, "tanh", 2.5);
+}
+TEST(X86EltwiseMath, SigmoidUlp) {
+  check_ulp(UnaryOp::sigmoid, "sigmoid", 3.0);
+}
+
+// GELU is computed as written, x/2 (1 + f): the bound is absolute, scaled by max(1, |x|) (eltwise.h).
+void check_gelu(UnaryOp op, const char* name, double bound) {
+  std::vector<float> xs;
+  for (int i = -400000; i <= 400000; ++i) xs.push_back(float(i) * (12.0f / 400000.0f));
+  for (float f : {1e-30f, -1e-30f, 1e4f, -1e4f, 3e12f, -3e12f, 1e30f, -1e30f, 0.0f, -0.0f}) xs.push_back(f);
+  for (EltIsa isa : isas()) {
+    std::vector<float> y(xs.size());
+    x86::eltwise_kernels(isa).unary(op, xs.data(), y.data(), int64_t(xs.size()));
+    double worst = 0;
+    float worst_x = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double e =
+          std::fabs(double(y[i]) - ref_of(op, double(xs[i]))) / std::max(1.0, std::fabs(double(xs[i])));
+      if (e > worst) worst = e, worst_x = xs[i];
+    }
+    EXPECT_LE(worst, bound) << name << " " << x86::eltwise_isa_name(isa) << " worst at x=" << worst_x;
+    std::printf("[ abs ] %-9s %-9s max %.3g * max(1,|x|) (at x=%.9g)\n", name, x86::eltwise_isa_name(isa),
+                worst, double(worst_x));
+    std::vector<float> nan = {std::numeric_limits<float>::quiet_NaN()}, out(1);
+    x86::eltwise_kernels(isa).unary(op, nan.data(), out.data(), 1);
+    EXPECT_TRUE(std::isnan(out[0])) << name;
+  }
+}
+
+TEST(X86EltwiseMath, GeluErf) {
+  check_gelu(UnaryOp::gelu_erf, "gelu_erf", 2e-7);
+}
+TEST(X86EltwiseMath, GeluTanh) {
+  check_gelu(UnaryOp::gelu_tanh, "gelu_tanh", 2e-7);
+}
 
 TEST(X86EltwiseMath, Specials) {
   const float inf = std::numeric_limits<float>::infinity();
@@ -191,7 +241,8 @@ void expect_close(const Tensor& got, const Tensor& want, double rel, double abs,
   }
 }
 
-const std::vector<int64_t> kSizes = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 1000, 1009, 4099};
+const std::vector<int64_t> kSizes = {1,  2,  7,  8,  9,  15,  16,   17,   31,
+                                     32, 33, 63, 64, 65, 127, 1000, 1009, 4099};
 
 TEST(X86Eltwise, UnaryMatchesRef) {
   std::mt19937 g(1);
@@ -211,11 +262,22 @@ TEST(X86Eltwise, UnaryMatchesRef) {
 
 TEST(X86Eltwise, BinaryMatchesRef) {
   std::mt19937 g(2);
-  const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{17}, {17}},          {{1000}, {1000}},         {{3, 5, 17}, {17}},      {{3, 5, 17}, {5, 17}},
-      {{4, 33}, {1}},        {{1}, {4, 33}},           {{}, {9, 16}},           {{9, 16}, {}},
-      {{2, 7, 1}, {2, 7, 15}}, {{128, 768}, {1, 1, 768}}, {{7, 1}, {1, 31}},   {{1, 12, 65}, {1, 12, 1}},
-      {{3, 1, 5}, {1, 4, 1}},  {{1009, 16}, {1009, 16}}, {{5, 1009}, {1009}},  {{0, 4}, {4}}};
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{17}, {17}},
+                                                       {{1000}, {1000}},
+                                                       {{3, 5, 17}, {17}},
+                                                       {{3, 5, 17}, {5, 17}},
+                                                       {{4, 33}, {1}},
+                                                       {{1}, {4, 33}},
+                                                       {{}, {9, 16}},
+                                                       {{9, 16}, {}},
+                                                       {{2, 7, 1}, {2, 7, 15}},
+                                                       {{128, 768}, {1, 1, 768}},
+                                                       {{7, 1}, {1, 31}},
+                                                       {{1, 12, 65}, {1, 12, 1}},
+                                                       {{3, 1, 5}, {1, 4, 1}},
+                                                       {{1009, 16}, {1009, 16}},
+                                                       {{5, 1009}, {1009}},
+                                                       {{0, 4}, {4}}};
   for (EltIsa isa : isas()) {
     ForceIsa f(isa);
     for (const char* op : {"Add", "Sub", "Mul", "Div"})
@@ -223,12 +285,14 @@ TEST(X86Eltwise, BinaryMatchesRef) {
         const Tensor a = rand_f32(sa, g), b = rand_f32(sb, g, 0.5f, 3.0f);
         const auto want = tessera::testing::run_ref(op, {a, b});
         const auto got = run_tuned(op, {a, b}, {}, 1, 23, true);
-        expect_close(got[0].tensor, want[0].tensor, 1e-7, 0, std::string(op) + " " + a.describe() + " " + b.describe());
+        expect_close(got[0].tensor, want[0].tensor, 1e-7, 0,
+                     std::string(op) + " " + a.describe() + " " + b.describe());
       }
   }
   // Non-f32 and mismatched shapes go to the reference (same results, same errors).
   Tensor ia = Tensor::from_vector<int32_t>({1, 2, 3}, {3}), ib = Tensor::from_vector<int32_t>({4, 5, 6}, {3});
-  expect_close(run_tuned("Add", {ia, ib})[0].tensor, tessera::testing::run_ref("Add", {ia, ib})[0].tensor, 0, 0, "int Add");
+  expect_close(run_tuned("Add", {ia, ib})[0].tensor, tessera::testing::run_ref("Add", {ia, ib})[0].tensor, 0,
+               0, "int Add");
   EXPECT_THROW(run_tuned("Add", {rand_f32({3}, g), rand_f32({4}, g)}), Error);
 }
 
@@ -255,8 +319,10 @@ TEST(X86Eltwise, SoftmaxMatchesRef) {
         expect_close(got[0].tensor, want[0].tensor, 2e-6, 1e-12, "Softmax axis " + std::to_string(axis));
       }
     Tensor m(DType::f32, {2, 17});
-    for (int64_t i = 0; i < 34; ++i) m.data<float>()[i] = i < 17 ? -std::numeric_limits<float>::infinity() : 1.0f;
-    expect_close(run_tuned("Softmax", {m})[0].tensor, tessera::testing::run_ref("Softmax", {m})[0].tensor, 1e-6, 0, "-inf row");
+    for (int64_t i = 0; i < 34; ++i)
+      m.data<float>()[i] = i < 17 ? -std::numeric_limits<float>::infinity() : 1.0f;
+    expect_close(run_tuned("Softmax", {m})[0].tensor, tessera::testing::run_ref("Softmax", {m})[0].tensor,
+                 1e-6, 0, "-inf row");
   }
 }
 
@@ -278,28 +344,46 @@ TEST(X86Eltwise, LayerNormMatchesRef) {
     const Tensor x = rand_f32({3, 4, 5}, g), s = rand_f32({4, 5}, g), b = rand_f32({4, 5}, g);
     const std::map<std::string, Attribute> at = {{"axis", attr_i(1)}};
     expect_close(run_tuned("LayerNormalization", {x, s, b}, at)[0].tensor,
-                 tessera::testing::run_ref("LayerNormalization", {x, s, b}, at)[0].tensor, 1e-5, 2e-5, "LayerNorm axis 1");
+                 tessera::testing::run_ref("LayerNormalization", {x, s, b}, at)[0].tensor, 1e-5, 2e-5,
+                 "LayerNorm axis 1");
     // Mean / InvStdDev requested: the reference computes all three
     const auto want3 = tessera::testing::run_ref("LayerNormalization", {x, s, b}, at, 3);
     const auto got3 = run_tuned("LayerNormalization", {x, s, b}, at, 3);
-    for (size_t i = 0; i < 3; ++i) expect_close(got3[i].tensor, want3[i].tensor, 1e-5, 2e-5, "LayerNorm stats");
+    for (size_t i = 0; i < 3; ++i)
+      expect_close(got3[i].tensor, want3[i].tensor, 1e-5, 2e-5, "LayerNorm stats");
   }
 }
 
 TEST(X86Eltwise, TransposeMatchesRef) {
   std::mt19937 g(5);
   const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {
-      {{17, 33}, {1, 0}},         {{1000, 3}, {1, 0}},          {{64, 65}, {1, 0}},
-      {{2, 3, 4}, {0, 2, 1}},     {{2, 3, 4}, {2, 0, 1}},       {{2, 3, 4}, {1, 0, 2}},
-      {{1, 12, 65, 64}, {0, 2, 1, 3}}, {{2, 12, 17, 64}, {0, 1, 3, 2}}, {{3, 1, 5, 1}, {3, 2, 0, 1}},
-      {{4, 5, 6, 7}, {3, 1, 2, 0}}, {{7}, {0}},                  {{2, 3, 4}, {-1, 0, 1}},
-      {{2, 0, 3}, {2, 1, 0}},     {{5, 7, 9}, {}},
+      {{17, 33}, {1, 0}},
+      {{1000, 3}, {1, 0}},
+      {{64, 65}, {1, 0}},
+      {{2, 3, 4}, {0, 2, 1}},
+      {{2, 3, 4}, {2, 0, 1}},
+      {{2, 3, 4}, {1, 0, 2}},
+      {{1, 12, 65, 64}, {0, 2, 1, 3}},
+      {{2, 12, 17, 64}, {0, 1, 3, 2}},
+      {{3, 1, 5, 1}, {3, 2, 0, 1}},
+      {{4, 5, 6, 7}, {3, 1, 2, 0}},
+      {{7}, {0}},
+      {{2, 3, 4}, {-1, 0, 1}},
+      {{2, 0, 3}, {2, 1, 0}},
+      {{5, 7, 9}, {}},
       // NCHW -> NHWC with few channels (runs of 2-4 interleaved values, A split in chunks)
-      {{1, 3, 45, 47}, {0, 2, 3, 1}}, {{2, 4, 20, 31}, {0, 2, 3, 1}}, {{1, 2, 700}, {0, 2, 1}},
-      {{3, 1100}, {1, 0}},          {{5, 600}, {1, 0}},            {{2, 3, 1030}, {0, 2, 1}},
+      {{1, 3, 45, 47}, {0, 2, 3, 1}},
+      {{2, 4, 20, 31}, {0, 2, 3, 1}},
+      {{1, 2, 700}, {0, 2, 1}},
+      {{3, 1100}, {1, 0}},
+      {{5, 600}, {1, 0}},
+      {{2, 3, 1030}, {0, 2, 1}},
       // 16 x 16 register tiles with ragged edges on either side, as attention's K^T and a layout change
-      {{16, 16}, {1, 0}},           {{47, 33}, {1, 0}},            {{197, 12, 64}, {1, 2, 0}},
-      {{1, 40, 14, 15}, {0, 2, 3, 1}}, {{1, 31, 49}, {0, 2, 1}}};
+      {{16, 16}, {1, 0}},
+      {{47, 33}, {1, 0}},
+      {{197, 12, 64}, {1, 2, 0}},
+      {{1, 40, 14, 15}, {0, 2, 3, 1}},
+      {{1, 31, 49}, {0, 2, 1}}};
   for (EltIsa isa : isas()) {
     ForceIsa force(isa);
     for (const auto& [shape, perm] : cases) {
@@ -335,16 +419,24 @@ TEST(X86Eltwise, Timing) {
   };
   const Tensor act = rand_f32({128, 3072}, g), h = rand_f32({128, 768}, g), row = rand_f32({768}, g),
                sc = rand_f32({12, 128, 128}, g), q = rand_f32({1, 128, 12, 64}, g);
-  const std::vector<Case> cases = {
-      {"Erf", {act}, {}},      {"Tanh", {act}, {}},        {"Sigmoid", {act}, {}},  {"Exp", {act}, {}},
-      {"Relu", {act}, {}},     {"Add", {h, row}, {}},      {"Mul", {act, act}, {}}, {"Div", {h, row}, {}},
-      {"Softmax", {sc}, {}},   {"LayerNormalization", {h, row, row}, {}},
-      {"Transpose", {q}, {{"perm", attr_ints({0, 2, 1, 3})}}}, {"Transpose", {h}, {{"perm", attr_ints({1, 0})}}}};
+  const std::vector<Case> cases = {{"Erf", {act}, {}},
+                                   {"Tanh", {act}, {}},
+                                   {"Sigmoid", {act}, {}},
+                                   {"Exp", {act}, {}},
+                                   {"Relu", {act}, {}},
+                                   {"Add", {h, row}, {}},
+                                   {"Mul", {act, act}, {}},
+                                   {"Div", {h, row}, {}},
+                                   {"Softmax", {sc}, {}},
+                                   {"LayerNormalization", {h, row, row}, {}},
+                                   {"Transpose", {q}, {{"perm", attr_ints({0, 2, 1, 3})}}},
+                                   {"Transpose", {h}, {{"perm", attr_ints({1, 0})}}}};
   for (const auto& c : cases) {
     const double tr = time([&] { tessera::testing::run_ref(c.op, c.in, c.at); });
     const double tt = time([&] { run_tuned(c.op, c.in, c.at); });
     std::printf("[ time ] %-20s %-22s ref %9.1f us  tuned %8.1f us  x%.1f (%s, 1 thread)\n", c.op.c_str(),
-                c.in[0].tensor.describe().c_str(), tr, tt, tr / tt, x86::eltwise_isa_name(x86::eltwise_isa()));
+                c.in[0].tensor.describe().c_str(), tr, tt, tr / tt,
+                x86::eltwise_isa_name(x86::eltwise_isa()));
   }
 }
 

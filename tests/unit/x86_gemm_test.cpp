@@ -27,7 +27,8 @@ std::vector<float> random_vec(size_t n, std::mt19937& rng) {
   return v;
 }
 
-// Reference: C = act(alpha*op(A)op(B) + beta*C + bias + residual), accumulated in double.
+// Reference: C = act(alpha*op(A)op(B) + beta*C + bias + residual), accumulated in double
+// (act: relu, clip, or the erf / tanh GELU).
 void reference(const Case& c, const std::vector<float>& a, int64_t lda, const std::vector<float>& b,
                int64_t ldb, std::vector<float>& out, int64_t ldc, const GemmEpilogue& ep) {
   for (int64_t i = 0; i < c.m; ++i)
@@ -44,6 +45,9 @@ void reference(const Case& c, const std::vector<float>& a, int64_t lda, const st
       if (ep.residual) v += ep.residual[i * ep.ldr + j];
       if (ep.act == Activation::relu) v = std::max(v, 0.0);
       if (ep.act == Activation::clip) v = std::min(std::max(v, double(ep.clip_min)), double(ep.clip_max));
+      if (ep.act == Activation::gelu_erf) v = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+      if (ep.act == Activation::gelu_tanh)
+        v = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
       out[i * ldc + j] = float(v);
     }
 }
@@ -66,7 +70,10 @@ void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool
     ep.row_bias = row_bias.data();
     ep.residual = res.data();
     ep.ldr = c.n;
-    ep.act = (c.k % 2) ? Activation::relu : Activation::clip;
+    // every activation over the cases: relu / clip in the micro-kernels, the GELUs in the tile pass
+    const Activation acts[] = {Activation::relu, Activation::clip, Activation::gelu_erf,
+                               Activation::gelu_tanh};
+    ep.act = acts[(c.k + c.m + c.n) % 4];
     ep.clip_min = -0.5f;
     ep.clip_max = 0.7f;
   }

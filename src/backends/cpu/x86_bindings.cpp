@@ -2,9 +2,11 @@
 // they claim, and how a node's inputs and attributes become a kernel call.
 // Anything a tuned kernel does not cover at run time goes to the reference kernel.
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "kernels/ref/broadcast.h"
 #include "kernels/ref/registry.h"
 #include "kernels/x86/conv2d.h"
 #include "kernels/x86/conv_nhwc.h"
@@ -21,39 +23,80 @@ void run_ref(KernelContext& ctx, const char* domain) {
 }
 
 // The epilogue activation from the activation / clip_min / clip_max attributes (pw: FusedPwDwConv's
-// pointwise stage, pw_activation / pw_clip_min / pw_clip_max).
-Activation activation_of(const KernelContext& ctx, float& lo, float& hi, bool pw = false) {
+// pointwise stage, pw_activation / pw_clip_min / pw_clip_max); nullopt for a name the kernels do not
+// take (the GELUs only where `gelu`): the reference kernel then reports it.
+std::optional<Activation> activation_of(const KernelContext& ctx, float& lo, float& hi, bool pw = false,
+                                        bool gelu = false) {
   const std::string a = ctx.attr_string(pw ? "pw_activation" : "activation", "");
   lo = ctx.attr_float(pw ? "pw_clip_min" : "clip_min", 0);
   hi = ctx.attr_float(pw ? "pw_clip_max" : "clip_max", 0);
+  if (a.empty()) return Activation::none;
   if (a == "Relu") return Activation::relu;
   if (a == "Clip") return Activation::clip;
-  return Activation::none;
+  if (gelu && a == "Gelu") return Activation::gelu_erf;
+  if (gelu && a == "GeluTanh") return Activation::gelu_tanh;
+  return std::nullopt;
+}
+
+// The convolutions' activation (none, Relu, Clip); anything else is an error naming it.
+Activation conv_activation(const KernelContext& ctx, float& lo, float& hi, bool pw = false) {
+  const auto a = activation_of(ctx, lo, hi, pw);
+  const char* key = pw ? "pw_activation" : "activation";
+  ctx.check(a.has_value(), "unsupported ", key, " '", ctx.attr_string(key, ""), "'");
+  return *a;
 }
 
 void fused_gemm_x86(KernelContext& ctx) {
   const Tensor& a0 = ctx.required_input(0);
   const Tensor& bp = ctx.required_input(1);
   const Tensor* bias = ctx.input(2);
+  const Tensor* res0 = ctx.input(3);
   const int64_t k = ctx.required_attr_int("K"), n = ctx.required_attr_int("N");
   const int64_t kc = ctx.required_attr_int("kc"), nr = ctx.required_attr_int("nr");
+  kernels::x86::GemmEpilogue ep;
+  const auto act = activation_of(ctx, ep.clip_min, ep.clip_max, false, /*gelu=*/true);
+  Shape os = a0.shape();
+  if (!os.empty()) os.back() = n;
   if (a0.dtype() != DType::f32 || nr != kernels::x86::PackedB::native_nr() ||
       kc != kernels::x86::PackedB::native_kc() || a0.rank() < 1 || a0.dim(-1) != k ||
       (ctx.attr_int("a_rank", 0) != 0 && a0.rank() != ctx.attr_int("a_rank", 0)) ||
-      size_t(bp.numel()) != kernels::x86::PackedB::packed_floats(k, n, kc, nr)) {
-    run_ref(ctx, "tessera");
+      size_t(bp.numel()) != kernels::x86::PackedB::packed_floats(k, n, kc, nr) || !act ||
+      (bias && (bias->dtype() != DType::f32 || bias->numel() != n)) ||
+      (res0 && res0->dtype() != DType::f32)) {
+    run_ref(ctx, "tessera");  // checks and reports what is wrong
+    return;
+  }
+  if (res0 && res0->shape() != os) {
+    // A residual that broadcasts (rare): the product, then the Add and the activation apart.
+    kernels::x86::GemmEpilogue pe;
+    pe.bias = bias ? bias->data<float>() : nullptr;
+    const Tensor a = a0.contiguous();
+    Tensor prod = Tensor::uninitialized(DType::f32, os);
+    const int64_t m = k ? a.numel() / k : shape_numel(os) / std::max<int64_t>(n, 1);
+    kernels::x86::sgemm_packed(m, a.data<float>(), k, false,
+                               kernels::x86::PackedB::view(bp.data<float>(), k, n, kc, nr, bp.storage()),
+                               prod.data<float>(), n, pe, ctx.pool());
+    const Tensor res = res0->contiguous();
+    const Shape ys = kernels::ref::broadcast_shape(os, res.shape());
+    Tensor& y = ctx.output_for_overwrite(0, DType::f32, ys);
+    const float *pp = prod.data<float>(), *rp = res.data<float>();
+    float* yp = y.data<float>();
+    kernels::ref::BroadcastIndexer(ys, {os, res.shape()}).for_each([&](int64_t o, const int64_t* in) {
+      yp[o] = pp[in[0]] + rp[in[1]];
+    });
+    kernels::x86::gemm_apply_activation(*act, ep.clip_min, ep.clip_max, yp, y.numel(), ctx.pool());
     return;
   }
   const Tensor a = a0.contiguous();
-  Shape os = a.shape();
-  os.back() = n;
+  const Tensor res = res0 ? res0->contiguous() : Tensor();
   // The GEMM writes every element of C when K > 0 (beta = 0 never reads it).
   Tensor& y = k > 0 ? ctx.output_for_overwrite(0, DType::f32, os) : ctx.output(0, DType::f32, os);
   const int64_t m = k ? a.numel() / k : shape_numel(os) / std::max<int64_t>(n, 1);
   const auto packed = kernels::x86::PackedB::view(bp.data<float>(), k, n, kc, nr, bp.storage());
-  kernels::x86::GemmEpilogue ep;
   ep.bias = bias ? bias->data<float>() : nullptr;
-  ep.act = activation_of(ctx, ep.clip_min, ep.clip_max);
+  ep.residual = res0 ? res.data<float>() : nullptr;
+  ep.ldr = n;
+  ep.act = *act;
   kernels::x86::sgemm_packed(m, a.data<float>(), k, false, packed, y.data<float>(), n, ep, ctx.pool());
 }
 
@@ -112,7 +155,7 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   kernels::x86::ConvEpilogue ep;
   ep.bias = b ? bc.data<float>() : nullptr;
   ep.residual = r ? rc.data<float>() : nullptr;
-  ep.act = activation_of(ctx, ep.clip_min, ep.clip_max);
+  ep.act = conv_activation(ctx, ep.clip_min, ep.clip_max);
   if (wino)
     kernels::x86::conv2d_wino_nhwc_f32(p, int(wino), x.data<float>(), w.data<float>(), ep, y.data<float>(),
                                        ctx.pool());
@@ -150,9 +193,9 @@ void fused_pw_dw_conv_x86(KernelContext& ctx) {
   Tensor& y = ctx.output_for_overwrite(0, DType::f32, {dw.n, dw.oh(), dw.ow(), e});
   kernels::x86::ConvEpilogue ep1, ep2;
   ep1.bias = b1 ? b1c.data<float>() : nullptr;
-  ep1.act = activation_of(ctx, ep1.clip_min, ep1.clip_max, /*pw=*/true);
+  ep1.act = conv_activation(ctx, ep1.clip_min, ep1.clip_max, /*pw=*/true);
   ep2.bias = b2 ? b2c.data<float>() : nullptr;
-  ep2.act = activation_of(ctx, ep2.clip_min, ep2.clip_max);
+  ep2.act = conv_activation(ctx, ep2.clip_min, ep2.clip_max);
   kernels::x86::conv2d_pw_dw_nhwc_f32(pw, x.data<float>(), w1c.data<float>(), ep1, dw, w2c.data<float>(), ep2,
                                       y.data<float>(), ctx.pool());
 }
@@ -208,7 +251,7 @@ void fused_conv_x86(KernelContext& ctx) {
   kernels::x86::ConvEpilogue ep;
   ep.bias = b ? b->data<float>() : nullptr;
   ep.residual = r ? rc.data<float>() : nullptr;
-  ep.act = activation_of(ctx, ep.clip_min, ep.clip_max);
+  ep.act = conv_activation(ctx, ep.clip_min, ep.clip_max);
   const size_t need = kernels::x86::conv2d_scratch_floats(p);
   if (tl_conv_scratch.size() < need) tl_conv_scratch.resize(need);
   kernels::x86::conv2d_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(), tl_conv_scratch.data(),

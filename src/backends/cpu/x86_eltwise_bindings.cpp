@@ -33,6 +33,14 @@ void unary_x86(KernelContext& ctx) {
   x86::unary_f32(Op, x.data<float>(), y.data<float>(), x.numel(), ctx.pool());
 }
 
+// Gelu (opset 20), approximate = none or tanh: one vectorized pass.
+void gelu_x86(KernelContext& ctx) {
+  const std::string approx = ctx.attr_string("approximate", "none");
+  if (approx == "none") return unary_x86<x86::UnaryOp::gelu_erf>(ctx);
+  if (approx == "tanh") return unary_x86<x86::UnaryOp::gelu_tanh>(ctx);
+  run_ref(ctx);  // reports the bad attribute
+}
+
 // How `t` (right-aligned against `out`) is read over out viewed as [outer, inner]
 // where inner = prod(out[split:]): full, a row (only the trailing dims from
 // `split` on, leading ones 1), a column (only dims before `split`), or a scalar.
@@ -213,12 +221,19 @@ struct Entry {
 };
 
 const Entry kEntries[] = {
-    {"Exp", unary_x86<x86::UnaryOp::exp>, 1, 1},   {"Erf", unary_x86<x86::UnaryOp::erf>, 1, 1},
-    {"Tanh", unary_x86<x86::UnaryOp::tanh>, 1, 1}, {"Sigmoid", unary_x86<x86::UnaryOp::sigmoid>, 1, 1},
-    {"Relu", unary_x86<x86::UnaryOp::relu>, 1, 1}, {"Add", binary_x86<x86::BinaryOp::add>, 2, 2},
-    {"Sub", binary_x86<x86::BinaryOp::sub>, 2, 2}, {"Mul", binary_x86<x86::BinaryOp::mul>, 2, 2},
-    {"Div", binary_x86<x86::BinaryOp::div>, 2, 2}, {"Softmax", softmax_x86, 1, 1},
-    {"LayerNormalization", layernorm_x86, 2, 3},   {"Transpose", transpose_x86, 1, 1},
+    {"Exp", unary_x86<x86::UnaryOp::exp>, 1, 1},
+    {"Erf", unary_x86<x86::UnaryOp::erf>, 1, 1},
+    {"Tanh", unary_x86<x86::UnaryOp::tanh>, 1, 1},
+    {"Sigmoid", unary_x86<x86::UnaryOp::sigmoid>, 1, 1},
+    {"Relu", unary_x86<x86::UnaryOp::relu>, 1, 1},
+    {"Add", binary_x86<x86::BinaryOp::add>, 2, 2},
+    {"Sub", binary_x86<x86::BinaryOp::sub>, 2, 2},
+    {"Mul", binary_x86<x86::BinaryOp::mul>, 2, 2},
+    {"Div", binary_x86<x86::BinaryOp::div>, 2, 2},
+    {"Softmax", softmax_x86, 1, 1},
+    {"LayerNormalization", layernorm_x86, 2, 3},
+    {"Transpose", transpose_x86, 1, 1},
+    {"Gelu", gelu_x86, 1, 1},
 };
 
 // Claims a node whose arity fits and whose inputs are not known to be other

@@ -1,9 +1,12 @@
 // Schemas and shape inference: Tessera's own fused ops (domain "tessera"),
 // created by the fusion passes in src/passes/.
 //
-//   FusedGemm(A[..., K], Bpacked, bias[N]?) -> act(A * B + bias)[..., N]
+//   FusedGemm(A[..., K], Bpacked, bias[N]?, Residual?) -> act(A * B + bias + Residual)
 //     B is a constant packed into the GEMM micro-kernel's panel layout
-//     (attributes K, N, kc, nr describe it; see kernels/x86/gemm.h).
+//     (attributes K, N, kc, nr describe it; see kernels/x86/gemm.h); Residual broadcasts
+//     against the product [..., N] as an Add would (the tuned kernel adds it in its epilogue
+//     when the shapes are equal). activation may also be "Gelu" or "GeluTanh" (ONNX Gelu
+//     with approximate = none / tanh).
 //   FusedConv(X, W, B?, Residual?) -> act(conv(X, W) + B + Residual)
 //     Conv's attributes, pads explicit, plus the activation. layout "NCHW" (default):
 //     X, W, Y as ONNX Conv. layout "NHWC" (made by the layout_nhwc pass): X [N,H,W,C],
@@ -41,6 +44,10 @@ void infer_fused_gemm(InferenceContext& ctx) {
   }
   std::vector<Dim> out = *a;
   out.back() = Dim(ctx.attr_int("N", -1));
+  if (ctx.num_inputs() > 3 && ctx.has_input(3)) {
+    ctx.set_output(0, ctx.input_dtype(0), broadcast_shapes(out, ctx.input_shape(3)));
+    return;
+  }
   ctx.set_output(0, ctx.input_dtype(0), out);
 }
 
@@ -136,7 +143,7 @@ void infer_fused_attention(InferenceContext& ctx) {
 
 void register_fused_schemas(OpRegistry& r) {
   using K = Attribute::Kind;
-  OpSchema g = make_schema("FusedGemm", 2, 3, 1, 1, infer_fused_gemm,
+  OpSchema g = make_schema("FusedGemm", 2, 4, 1, 1, infer_fused_gemm,
                            {{"K", K::i},
                             {"N", K::i},
                             {"kc", K::i},

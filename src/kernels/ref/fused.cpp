@@ -18,7 +18,18 @@ namespace {
 double activate(double v, const std::string& act, double lo, double hi) {
   if (act == "Relu") return v > 0 ? v : 0;
   if (act == "Clip") return std::min(std::max(v, lo), hi);
+  if (act == "Gelu") return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+  if (act == "GeluTanh")
+    return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
   return v;
+}
+
+// The activation attribute, checked against what the op supports (GELUs: FusedGemm only).
+std::string activation_attr(KernelContext& ctx, const char* key, bool gelu) {
+  std::string act = ctx.attr_string(key, "");
+  ctx.check(act.empty() || act == "Relu" || act == "Clip" || (gelu && (act == "Gelu" || act == "GeluTanh")),
+            "unsupported ", key, " '", act, "'");
+  return act;
 }
 
 void fused_gemm(KernelContext& ctx) {
@@ -32,22 +43,37 @@ void fused_gemm(KernelContext& ctx) {
   const int64_t a_rank = ctx.attr_int("a_rank", 0);
   ctx.check(a_rank == 0 || a.rank() == a_rank, "A must have rank ", a_rank, " (Gemm), got ", a.describe());
   ctx.check(size_t(bp.numel()) == x86::PackedB::packed_floats(k, n, kc, nr), "packed B has the wrong size");
-  const std::string act = ctx.attr_string("activation", "");
+  const std::string act = activation_attr(ctx, "activation", true);
   const double lo = ctx.attr_float("clip_min", 0), hi = ctx.attr_float("clip_max", 0);
   Shape os = a.shape();
   os.back() = n;
-  Tensor& y = ctx.output(0, DType::f32, os);
+  const Tensor* res0 = ctx.input(3);
+  ctx.check(!bias || (bias->dtype() == DType::f32 && bias->numel() == n), "bias must be float32[", n, "]");
+  ctx.check(!res0 || res0->dtype() == DType::f32, "Residual must be float32");
   const int64_t m = k ? a.numel() / k : 0;
   const float* ap = a.data<float>();
   const float* bd = bp.data<float>();
   const float* bb = bias ? bias->data<float>() : nullptr;
-  float* yp = y.data<float>();
+  std::vector<double> prod(size_t(m * n));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double s = bb ? bb[j] : 0.0;
       for (int64_t p = 0; p < k; ++p) s += double(ap[i * k + p]) * x86::PackedB::at(bd, k, n, kc, nr, p, j);
-      yp[i * n + j] = float(activate(s, act, lo, hi));
+      prod[size_t(i * n + j)] = s;
     }
+  if (!res0) {
+    float* yp = ctx.output(0, DType::f32, os).data<float>();
+    for (int64_t i = 0; i < m * n; ++i) yp[i] = float(activate(prod[size_t(i)], act, lo, hi));
+    return;
+  }
+  // The residual broadcasts against the product (numpy rules), as the Add it replaces.
+  const Tensor res = res0->contiguous();
+  const Shape ys = broadcast_shape(os, res.shape());
+  float* yp = ctx.output(0, DType::f32, ys).data<float>();
+  const float* rp = res.data<float>();
+  BroadcastIndexer(ys, {os, res.shape()}).for_each([&](int64_t o, const int64_t* in) {
+    yp[o] = float(activate(prod[size_t(in[0])] + rp[in[1]], act, lo, hi));
+  });
 }
 
 // Conv geometry read from the attributes, checked.
@@ -114,7 +140,7 @@ void fused_conv(KernelContext& ctx) {
   if (b) ctx.check(b->numel() == oc, "bias must have ", oc, " elements");
   Tensor& y = ctx.output(0, DType::f32, nhwc ? Shape{n, oh, ow, oc} : Shape{n, oc, oh, ow});
   if (res) ctx.check(res->shape() == y.shape(), "residual ", res->describe(), " does not match the output");
-  const std::string act = ctx.attr_string("activation", "");
+  const std::string act = activation_attr(ctx, "activation", false);
   const double lo = ctx.attr_float("clip_min", 0), hi = ctx.attr_float("clip_max", 0);
   const Tensor rc = res ? res->contiguous() : Tensor();
   const float *xp = x.data<float>(), *wp = w.data<float>();

@@ -36,6 +36,10 @@ float unary_scalar(UnaryOp op, float x) {
     }
     case UnaryOp::relu:
       return x < 0.0f ? 0.0f : x;
+    case UnaryOp::gelu_erf:
+      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+    case UnaryOp::gelu_tanh:
+      return 0.5f * x * (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
   }
   return x;
 }

@@ -8,6 +8,10 @@
 //   erf      <= 2.5 ulp (measured 2.34, near |x| = 0.97)
 //   tanh     <= 2.5 ulp (measured 1.23)
 //   sigmoid  <= 3 ulp   (measured 2.52)
+//   gelu_erf, gelu_tanh: absolute error <= 2e-7 * max(1, |x|) (measured 1.05e-7, 0.95e-7 near
+//   x = 1.2; portable 1.05e-7, 1.44e-7) — they are computed as written,
+//   x/2 (1 + f), so for x below about -3 the result is the small difference 1 + f (as in the
+//   exporters' unfused graphs and in onnxruntime), not correctly rounded.
 // NaN in gives NaN out; exp(+inf)=+inf, exp(-inf)=0, erf/tanh(+-inf)=+-1,
 // sigmoid(+inf)=1, sigmoid(-inf)=0. The portable path uses std::exp/erf/tanh in
 // float (measured: exp 0.50, erf 0.86, tanh 2.07, sigmoid 2.52 ulp).
@@ -28,7 +32,8 @@ EltIsa eltwise_isa();
 // Tests: force a (lower, available) ISA; pass nullptr-like `reset` = true to undo.
 void force_eltwise_isa(EltIsa isa, bool reset = false);
 
-enum class UnaryOp : uint8_t { exp, erf, tanh, sigmoid, relu };
+// gelu_erf(x) = x/2 (1 + erf(x/sqrt 2)); gelu_tanh(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+enum class UnaryOp : uint8_t { exp, erf, tanh, sigmoid, relu, gelu_erf, gelu_tanh };
 enum class BinaryOp : uint8_t { add, sub, mul, div };
 
 // Single-thread row kernels of one ISA.

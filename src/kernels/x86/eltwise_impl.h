@@ -103,6 +103,21 @@ struct Math {
   }
 
   static V relu(V x) { return O::max(O::set1(0.0f), x); }  // NaN and -0 pass through, as x < 0 ? 0 : x
+
+  // x/2 (1 + erf(x / sqrt 2)), as the exporters write it
+  static V gelu_erf(V x) {
+    const V h = O::mul(O::set1(0.5f), x);
+    return O::fma(h, erf(O::mul(x, O::set1(0.70710678118654752f))), h);
+  }
+
+  // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  static V gelu_tanh(V x) {
+    const V h = O::mul(O::set1(0.5f), x);
+    const V x2 = O::mul(x, x);
+    const V u =
+        O::mul(O::mul(O::set1(0.79788456080286536f), x), O::fma(O::set1(0.044715f), x2, O::set1(1.0f)));
+    return O::fma(h, tanh(u), h);
+  }
 };
 
 template <class O>
@@ -119,6 +134,10 @@ typename O::V apply_unary(tessera::kernels::x86::UnaryOp op, typename O::V v) {
       return Math<O>::sigmoid(v);
     case UnaryOp::relu:
       return Math<O>::relu(v);
+    case UnaryOp::gelu_erf:
+      return Math<O>::gelu_erf(v);
+    case UnaryOp::gelu_tanh:
+      return Math<O>::gelu_tanh(v);
   }
   return v;
 }
@@ -148,6 +167,12 @@ void unary_kernel(tessera::kernels::x86::UnaryOp op, const float* x, float* y, i
       break;
     case UnaryOp::relu:
       unary_loop<O, UnaryOp::relu>(x, y, n);
+      break;
+    case UnaryOp::gelu_erf:
+      unary_loop<O, UnaryOp::gelu_erf>(x, y, n);
+      break;
+    case UnaryOp::gelu_tanh:
+      unary_loop<O, UnaryOp::gelu_tanh>(x, y, n);
       break;
   }
 }

@@ -22,6 +22,7 @@
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/memory.h"
+#include "kernels/x86/eltwise.h"
 
 namespace tessera::kernels::x86 {
 namespace {
@@ -96,6 +97,20 @@ constexpr int64_t kRawBFloats = 64 * 1024;
 
 inline int64_t round_up(int64_t x, int64_t m) {
   return (x + m - 1) / m * m;
+}
+
+// The activations the micro-kernels leave to a pass over the finished tile (see gemm.h).
+bool tile_pass_act(Activation a) {
+  return a == Activation::gelu_erf || a == Activation::gelu_tanh;
+}
+Activation kernel_act(Activation a) {
+  return tile_pass_act(a) ? Activation::none : a;
+}
+void apply_tile_act(Activation a, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  if (!tile_pass_act(a)) return;
+  const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
+  const UnaryOp op = a == Activation::gelu_erf ? UnaryOp::gelu_erf : UnaryOp::gelu_tanh;
+  for (int64_t i = 0; i < rows; ++i) k.unary(op, c + i * ldc, c + i * ldc, cols);
 }
 
 // Packs op(B)[k0:k0+kc, n0:n0+nc] into NR-wide panels: panel j holds kc rows of NR
@@ -218,7 +233,7 @@ void gemm_range(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_beg
               uep.row_bias = ep.row_bias ? ep.row_bias + row : nullptr;
               uep.residual = ep.residual ? ep.residual + row * ep.ldr + col : nullptr;
               uep.ldr = ep.ldr;
-              uep.act = ep.act;
+              uep.act = kernel_act(ep.act);
               uep.clip_min = ep.clip_min;
               uep.clip_max = ep.clip_max;
               uepp = &uep;
@@ -231,6 +246,7 @@ void gemm_range(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_beg
               u.fn(kc, asl, bp, tile, nr, mr, nr, 0.0f, nullptr);
               ukr_store_tile(tile, nr, cptr, pr.ldc, mrr, nrr, beta, uepp);
             }
+            if (last) apply_tile_act(ep.act, cptr, pr.ldc, mrr, nrr);
           }
         }
       }
@@ -291,13 +307,14 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
           uep.row_bias = ep.row_bias ? ep.row_bias + row : nullptr;
           uep.residual = ep.residual ? ep.residual + row * ep.ldr + col : nullptr;
           uep.ldr = ep.ldr;
-          uep.act = ep.act;
+          uep.act = kernel_act(ep.act);
           uep.clip_min = ep.clip_min;
           uep.clip_max = ep.clip_max;
           uepp = &uep;
         }
         u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb, pf,
                  pf_step, pr.c + row * pr.ldc + col, pr.ldc, h, w, ep.alpha, beta, uepp);
+        if (last) apply_tile_act(ep.act, pr.c + row * pr.ldc + col, pr.ldc, h, w);
       };
       for (int64_t ic = m_begin; ic < m_end; ic += MC) {
         const int64_t mc = std::min(MC, m_end - ic);
@@ -407,8 +424,10 @@ void run_gemv(const Problem& pr, ThreadPool* pool, const UkrInfo& u, int threads
   }
   if (ep.alpha != 1.0f)
     for (int64_t j = 0; j < pr.n; ++j) acc[j] *= ep.alpha;
-  const UkrEpilogue uep{ep.bias, ep.row_bias, ep.residual, ep.ldr, ep.act, ep.clip_min, ep.clip_max};
+  const UkrEpilogue uep{ep.bias,     ep.row_bias, ep.residual, ep.ldr, kernel_act(ep.act),
+                        ep.clip_min, ep.clip_max};
   ukr_store_tile(acc, 0, pr.c, pr.ldc, 1, pr.n, ep.beta, &uep);
+  apply_tile_act(ep.act, pr.c, pr.ldc, 1, pr.n);
 }
 
 void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APath::choose) {
@@ -425,10 +444,11 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
                         pr.ep->row_bias ? pr.ep->row_bias + i : nullptr,
                         pr.ep->residual ? pr.ep->residual + i * pr.ep->ldr + j : nullptr,
                         pr.ep->ldr,
-                        pr.ep->act,
+                        kernel_act(pr.ep->act),
                         pr.ep->clip_min,
                         pr.ep->clip_max};
         ukr_store_tile(zeros, 0, pr.c + i * pr.ldc + j, pr.ldc, 1, w, pr.ep->beta, &uep);
+        apply_tile_act(pr.ep->act, pr.c + i * pr.ldc + j, pr.ldc, 1, w);
       }
     return;
   }
@@ -610,6 +630,23 @@ void sgemm_packed(int64_t m, const float* a, int64_t lda, bool trans_a, const Pa
                   int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
   check(b.nr() == selected_ukr().nr, ErrorCode::internal, "PackedB was packed for another micro-kernel");
   run(Problem{m, b.n(), b.k(), a, lda, trans_a, nullptr, 0, false, &b, c, ldc, &ep}, pool, selected_ukr());
+}
+
+void gemm_apply_activation(Activation act, float clip_min, float clip_max, float* y, int64_t n,
+                           ThreadPool* pool) {
+  switch (act) {
+    case Activation::none:
+      return;
+    case Activation::relu:
+      return unary_f32(UnaryOp::relu, y, y, n, pool);
+    case Activation::clip:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i], clip_min), clip_max);
+      return;
+    case Activation::gelu_erf:
+      return unary_f32(UnaryOp::gelu_erf, y, y, n, pool);
+    case Activation::gelu_tanh:
+      return unary_f32(UnaryOp::gelu_tanh, y, y, n, pool);
+  }
 }
 
 std::string sgemm_kernel_name() {

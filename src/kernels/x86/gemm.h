@@ -21,7 +21,9 @@
 
 namespace tessera::kernels::x86 {
 
-enum class Activation : uint8_t { none, relu, clip };
+// relu and clip run inside the micro-kernels; the GELUs (eltwise.h's, same error bounds) run over each
+// finished tile of C while it is still in L1. Convolutions take none, relu, clip.
+enum class Activation : uint8_t { none, relu, clip, gelu_erf, gelu_tanh };
 
 struct GemmEpilogue {
   float alpha = 1.0f;
@@ -78,6 +80,10 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool tr
 
 void sgemm_packed(int64_t m, const float* a, int64_t lda, bool trans_a, const PackedB& b, float* c,
                   int64_t ldc, const GemmEpilogue& ep = {}, ThreadPool* pool = nullptr);
+
+// y[i] = act(y[i]) for i < n, as the GEMM epilogue applies it (for callers that add something first).
+void gemm_apply_activation(Activation act, float clip_min, float clip_max, float* y, int64_t n,
+                           ThreadPool* pool = nullptr);
 
 // Runs with a named micro-kernel (tests and benchmarks); false if this CPU lacks its ISA.
 bool sgemm_with(const std::string& ukr, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
