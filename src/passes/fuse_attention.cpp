@@ -4,8 +4,11 @@
 // (c a constant scalar; Kt is K already transposed, as PyTorch exports it),
 // becomes one tessera.FusedAttention(Q, Kt, V, Mask?, Cond?) {scale, k_transposed = 1, keep_where, fill}:
 // the scores are formed, masked, softmaxed and applied to V a block of queries
-// at a time without materializing the Lq x Lk matrix. A scale applied to Q
-// before the MatMul (ViT) simply stays in front of the fused node. The
+// at a time without materializing the Lq x Lk matrix. A constant scale applied
+// to Q before the MatMul (ViT) joins the scale; Transposes feeding Q, Kt, V
+// (the heads split off [B, L, H, D]) and one taking the result (merging them
+// back) fold into q_perm / k_perm / v_perm / out_perm: the kernel reads and
+// writes those layouts in place, no copies. The
 // intermediate values must be used only along the chain; Q, Kt and V must have
 // the same known rank (the kernel falls back to the reference composition for
 // anything it cannot index, e.g. broadcast leading dims).
@@ -121,7 +124,46 @@ void fuse_attention(ir::Graph& g) {
     if (!match(g, sm, m)) continue;
     ir::Value *q = m.m1->inputs[0], *kt = m.m1->inputs[1], *v = m.m2->inputs[1], *out = m.m2->outputs[0];
     const std::string name = m.m2->name;
+    // Around the core: a constant scaling of Q (ViT) joins the scale; the Transposes that split the
+    // heads and merge them back become views the kernel reads and writes in place.
+    std::vector<ir::Node*> around;
+    const ir::Node* q_user = m.m1;
+    if (ir::Node* p = chain_producer(g, q, m.m1); is_onnx_op(p, "Div") || is_onnx_op(p, "Mul")) {
+      const auto rx = rank_of(p->inputs[0]);
+      const bool div = is_onnx_op(p, "Div");
+      const auto c = constant_scalar(p->inputs[1]);
+      if (c && is_constant(g, p->inputs[1]) && *c != 0.0f && rx && rank_of(p->inputs[1]) <= rx &&
+          is_f32(p->inputs[0])) {
+        m.scale *= div ? 1.0f / *c : *c;
+        q = p->inputs[0];
+        q_user = p;
+        around.push_back(p);
+      }
+    }
+    const auto rq = rank_of(q);
+    ir::Value* ins[3] = {q, kt, v};
+    const ir::Node* users[3] = {q_user, m.m1, m.m2};
+    std::vector<int64_t> perms[3], out_perm;
+    for (int i = 0; i < 3; ++i) {
+      ir::Node* t = chain_producer(g, ins[i], users[i]);
+      const auto perm = is_onnx_op(t, "Transpose") ? ints_attr(t, "perm", {}) : std::vector<int64_t>{};
+      if (!perm.empty() && rq && perm.size() == *rq) {
+        perms[i] = perm;
+        ins[i] = t->inputs[0];
+        around.push_back(t);
+      }
+    }
+    if (ir::Node* t = sole_consumer(g, out); is_onnx_op(t, "Transpose")) {
+      const auto perm = ints_attr(t, "perm", {});
+      if (!perm.empty() && rq && perm.size() == *rq) {
+        out_perm = perm;
+        out = t->outputs[0];
+        around.push_back(t);
+      }
+    }
+    q = ins[0], kt = ins[1], v = ins[2];
     for (ir::Node* n : m.chain) g.remove_node(n);
+    for (ir::Node* n : around) g.remove_node(n);
     g.remove_node(m.m1);
     g.remove_node(m.m2);
     ir::Node* f = g.add_node("FusedAttention", name);
@@ -129,6 +171,10 @@ void fuse_attention(ir::Graph& g) {
     f->opset = 1;
     set_attr_float(f, "scale", m.scale);
     set_attr_int(f, "k_transposed", 1);
+    const char* keys[3] = {"q_perm", "k_perm", "v_perm"};
+    for (int i = 0; i < 3; ++i)
+      if (!perms[i].empty()) set_attr_ints(f, keys[i], perms[i]);
+    if (!out_perm.empty()) set_attr_ints(f, "out_perm", out_perm);
     for (ir::Value* x : {q, kt, v}) g.connect_input(f, x);
     if (m.mask || m.cond) g.connect_input(f, m.mask);  // may be omitted (nullptr) when only cond is there
     if (m.cond) {

@@ -206,13 +206,30 @@ def causal_attention_block():
     return _model(nodes, inputs, [_f("o", [b, h, l, d])], inits)
 
 
-@pytest.mark.parametrize("scale_op,with_mask", [("Div", True), ("Mul", False), ("causal", False)])
+def vit_attention_block():
+    """torchvision's MultiheadAttention export: [L, B*H, D] heads, Q scaled before the MatMul, Transposes
+    around the core (the result transposed back and reshaped to [L, B, E])."""
+    l, bh, d = 13, 4, 8
+    n = helper.make_node
+    nodes = [n("Transpose", ["q"], ["qt"], perm=[1, 0, 2]), n("Div", ["qt", "c"], ["qs"]),
+             n("Transpose", ["k"], ["kt"], perm=[1, 2, 0]), n("Transpose", ["v"], ["vt"], perm=[1, 0, 2]),
+             n("MatMul", ["qs", "kt"], ["s"]), n("Softmax", ["s"], ["p"], axis=-1), n("MatMul", ["p", "vt"], ["o"]),
+             n("Transpose", ["o"], ["ot"], perm=[1, 0, 2]), n("Reshape", ["ot", "shp"], ["y"])]
+    inits = [_c("c", math.sqrt(d)), numpy_helper.from_array(np.array([l, 1, bh * d], np.int64), "shp")]
+    return _model(nodes, [_f("q", [l, bh, d]), _f("k", [l, bh, d]), _f("v", [l, bh, d])], [_f("y", [l, 1, bh * d])],
+                  inits)
+
+
+@pytest.mark.parametrize("scale_op,with_mask", [("Div", True), ("Mul", False), ("causal", False), ("vit", False)])
 def test_fuse_attention(scale_op, with_mask):
-    model = causal_attention_block() if scale_op == "causal" else attention_block(scale_op, with_mask)
+    model = {"causal": causal_attention_block, "vit": vit_attention_block}.get(
+        scale_op, lambda: attention_block(scale_op, with_mask))()
     sess = tessera.InferenceSession(model)
     text = sess.graph_text()
     assert text.count("tessera.FusedAttention(") == 1, text
     assert "Softmax(" not in text
+    if scale_op != "causal":  # the head split / merge Transposes and Q's scaling folded in
+        assert "Transpose(" not in text and "Div(" not in text, text
     ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     feeds = {a.name: RNG.standard_normal([d for d in a.shape]).astype(np.float32) for a in ref.get_inputs()}
     if with_mask:

@@ -129,6 +129,70 @@ TEST(X86Attention, WhereConditionThenMask) {
         }
 }
 
+// Transposes folded in by fuse_attention: q_perm / k_perm / v_perm read the inputs through strided views
+// (heads split off [B, L, H, D], ViT's [L, B*H, D]), out_perm writes the result transposed in place.
+void check_perm_case(const std::vector<DataValue>& in, const std::map<std::string, Attribute>& attrs,
+                     ThreadPool* pool, const char* what) {
+  tessera::testing::TestKernelContext rc("FusedAttention", in, attrs, 1);
+  kernels::ref::KernelTable::instance().find("tessera", "FusedAttention")(rc);
+  PoolCtx tc("FusedAttention", in, attrs, 1);
+  tc.pool_ = pool;
+  backends::cpu::x86_fused_attention_kernel()(tc);
+  const Tensor& want = rc.outputs()[0].tensor;
+  const Tensor got = tc.outputs()[0].tensor.contiguous();
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 2e-5) << what << " at " << i;
+}
+
+TEST(X86Attention, FoldedTransposesReadAndWriteInPlace) {
+  std::mt19937 g(17);
+  ThreadPool pool(2);
+  using tessera::testing::attr_ints;
+  for (int64_t l : {1, 7, 33, 600}) {
+    const int64_t b = 2, h = 3, d = 16;
+    // BERT / GPT-2: [B, L, H, D] viewed as [B, H, L, D]; K^T as [B, H, D, L]; result back to [B, L, H, D]
+    std::vector<DataValue> in = {rand_f32({b, l, h, d}, g), rand_f32({b, l, h, d}, g),
+                                 rand_f32({b, l, h, d}, g), rand_f32({b, 1, 1, l}, g)};
+    check_perm_case(in,
+                    {{"scale", attr_f(0.25f)},
+                     {"k_transposed", attr_i(1)},
+                     {"q_perm", attr_ints({0, 2, 1, 3})},
+                     {"k_perm", attr_ints({0, 2, 3, 1})},
+                     {"v_perm", attr_ints({0, 2, 1, 3})},
+                     {"out_perm", attr_ints({0, 2, 1, 3})}},
+                    &pool, "bert layout");
+    // K not transposed, read through a view, and only some operands permuted
+    check_perm_case({in[0], in[1], rand_f32({b, h, l, d}, g)},
+                    {{"k_transposed", attr_i(0)},
+                     {"q_perm", attr_ints({0, 2, 1, 3})},
+                     {"k_perm", attr_ints({0, 2, 1, 3})}},
+                    nullptr, "k plain");
+    // ViT: [L, H, D] viewed as [H, L, D], K^T as [H, D, L]; out [H, L, D] back to [L, H, D]
+    std::vector<DataValue> vit = {rand_f32({l, h, d}, g), rand_f32({l, h, d}, g), rand_f32({l, h, d}, g)};
+    check_perm_case(vit,
+                    {{"scale", attr_f(0.125f)},
+                     {"k_transposed", attr_i(1)},
+                     {"q_perm", attr_ints({1, 0, 2})},
+                     {"k_perm", attr_ints({1, 2, 0})},
+                     {"v_perm", attr_ints({1, 0, 2})},
+                     {"out_perm", attr_ints({1, 0, 2})}},
+                    &pool, "vit layout");
+    // an out_perm that moves the last dim: no in-place view, the reference composition
+    check_perm_case(vit,
+                    {{"k_transposed", attr_i(1)},
+                     {"k_perm", attr_ints({1, 2, 0})},
+                     {"q_perm", attr_ints({1, 0, 2})},
+                     {"v_perm", attr_ints({1, 0, 2})},
+                     {"out_perm", attr_ints({2, 1, 0})}},
+                    nullptr, "out perm moving D");
+  }
+  // a perm that is not a permutation is an error, not a crash
+  PoolCtx bad("FusedAttention", {rand_f32({2, 4, 8}, g), rand_f32({2, 8, 4}, g), rand_f32({2, 4, 8}, g)},
+              {{"k_transposed", attr_i(1)}, {"q_perm", attr_ints({0, 0, 2})}}, 1);
+  EXPECT_THROW(backends::cpu::x86_fused_attention_kernel()(bad), Error);
+}
+
 TEST(X86Attention, FallsBackForBroadcastLeadingDims) {
   std::mt19937 g(3);
   const Shape mask = {1, 1, 4, 6};

@@ -1,6 +1,8 @@
 // Binds kernels/x86/attention.h to tessera.FusedAttention: checks shapes and
 // the mask's broadcast at run time, and hands anything else (other dtypes,
 // broadcast leading dims, a mask the kernel cannot index) to the reference.
+#include <optional>
+
 #include "backends/cpu/cpu_backend.h"
 #include "kernels/ref/registry.h"
 #include "kernels/x86/attention.h"
@@ -47,16 +49,78 @@ bool score_operand(const Tensor& t, const Tensor& q, int64_t lk, int64_t batch, 
   return true;
 }
 
+// t seen through a Transpose the fuse pass absorbed (perm empty: t itself) — a strided view, no copy;
+// nullopt when perm is not a permutation of t's dims (the reference reports it).
+std::optional<Tensor> permuted(const Tensor& t, const std::vector<int64_t>& perm) {
+  if (perm.empty()) return t;
+  if (int64_t(perm.size()) != t.rank()) return std::nullopt;
+  std::vector<bool> seen(perm.size(), false);
+  Shape shape(perm.size());
+  std::vector<int64_t> strides(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    const int64_t p = perm[i];
+    if (p < 0 || p >= t.rank() || seen[size_t(p)]) return std::nullopt;
+    seen[size_t(p)] = true;
+    shape[i] = t.dim(p);
+    strides[i] = t.strides()[size_t(p)];
+  }
+  return Tensor::view(t.dtype(), shape, t.storage(), t.byte_offset(), strides);
+}
+
+// Per batch index (the leading dims, row-major), the element offset of t's matrix [.., rows, cols].
+std::vector<int64_t> batch_bases(const Tensor& t) {
+  const int64_t r = t.rank();
+  int64_t batch = 1;
+  for (int64_t i = 0; i + 2 < r; ++i) batch *= t.dim(i);
+  std::vector<int64_t> base(size_t(batch), 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t rem = b, off = 0;
+    for (int64_t i = r - 3; i >= 0; --i) {
+      off += (rem % t.dim(i)) * t.strides()[size_t(i)];
+      rem /= t.dim(i);
+    }
+    base[size_t(b)] = off;
+  }
+  return base;
+}
+
+// A matrix operand over t read in place when its columns are contiguous, else over a contiguous copy
+// (kept in `keep`).
+template <typename T>
+void matrix_operand(const Tensor& t, Tensor& keep, kernels::x86::MatrixOperand<T>& op) {
+  const int64_t r = t.rank();
+  keep = t.dim(-1) <= 1 || t.strides()[size_t(r - 1)] == 1 ? t : t.contiguous();
+  op.base = batch_bases(keep);
+  op.rs = keep.dim(-2) <= 1 ? keep.dim(-1) : keep.strides()[size_t(r - 2)];
+  op.data = const_cast<T*>(keep.data<float>());
+}
+
+// t's last two dims swapped (a view).
+Tensor swap_last(const Tensor& t) {
+  std::vector<int64_t> perm(size_t(t.rank()));
+  for (size_t i = 0; i < perm.size(); ++i) perm[i] = int64_t(i);
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return *permuted(t, perm);
+}
+
 void fused_attention_x86(KernelContext& ctx) {
-  const Tensor* q0 = ctx.input(0);
-  const Tensor* k0 = ctx.input(1);
-  const Tensor* v0 = ctx.input(2);
+  const Tensor* q_in = ctx.input(0);
+  const Tensor* k_in = ctx.input(1);
+  const Tensor* v_in = ctx.input(2);
   const Tensor* m0 = ctx.input(3);
-  for (const Tensor* t : {q0, k0, v0})
+  for (const Tensor* t : {q_in, k_in, v_in})
     if (!t || t->dtype() != DType::f32) return run_ref(ctx);
   if (m0 && m0->dtype() != DType::f32) return run_ref(ctx);
+  // Transposes folded in by the fuse pass: the inputs are read, and the output written, through views.
+  const auto qv = permuted(*q_in, ctx.attr_ints("q_perm", {}));
+  const auto kv = permuted(*k_in, ctx.attr_ints("k_perm", {}));
+  const auto vv = permuted(*v_in, ctx.attr_ints("v_perm", {}));
+  const std::vector<int64_t> out_perm = ctx.attr_ints("out_perm", {});
+  if (!qv || !kv || !vv) return run_ref(ctx);
+  const Tensor *q0 = &*qv, *k0 = &*kv, *v0 = &*vv;
   const int64_t r = q0->rank();
-  if (r < 2 || k0->rank() != r || v0->rank() != r) return run_ref(ctx);
+  if (r < 2 || k0->rank() != r || v0->rank() != r || (!out_perm.empty() && int64_t(out_perm.size()) != r))
+    return run_ref(ctx);
   int64_t batch = 1;
   for (int64_t i = 0; i + 2 < r; ++i) {
     if (k0->dim(i) != q0->dim(i) || v0->dim(i) != q0->dim(i)) return run_ref(ctx);
@@ -79,15 +143,41 @@ void fused_attention_x86(KernelContext& ctx) {
     a.keep_where = ctx.attr_int("keep_where", 0) != 0;
     a.fill = ctx.attr_float("fill", 0.0f);
   }
-  const Tensor q = q0->contiguous(), k = k0->contiguous(), v = v0->contiguous();
-  a.q = q.data<float>();
-  a.k = k.data<float>();
-  a.v = v.data<float>();
-  Shape os = q.shape();
+  // K^T whose rows are contiguous (K [.., Lk, D] viewed transposed, as heads split from [B, L, H*D]
+  // give it) is read as K itself.
+  const Tensor kt = a.k_transposed && k0->dim(-1) > 1 && k0->strides()[size_t(r - 1)] != 1 &&
+                            k0->strides()[size_t(r - 2)] == 1
+                        ? swap_last(*k0)
+                        : *k0;
+  if (kt.shape() != k0->shape()) a.k_transposed = false;
+  Tensor qk, kk, vk;
+  matrix_operand(*q0, qk, a.q);
+  matrix_operand(kt, kk, a.k);
+  matrix_operand(*v0, vk, a.v);
+  Shape os = q0->shape();
   os.back() = a.dv;
-  Tensor& y = ctx.output_for_overwrite(0, DType::f32, os);
+  // With out_perm the output is transpose(O, out_perm): allocated in that shape, O a view into it.
+  Shape ys = os;
+  if (!out_perm.empty()) {
+    std::vector<bool> seen(static_cast<size_t>(r), false);
+    for (int64_t i = 0; i < r; ++i) {
+      const int64_t p = out_perm[size_t(i)];
+      if (p < 0 || p >= r || seen[size_t(p)]) return run_ref(ctx);
+      seen[size_t(p)] = true;
+      ys[size_t(i)] = os[size_t(p)];
+    }
+  }
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, ys);
   if (y.numel() == 0) return;
-  a.out = y.data<float>();
+  Tensor o = y;
+  if (!out_perm.empty()) {
+    std::vector<int64_t> st(static_cast<size_t>(r));
+    for (int64_t i = 0; i < r; ++i) st[size_t(out_perm[size_t(i)])] = y.strides()[size_t(i)];
+    o = Tensor::view(DType::f32, os, y.storage(), y.byte_offset(), st);
+  }
+  Tensor ok;
+  matrix_operand(o, ok, a.out);
+  if (ok.storage() != y.storage()) return run_ref(ctx);  // output columns not contiguous: no in-place view
   kernels::x86::attention_f32(a, ctx.pool());
 }
 

@@ -27,7 +27,9 @@
 //   FusedAttention(Q[..., Lq, D], K, V[..., Lk, Dv], Mask?, Cond?) -> softmax(S') V  [..., Lq, Dv]
 //     S = scale Q K^T; S' = Where(Cond, S, fill) if keep_where else Where(Cond, fill, S); S' += Mask.
 //     K is [..., Lk, D], or [..., D, Lk] with k_transposed = 1; Mask (f32) and
-//     Cond (bool) broadcast to [..., Lq, Lk].
+//     Cond (bool) broadcast to [..., Lq, Lk]. q_perm / k_perm / v_perm: the input is
+//     Transpose(input, perm) (heads split from [B, L, H, D] read in place); out_perm: the
+//     result is Transpose(., out_perm) (written in place).
 // activation: "" | "Relu" | "Clip" (clip_min, clip_max).
 #include "core/ew_program.h"
 #include "ir/op_registry.h"
@@ -127,16 +129,29 @@ void infer_fused_elementwise(InferenceContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), shape);
 }
 
+// shape seen through perm (empty: as it is); nullopt if perm does not fit.
+std::optional<std::vector<Dim>> permute_dims(const std::optional<std::vector<Dim>>& s,
+                                             const std::vector<int64_t>& perm) {
+  if (!s || perm.empty()) return s;
+  if (perm.size() != s->size()) return std::nullopt;
+  std::vector<Dim> out;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= int64_t(s->size())) return std::nullopt;
+    out.push_back((*s)[size_t(p)]);
+  }
+  return out;
+}
+
 void infer_fused_attention(InferenceContext& ctx) {
-  const auto& q = ctx.input_shape(0);
-  const auto& v = ctx.input_shape(2);
+  const auto q = permute_dims(ctx.input_shape(0), ctx.attr_ints("q_perm"));
+  const auto v = permute_dims(ctx.input_shape(2), ctx.attr_ints("v_perm"));
   if (!q || !v || q->empty() || v->empty()) {
     ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
     return;
   }
   std::vector<Dim> out = *q;
   out.back() = v->back();
-  ctx.set_output(0, ctx.input_dtype(0), out);
+  ctx.set_output(0, ctx.input_dtype(0), permute_dims(out, ctx.attr_ints("out_perm")));
 }
 
 }  // namespace
@@ -198,9 +213,16 @@ void register_fused_schemas(OpRegistry& r) {
                            {{"program", K::ints}, {"num_registers", K::i}}, "tessera");
   e.family = "fused";
   r.add(e);
-  OpSchema at =
-      make_schema("FusedAttention", 3, 5, 1, 1, infer_fused_attention,
-                  {{"scale", K::f}, {"k_transposed", K::i}, {"keep_where", K::i}, {"fill", K::f}}, "tessera");
+  OpSchema at = make_schema("FusedAttention", 3, 5, 1, 1, infer_fused_attention,
+                            {{"scale", K::f},
+                             {"k_transposed", K::i},
+                             {"keep_where", K::i},
+                             {"fill", K::f},
+                             {"q_perm", K::ints},
+                             {"k_perm", K::ints},
+                             {"v_perm", K::ints},
+                             {"out_perm", K::ints}},
+                            "tessera");
   at.family = "fused";
   r.add(at);
 }

@@ -300,10 +300,15 @@ class SubCall : public KernelContext {
 };
 
 // MatMul(Q, K^T) * scale (+ Mask) -> Softmax(-1) -> MatMul(., V), each step the reference op.
+// (The q_perm / k_perm / v_perm / out_perm Transposes the fuse pass folded in are applied as Transposes.)
 void fused_attention(KernelContext& ctx) {
-  const Tensor& q = ctx.required_input(0);
-  Tensor k = ctx.required_input(1);
-  const Tensor& v = ctx.required_input(2);
+  auto transposed = [&](const Tensor& t, const char* key) {
+    const Attribute* pa = ctx.attr(key);
+    return pa ? SubCall(ctx, "Transpose", {t}, {{"perm", *pa}}).run() : t;
+  };
+  const Tensor q = transposed(ctx.required_input(0), "q_perm");
+  Tensor k = transposed(ctx.required_input(1), "k_perm");
+  const Tensor v = transposed(ctx.required_input(2), "v_perm");
   if (ctx.attr_int("k_transposed", 0) == 0) {
     ctx.check(k.rank() >= 2, "K must have rank >= 2, got ", k.describe());
     std::vector<int64_t> perm(static_cast<size_t>(k.rank()));
@@ -328,7 +333,7 @@ void fused_attention(KernelContext& ctx) {
   axis.i = -1;
   const Tensor p = SubCall(ctx, "Softmax", {s}, {{"axis", axis}}).run();
   const Tensor o = SubCall(ctx, "MatMul", {p, v}).run();
-  ctx.set_output(0, DataValue(o));
+  ctx.set_output(0, DataValue(transposed(o, "out_perm")));
 }
 
 // The pointwise FusedConv, then the depthwise FusedConv, each the reference kernel (NHWC, packed weights).

@@ -31,11 +31,12 @@ void block_scores(const AttentionArgs& a, int64_t b, int64_t q0, int64_t rows, i
                   float* s, const EltwiseKernels& K) {
   GemmEpilogue ep;
   ep.alpha = a.scale;
-  const float* q = a.q + (b * a.lq + q0) * a.d;
+  const float* q = a.q.data + a.q.at(b, a.lq) + q0 * a.q.rs;
+  const float* k = a.k.data + a.k.at(b, a.k_transposed ? a.d : a.lk);
   if (a.k_transposed)
-    sgemm(rows, kb, a.d, q, a.d, false, a.k + b * a.d * a.lk + j0, a.lk, false, s, kb, ep, nullptr);
+    sgemm(rows, kb, a.d, q, a.q.rs, false, k + j0, a.k.rs, false, s, kb, ep, nullptr);
   else
-    sgemm(rows, kb, a.d, q, a.d, false, a.k + (b * a.lk + j0) * a.d, a.d, true, s, kb, ep, nullptr);
+    sgemm(rows, kb, a.d, q, a.q.rs, false, k + j0 * a.k.rs, a.k.rs, true, s, kb, ep, nullptr);
   if (a.cond.data) {
     for (int64_t i = 0; i < rows; ++i) {
       const bool* c =
@@ -64,9 +65,11 @@ void attention_f32(const AttentionArgs& a, ThreadPool* pool) {
   const int64_t tasks = a.batch * blocks;
   auto task = [&](int64_t t) {
     const int64_t b = t / blocks, q0 = (t % blocks) * kQueryBlock, rows = std::min(kQueryBlock, a.lq - q0);
-    float* o = a.out + (b * a.lq + q0) * a.dv;
+    const int64_t ors = a.out.rs;
+    float* o = a.out.data + a.out.at(b, a.lq) + q0 * ors;
+    const float* v = a.v.data + a.v.at(b, a.lk);
     if (a.lk == 0) {  // softmax over no keys: ONNX gives an empty sum; leave zeros
-      std::fill(o, o + rows * a.dv, 0.0f);
+      for (int64_t i = 0; i < rows; ++i) std::fill(o + i * ors, o + i * ors + a.dv, 0.0f);
       return;
     }
     thread_local std::vector<float> scores, stats;
@@ -76,7 +79,7 @@ void attention_f32(const AttentionArgs& a, ThreadPool* pool) {
     if (a.lk <= kKeyBlock) {  // one block: the exact softmax of the reference
       block_scores(a, b, q0, rows, 0, a.lk, s, K);
       K.softmax_rows(s, s, rows, a.lk);
-      sgemm(rows, a.dv, a.lk, s, a.lk, false, a.v + b * a.lk * a.dv, a.dv, false, o, a.dv, {}, nullptr);
+      sgemm(rows, a.dv, a.lk, s, a.lk, false, v, a.v.rs, false, o, ors, {}, nullptr);
       return;
     }
     // Flash-style: running max m, running sum l; the output block is rescaled by exp(m_old - m_new)
@@ -91,15 +94,15 @@ void attention_f32(const AttentionArgs& a, ThreadPool* pool) {
       K.online_softmax_rows(s, kb, rows, kb, m, l, corr);
       if (j0 > 0)
         for (int64_t i = 0; i < rows; ++i)
-          K.binary(BinaryOp::mul, o + i * a.dv, 1, corr + i, 0, o + i * a.dv, a.dv);
+          K.binary(BinaryOp::mul, o + i * ors, 1, corr + i, 0, o + i * ors, a.dv);
       GemmEpilogue ep;
       ep.beta = j0 > 0 ? 1.0f : 0.0f;
-      sgemm(rows, a.dv, kb, s, kb, false, a.v + (b * a.lk + j0) * a.dv, a.dv, false, o, a.dv, ep, nullptr);
+      sgemm(rows, a.dv, kb, s, kb, false, v + j0 * a.v.rs, a.v.rs, false, o, ors, ep, nullptr);
     }
     for (int64_t i = 0; i < rows; ++i) {
       // a row whose running max is not finite (all -inf, a +inf or NaN) is NaN, as the reference's softmax
       const float inv = std::isfinite(m[i]) ? 1.0f / l[i] : std::numeric_limits<float>::quiet_NaN();
-      K.binary(BinaryOp::mul, o + i * a.dv, 1, &inv, 0, o + i * a.dv, a.dv);
+      K.binary(BinaryOp::mul, o + i * ors, 1, &inv, 0, o + i * ors, a.dv);
     }
   };
   if (pool && tasks > 1)

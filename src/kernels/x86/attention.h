@@ -26,12 +26,23 @@ struct ScoreOperand {
   int64_t q_stride = 0, k_stride = 0;
 };
 
+// One matrix per batch index: element (b, r, c) at data[base[b] + r * rs + c] — rows at any stride,
+// columns contiguous; base empty: the batch's matrices packed one after another (base[b] = b * rows * rs).
+// Views of transposed tensors (heads split from [B, L, H*D], or merged back) are read and written in place.
+template <typename T>
+struct MatrixOperand {
+  T* data = nullptr;
+  std::vector<int64_t> base;
+  int64_t rs = 0;
+  int64_t at(int64_t b, int64_t rows) const { return base.empty() ? b * rows * rs : base[size_t(b)]; }
+};
+
 struct AttentionArgs {
   int64_t batch = 1, lq = 0, lk = 0, d = 0, dv = 0;
-  const float* q = nullptr;  // [batch, lq, d]
-  const float* k = nullptr;  // [batch, lk, d], or [batch, d, lk] when k_transposed
+  MatrixOperand<const float> q;  // [batch, lq, d]
+  MatrixOperand<const float> k;  // [batch, lk, d], or [batch, d, lk] when k_transposed
   bool k_transposed = false;
-  const float* v = nullptr;  // [batch, lk, dv]
+  MatrixOperand<const float> v;  // [batch, lk, dv]
   float scale = 1.0f;
   // Optional, applied in this order after scaling: scores where cond != keep_where become `fill`
   // (masked_fill / Where as exporters write causal masks), then the additive mask.
@@ -39,7 +50,7 @@ struct AttentionArgs {
   bool keep_where = false;
   float fill = 0.0f;
   ScoreOperand<float> mask;
-  float* out = nullptr;  // [batch, lq, dv]
+  MatrixOperand<float> out;  // [batch, lq, dv]
 };
 
 void attention_f32(const AttentionArgs& a, ThreadPool* pool);
