@@ -51,12 +51,19 @@ NodeCost node_cost(const KernelContext& ctx, const std::vector<DataValue>& outpu
   const std::string& op = ctx.op_type();
   if (op == "FusedAttention" && ctx.input(0) && ctx.input(2) && !outputs.empty() && outputs[0].is_tensor()) {
     // Q K^T and P V: 2 * Lq * Lk * (D + Dv) per batch index; scores have as many elements as Lk per row.
+    // (dims as the kernel sees them: through q_perm / v_perm when the pass folded Transposes in)
     const Tensor& o = outputs[0].tensor;
-    const Tensor* q = ctx.input(0);
-    const Tensor* v = ctx.input(2);
-    const double rows = o.rank() ? numel(&o) / double(std::max<int64_t>(o.dim(-1), 1)) : 0;
-    const double lk = v->rank() >= 2 ? double(v->dim(-2)) : 0;
-    c.flops = 2 * rows * lk * double(q->dim(-1) + v->dim(-1));
+    auto dim = [&](const Tensor* t, const char* perm_key, int64_t back) -> double {
+      const std::vector<int64_t> perm = ctx.attr_ints(perm_key, {});
+      const int64_t i = t->rank() - back;
+      if (i < 0) return 0;
+      const int64_t p = perm.size() == size_t(t->rank()) ? perm[size_t(i)] : i;
+      return p >= 0 && p < t->rank() ? double(t->dim(p)) : 0;
+    };
+    const double d = dim(ctx.input(0), "q_perm", 1), dv = dim(ctx.input(2), "v_perm", 1),
+                 lk = dim(ctx.input(2), "v_perm", 2);
+    const double rows = dv > 0 ? numel(&o) / dv : 0;
+    c.flops = 2 * rows * lk * (d + dv);
   } else if (op == "FusedPwDwConv" && ctx.input(0) && ctx.input(0)->rank() == 4 && !outputs.empty() &&
              outputs[0].is_tensor()) {
     // the pointwise conv over every input pixel (C -> E), then kh * kw MACs per output element
