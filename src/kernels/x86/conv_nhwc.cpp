@@ -195,7 +195,15 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
   const std::vector<KBlock> blocks = k_blocks(tt, cc, 512);
   int64_t max_taps = 0;
   for (const KBlock& b : blocks) max_taps = std::max(max_taps, b.t1 - b.t0);
-  constexpr int64_t kChunk = 96;  // pixels per task: a multiple of every MR
+  // Pixels per task: 96 (a multiple of every MR), fewer when panels x chunks would not give each thread
+  // a few tasks (a late, small map: 49 pixels x 5 panels made 5 tasks for 2 threads) — splitting the
+  // pixels evenly adds no tiles there (49 = 25 + 24 takes as many 6-pixel tiles as 49).
+  constexpr int64_t kMaxChunk = 96;
+  int64_t kChunk = kMaxChunk;
+  if (const int64_t threads = pool ? pool->num_threads() : 1; threads > 1) {
+    const int64_t parts = std::min((4 * threads + np - 1) / np, (M + 5) / 6);
+    kChunk = std::clamp<int64_t>((M + parts - 1) / std::max<int64_t>(parts, 1), 6, kMaxChunk);
+  }
   const int64_t nchunks = (M + kChunk - 1) / kChunk;
   const bool chunk_major = K * OC * int64_t(sizeof(float)) <= (256 << 10);
   run_tasks(pool, np * nchunks, double(M) * double(K) * double(OC), [&](int64_t tb, int64_t te) {
@@ -205,8 +213,8 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
     const float** rows = tl_rows.data();
     if (row_taps && tl_edge.size() < size_t(max_taps * 16 * cc)) tl_edge.resize(size_t(max_taps * 16 * cc));
     float* edge = tl_edge.data();
-    int64_t iy0[kChunk], ix0[kChunk];
-    const float* base[kChunk];
+    int64_t iy0[kMaxChunk], ix0[kMaxChunk];
+    const float* base[kMaxChunk];
     for (int64_t task = tb; task < te; ++task) {
       // Small weights stay in cache: walk all panels of a chunk before the next chunk, so each
       // output row is written while it is in cache; large weights: all chunks of a panel.

@@ -20,11 +20,19 @@ inline __m512 act512(__m512 v, const ConvTileEpilogue& ep) {
 template <int MR, int NV>
 void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw, float* y,
               int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep) {
+  const int64_t tail = nr - (NV - 1) * 16;
+  const __mmask16 last = tail >= 16 ? __mmask16(0xffff) : __mmask16((1u << tail) - 1);
+  // A single K block starts from the bias (one add per output less in the epilogue: short-K
+  // pointwise convs spend a fair share of their time there).
+  const bool bias_init = ep && ep->bias && !accumulate;
   __m512 acc[MR][NV];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+  for (int v = 0; v < NV; ++v) {
+    const __m512 b0 = bias_init ? _mm512_maskz_loadu_ps(v == NV - 1 ? last : __mmask16(0xffff), ep->bias + v * 16)
+                                : _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) acc[i][v] = b0;
+  }
   for (int64_t t = 0; t < ntaps; ++t) {
     const float* r[MR];
 #pragma GCC unroll 16
@@ -42,12 +50,11 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
       w += ldw;
     }
   }
-  const int64_t tail = nr - (NV - 1) * 16;
   if (tail >= 16 && mr == MR) {  // full tile: plain loads and stores
+    const bool add_bias = ep && ep->bias && !bias_init;
     __m512 bias[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v)
-      bias[v] = ep && ep->bias ? _mm512_loadu_ps(ep->bias + v * 16) : _mm512_setzero_ps();
+    for (int v = 0; v < NV; ++v) bias[v] = add_bias ? _mm512_loadu_ps(ep->bias + v * 16) : _mm512_setzero_ps();
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       float* yr = y + i * ldy;
@@ -56,7 +63,7 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
         __m512 s = acc[i][v];
         if (accumulate) s = _mm512_add_ps(s, _mm512_loadu_ps(yr + v * 16));
         if (ep) {
-          s = _mm512_add_ps(s, bias[v]);
+          if (add_bias) s = _mm512_add_ps(s, bias[v]);
           if (ep->residual) s = _mm512_add_ps(s, _mm512_loadu_ps(ep->residual + i * ep->ldr + v * 16));
           s = act512(s, *ep);
         }
@@ -65,7 +72,6 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
     }
     return;
   }
-  const __mmask16 last = tail >= 16 ? __mmask16(0xffff) : __mmask16((1u << tail) - 1);
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
     if (i >= mr) break;
@@ -76,7 +82,7 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
       __m512 s = acc[i][v];
       if (accumulate) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, yr + v * 16));
       if (ep) {
-        if (ep->bias) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, ep->bias + v * 16));
+        if (ep->bias && !bias_init) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, ep->bias + v * 16));
         if (ep->residual) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, ep->residual + i * ep->ldr + v * 16));
         s = act512(s, *ep);
       }
