@@ -1,6 +1,6 @@
 // NHWC conv / depthwise / max-pool kernels (kernels/x86/conv_nhwc.h) against a
 // direct double-precision loop, on every ISA this CPU has (portable, AVX2,
-// AVX-512): tile edges (C, OC below / at / above 16, 48, 64; pixel counts that
+// AVX-512): tile edges (C, OC below / at / above 16, 24, 48, 64; pixel counts that
 // are not multiples of MR), K blocks split over channels (C > 512), many taps,
 // strides, dilations, asymmetric padding, several images, fused epilogues.
 #include <gtest/gtest.h>
@@ -142,6 +142,9 @@ TEST(X86ConvNhwc, DenseMatchesReference) {
       mk(2, 32, 14, 14, 160, 1, 1, 1, 1, 0, 0, 0, 0),  // 14 x 14: 196 pixels (3 chunks), 2 images
       mk(1, 4, 3, 3, 16, 5, 5, 1, 1, 2, 2, 2, 2),      // kernel larger than the image interior
       mk(1, 9, 2, 2, 20, 3, 3, 2, 1, 1, 1, 1, 1),      // 1 x 1 output
+      mk(1, 144, 9, 11, 24, 1, 1, 1, 1, 0, 0, 0, 0),   // MobileNet's 24-wide projection (zmm + ymm)
+      mk(1, 530, 5, 6, 23, 1, 1, 1, 1, 0, 0, 0, 0),    // 23 wide over two K blocks (accumulates)
+      mk(1, 16, 7, 9, 88, 1, 1, 1, 1, 0, 0, 0, 0),     // 64 + 24
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)
@@ -180,16 +183,23 @@ TEST(X86ConvNhwc, WinogradMatchesReference) {
 TEST(X86ConvNhwc, DepthwiseMatchesReference) {
   ThreadPool pool(2);
   std::vector<Conv2dParams> cases = {
-      mk(1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8), mk(2, 17, 9, 8, 17, 3, 3, 2, 1, 1, 1, 1, 1, 17),
-      mk(1, 64, 12, 12, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64), mk(1, 96, 11, 11, 96, 3, 3, 2, 1, 0, 1, 1, 0, 96),
-      mk(1, 144, 5, 6, 144, 5, 5, 1, 2, 4, 4, 4, 4, 144), mk(1, 67, 6, 6, 67, 3, 1, 1, 1, 1, 0, 1, 0, 67),
+      mk(1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8),
+      mk(2, 17, 9, 8, 17, 3, 3, 2, 1, 1, 1, 1, 1, 17),
+      mk(1, 64, 12, 12, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64),
+      mk(1, 96, 11, 11, 96, 3, 3, 2, 1, 0, 1, 1, 0, 96),
+      mk(1, 144, 5, 6, 144, 5, 5, 1, 2, 4, 4, 4, 4, 144),
+      mk(1, 67, 6, 6, 67, 3, 1, 1, 1, 1, 0, 1, 0, 67),
       mk(3, 40, 4, 4, 40, 3, 3, 3, 1, 2, 0, 0, 2, 40),
       // wide rows: the 3x3 interior fast path (8 pixels whose taps are all inside)
-      mk(1, 48, 5, 30, 48, 3, 3, 1, 1, 1, 1, 1, 1, 48), mk(2, 32, 9, 40, 32, 3, 3, 2, 1, 1, 1, 1, 1, 32),
-      mk(1, 16, 6, 30, 16, 3, 3, 1, 2, 2, 2, 2, 2, 16), mk(1, 24, 3, 27, 24, 3, 3, 1, 1, 0, 0, 0, 0, 24),
+      mk(1, 48, 5, 30, 48, 3, 3, 1, 1, 1, 1, 1, 1, 48),
+      mk(2, 32, 9, 40, 32, 3, 3, 2, 1, 1, 1, 1, 1, 32),
+      mk(1, 16, 6, 30, 16, 3, 3, 1, 2, 2, 2, 2, 2, 16),
+      mk(1, 24, 3, 27, 24, 3, 3, 1, 1, 0, 0, 0, 0, 24),
       mk(2, 80, 40, 36, 80, 3, 3, 1, 1, 1, 1, 1, 1, 80),  // large enough to run on both threads
-      // the register-reuse interior path: 64-channel blocks, 16-channel blocks and a masked tail, strides 1 and 2
-      mk(1, 100, 7, 41, 100, 3, 3, 2, 1, 1, 1, 1, 1, 100), mk(1, 144, 6, 37, 144, 3, 3, 1, 1, 1, 1, 1, 1, 144),
+      // the register-reuse interior path: 64-channel blocks, 16-channel blocks and a masked tail, strides 1
+      // and 2
+      mk(1, 100, 7, 41, 100, 3, 3, 2, 1, 1, 1, 1, 1, 100),
+      mk(1, 144, 6, 37, 144, 3, 3, 1, 1, 1, 1, 1, 1, 144),
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)

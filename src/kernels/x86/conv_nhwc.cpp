@@ -17,7 +17,7 @@ namespace tessera::kernels::x86 {
 ConvIsa conv_isa() {
   const CpuFeatures& f = cpu_features();
 #ifdef TESSERA_CONV_X86
-  if (f.avx512f) return ConvIsa::avx512f;
+  if (f.avx512_core()) return ConvIsa::avx512f;
   if (f.avx2 && f.fma) return ConvIsa::avx2;
 #endif
   (void)f;
@@ -238,7 +238,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
       ConvUkrInfo u{conv_ukr_portable, 4, 16};
 #ifdef TESSERA_CONV_X86
       if (isa == ConvIsa::avx512f)
-        u = conv_ukr_avx512f(pw);
+        u = conv_ukr_avx512f(ncols);
       else if (isa == ConvIsa::avx2)
         u = conv_ukr_avx2(pw);
 #endif
@@ -520,7 +520,7 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
       ConvUkrInfo u{conv_ukr_portable, 4, 16};
 #ifdef TESSERA_CONV_X86
       if (isa == ConvIsa::avx512f)
-        u = conv_ukr_avx512f(pw);
+        u = conv_ukr_avx512f(ncols);
       else if (isa == ConvIsa::avx2)
         u = conv_ukr_avx2(pw);
 #endif

@@ -108,7 +108,8 @@ struct ConvUkrInfo {
   ConvUkr fn;
   int64_t mr, nr;
 };
-// For AVX-512: one kernel per panel width (16, 32, 48, 64); AVX2: 16 wide (sub-panels); portable: 16 wide.
+// For AVX-512: one kernel per width of the panel's columns (16, 24, 32, 48, 64); AVX2: 16 wide (sub-panels);
+// portable: 16 wide.
 ConvUkrInfo conv_ukr_avx512f(int64_t width);
 ConvUkrInfo conv_ukr_avx2(int64_t width);
 

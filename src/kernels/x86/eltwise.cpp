@@ -157,7 +157,7 @@ bool eltwise_isa_available(EltIsa isa) {
     case EltIsa::avx2:
       return f.avx2 && f.fma;
     case EltIsa::avx512f:
-      return f.avx512f && f.avx512dq && f.avx512bw && f.avx512vl;
+      return f.avx512_core();
 #else
     default:
       (void)f;

@@ -37,7 +37,7 @@ struct UkrInfo {
 };
 
 bool has_avx512f() {
-  return cpu_features().avx512f;
+  return cpu_features().avx512_core();
 }
 bool has_avx2() {
   return cpu_features().avx2 && cpu_features().fma;

@@ -41,7 +41,7 @@ Ceilings measure_ceilings(ThreadPool* pool, double budget_ms) {
   double (*loop)(long, float*) = fma_peak_loop_portable;
   c.isa = "portable";
 #if defined(__x86_64__)
-  if (f.avx512f) {
+  if (f.avx512_core()) {
     loop = fma_peak_loop_avx512f;
     c.isa = "avx512f";
   } else if (f.avx2 && f.fma) {

@@ -28,8 +28,9 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
   __m512 acc[MR][NV];
 #pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) {
-    const __m512 b0 = bias_init ? _mm512_maskz_loadu_ps(v == NV - 1 ? last : __mmask16(0xffff), ep->bias + v * 16)
-                                : _mm512_setzero_ps();
+    const __m512 b0 = bias_init
+                          ? _mm512_maskz_loadu_ps(v == NV - 1 ? last : __mmask16(0xffff), ep->bias + v * 16)
+                          : _mm512_setzero_ps();
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) acc[i][v] = b0;
   }
@@ -54,7 +55,8 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
     const bool add_bias = ep && ep->bias && !bias_init;
     __m512 bias[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) bias[v] = add_bias ? _mm512_loadu_ps(ep->bias + v * 16) : _mm512_setzero_ps();
+    for (int v = 0; v < NV; ++v)
+      bias[v] = add_bias ? _mm512_loadu_ps(ep->bias + v * 16) : _mm512_setzero_ps();
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       float* yr = y + i * ldy;
@@ -91,12 +93,78 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
   }
 }
 
+inline __m256 act256(__m256 v, const ConvTileEpilogue& ep) {
+  if (ep.act == Activation::relu) return _mm256_max_ps(v, _mm256_setzero_ps());
+  if (ep.act == Activation::clip)
+    return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(ep.clip_min)), _mm256_set1_ps(ep.clip_max));
+  return v;
+}
+
+// 17..24 channels (MobileNet's 24): a zmm and a ymm accumulator per pixel. Zen 4 issues two 256-bit
+// FMAs a cycle but one 512-bit, so 24 channels take 1.5 FMA slots per pixel and step, not the 2 of a
+// masked 32-wide tile.
+template <int MR>
+void conv_ukr_zy(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw, float* y,
+                 int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep) {
+  const __mmask8 ym = __mmask8((1u << (nr - 16)) - 1);  // 1..8 columns past the first 16
+  const bool bias_init = ep && ep->bias && !accumulate;
+  const __m512 bz = bias_init ? _mm512_loadu_ps(ep->bias) : _mm512_setzero_ps();
+  const __m256 by = bias_init ? _mm256_maskz_loadu_ps(ym, ep->bias + 16) : _mm256_setzero_ps();
+  __m512 az[MR];
+  __m256 ay[MR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) az[i] = bz, ay[i] = by;
+  for (int64_t t = 0; t < ntaps; ++t) {
+    const float* r[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) r[i] = rows[t * MR + i];
+    for (int64_t ci = 0; ci < kc; ++ci) {
+      const __m512 b0 = _mm512_loadu_ps(w);
+      const __m256 b1 = _mm256_loadu_ps(w + 16);  // the panel is 32 wide (zero past nr)
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) {
+        const __m512 a = _mm512_set1_ps(r[i][ci]);
+        az[i] = _mm512_fmadd_ps(a, b0, az[i]);
+        ay[i] = _mm256_fmadd_ps(_mm512_castps512_ps256(a), b1, ay[i]);
+      }
+      w += ldw;
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    if (i >= mr) break;
+    float* yr = y + i * ldy;
+    __m512 sz = az[i];
+    __m256 sy = ay[i];
+    if (accumulate) {
+      sz = _mm512_add_ps(sz, _mm512_loadu_ps(yr));
+      sy = _mm256_add_ps(sy, _mm256_maskz_loadu_ps(ym, yr + 16));
+    }
+    if (ep) {
+      if (ep->bias && !bias_init) {
+        sz = _mm512_add_ps(sz, _mm512_loadu_ps(ep->bias));
+        sy = _mm256_add_ps(sy, _mm256_maskz_loadu_ps(ym, ep->bias + 16));
+      }
+      if (ep->residual) {
+        const float* rr = ep->residual + i * ep->ldr;
+        sz = _mm512_add_ps(sz, _mm512_loadu_ps(rr));
+        sy = _mm256_add_ps(sy, _mm256_maskz_loadu_ps(ym, rr + 16));
+      }
+      sz = act512(sz, *ep);
+      sy = act256(sy, *ep);
+    }
+    _mm512_storeu_ps(yr, sz);
+    _mm256_mask_storeu_ps(yr + 16, ym, sy);
+  }
+}
+
 }  // namespace
 
 ConvUkrInfo conv_ukr_avx512f(int64_t width) {
   if (width > 48) return {conv_ukr<6, 4>, 6, 64};
   if (width > 32) return {conv_ukr<8, 3>, 8, 48};
-  if (width > 16) return {conv_ukr<12, 2>, 12, 32};
+  if (width > 24) return {conv_ukr<12, 2>, 12, 32};
+  if (width > 16) return {conv_ukr_zy<12>, 12, 24};
   return {conv_ukr<12, 1>, 12, 16};
 }
 
