@@ -20,11 +20,21 @@ bool huge_pages_enabled() {
   return on;
 }
 
+thread_local bool tl_ordinary_pages = false;
+
 }  // namespace
+
+OrdinaryPagesScope::OrdinaryPagesScope() : prev_(tl_ordinary_pages) {
+  tl_ordinary_pages = true;
+}
+OrdinaryPagesScope::~OrdinaryPagesScope() {
+  tl_ordinary_pages = prev_;
+}
 
 void* allocate_aligned(size_t bytes) {
   bytes = std::max<size_t>(bytes, 1);
-  if (bytes < kHugePageBytes || !huge_pages_enabled()) return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (bytes < kHugePageBytes || !huge_pages_enabled() || tl_ordinary_pages)
+    return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   const size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   void* p = std::aligned_alloc(kHugePageBytes, rounded);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)

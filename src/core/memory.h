@@ -15,4 +15,18 @@ inline constexpr size_t kHugePageBytes = size_t(2) << 20;
 // std::free.
 void* allocate_aligned(size_t bytes);
 
+// While one is alive, this thread's allocations stay on ordinary pages: for data read from cache many
+// times over (convolution filters), which gains nothing from huge pages, while each fresh 2 MiB page costs
+// session creation (a new VM backs it on first touch) and cannot reuse the 4 KiB pages just freed.
+class OrdinaryPagesScope {
+ public:
+  OrdinaryPagesScope();
+  ~OrdinaryPagesScope();
+  OrdinaryPagesScope(const OrdinaryPagesScope&) = delete;
+  OrdinaryPagesScope& operator=(const OrdinaryPagesScope&) = delete;
+
+ private:
+  bool prev_;
+};
+
 }  // namespace tessera

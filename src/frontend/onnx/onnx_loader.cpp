@@ -11,6 +11,12 @@
 #include <tuple>
 #include <vector>
 
+#if defined(__unix__)
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 #include "core/error.h"
 #include "frontend/onnx/onnx_internal.h"
 
@@ -20,7 +26,9 @@ namespace {
 namespace pb = tessera_onnx;
 using OpsetMap = std::map<std::string, int>;
 
-std::string norm_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+std::string norm_domain(const std::string& d) {
+  return d == "ai.onnx" ? std::string() : d;
+}
 
 OpsetMap read_opsets(const google::protobuf::RepeatedPtrField<pb::OperatorSetIdProto>& ops) {
   OpsetMap m;
@@ -78,8 +86,10 @@ class Importer {
     auto add_initializer = [&](const std::string& name, Tensor t) {
       check_model(!name.empty(), "graph '", gp.name(), "' has an initializer without a name");
       ir::Value* v = g.find_local_value(name);
-      if (v) check_model(!v->initializer, "initializer '", name, "' is defined twice");
-      else v = g.add_value(name);
+      if (v)
+        check_model(!v->initializer, "initializer '", name, "' is defined twice");
+      else
+        v = g.add_value(name);
       v->type = ir::TypeInfo::tensor_of(t);
       v->initializer = std::move(t);
     };
@@ -165,13 +175,14 @@ class Importer {
                 "call of function '", f->name(), "' (node '", call.name(), "') has ", call.input_size(),
                 " inputs / ", call.output_size(), " outputs; the function takes ", f->input_size(), " / ",
                 f->output_size());
-    const std::string prefix = cat(call.name().empty() ? f->name() : call.name(), "/", f->name(), "#",
-                                   inline_counter_++, "/");
+    const std::string prefix =
+        cat(call.name().empty() ? f->name() : call.name(), "/", f->name(), "#", inline_counter_++, "/");
     std::map<std::string, std::string> rename;
-    for (int i = 0; i < f->input_size(); ++i) rename[f->input(i)] = i < call.input_size() ? call.input(i) : "";
+    for (int i = 0; i < f->input_size(); ++i)
+      rename[f->input(i)] = i < call.input_size() ? call.input(i) : "";
     for (int i = 0; i < f->output_size(); ++i)
-      rename[f->output(i)] = i < call.output_size() && !call.output(i).empty() ? call.output(i)
-                                                                                : prefix + f->output(i);
+      rename[f->output(i)] =
+          i < call.output_size() && !call.output(i).empty() ? call.output(i) : prefix + f->output(i);
     // Attribute bindings: the call's attributes, then the function's defaults.
     std::map<std::string, const pb::AttributeProto*> bound;
     for (const auto& a : f->attribute_proto()) bound[a.name()] = &a;
@@ -184,8 +195,8 @@ class Importer {
     const OpsetMap* fopsets = &function_opsets_.at(f);
     if (depth == 0) {  // checked once per top-level call, before any copying
       inlined_nodes_ += expanded_size(f, 0);
-      check_model(inlined_nodes_ <= kMaxInlinedNodes, "inlining model-local functions would create more than ",
-                  kMaxInlinedNodes, " nodes");
+      check_model(inlined_nodes_ <= kMaxInlinedNodes,
+                  "inlining model-local functions would create more than ", kMaxInlinedNodes, " nodes");
     }
     for (const auto& body : f->node()) {
       auto copy = std::make_shared<pb::NodeProto>(body);
@@ -200,7 +211,8 @@ class Importer {
 
   template <typename F>
   static void rewrite_graph(pb::GraphProto& g, const F& map_name,
-                            const std::map<std::string, const pb::AttributeProto*>& bound, const std::string& fn) {
+                            const std::map<std::string, const pb::AttributeProto*>& bound,
+                            const std::string& fn) {
     for (auto& vi : *g.mutable_input()) vi.set_name(map_name(vi.name()));
     for (auto& vi : *g.mutable_output()) vi.set_name(map_name(vi.name()));
     for (auto& vi : *g.mutable_value_info()) vi.set_name(map_name(vi.name()));
@@ -211,7 +223,8 @@ class Importer {
 
   template <typename F>
   static void rewrite_node(pb::NodeProto& n, const F& map_name,
-                           const std::map<std::string, const pb::AttributeProto*>& bound, const std::string& fn) {
+                           const std::map<std::string, const pb::AttributeProto*>& bound,
+                           const std::string& fn) {
     for (auto& s : *n.mutable_input()) s = map_name(s);
     for (auto& s : *n.mutable_output()) s = map_name(s);
     auto* attrs = n.mutable_attribute();
@@ -236,27 +249,42 @@ class Importer {
     }
   }
 
-  Attribute import_attr(const pb::AttributeProto& a, ir::Graph& g, const std::string& where, const OpsetMap& opsets,
-                        int depth) {
-    check_model(a.ref_attr_name().empty(), where, ": attribute '", a.name(), "' refers to '", a.ref_attr_name(),
-                "' outside a function");
+  Attribute import_attr(const pb::AttributeProto& a, ir::Graph& g, const std::string& where,
+                        const OpsetMap& opsets, int depth) {
+    check_model(a.ref_attr_name().empty(), where, ": attribute '", a.name(), "' refers to '",
+                a.ref_attr_name(), "' outside a function");
     using AT = pb::AttributeProto;
     AT::AttributeType type = a.type();
     if (type == AT::UNDEFINED) {  // old models: infer from the field that is set
-      if (a.has_f()) type = AT::FLOAT;
-      else if (a.has_i()) type = AT::INT;
-      else if (a.has_s()) type = AT::STRING;
-      else if (a.has_t()) type = AT::TENSOR;
-      else if (a.has_g()) type = AT::GRAPH;
-      else if (a.has_sparse_tensor()) type = AT::SPARSE_TENSOR;
-      else if (a.has_tp()) type = AT::TYPE_PROTO;
-      else if (a.floats_size()) type = AT::FLOATS;
-      else if (a.ints_size()) type = AT::INTS;
-      else if (a.strings_size()) type = AT::STRINGS;
-      else if (a.tensors_size()) type = AT::TENSORS;
-      else if (a.graphs_size()) type = AT::GRAPHS;
-      else if (a.sparse_tensors_size()) type = AT::SPARSE_TENSORS;
-      else throw Error(ErrorCode::invalid_model, cat(where, ": attribute '", a.name(), "' has no type and no value"));
+      if (a.has_f())
+        type = AT::FLOAT;
+      else if (a.has_i())
+        type = AT::INT;
+      else if (a.has_s())
+        type = AT::STRING;
+      else if (a.has_t())
+        type = AT::TENSOR;
+      else if (a.has_g())
+        type = AT::GRAPH;
+      else if (a.has_sparse_tensor())
+        type = AT::SPARSE_TENSOR;
+      else if (a.has_tp())
+        type = AT::TYPE_PROTO;
+      else if (a.floats_size())
+        type = AT::FLOATS;
+      else if (a.ints_size())
+        type = AT::INTS;
+      else if (a.strings_size())
+        type = AT::STRINGS;
+      else if (a.tensors_size())
+        type = AT::TENSORS;
+      else if (a.graphs_size())
+        type = AT::GRAPHS;
+      else if (a.sparse_tensors_size())
+        type = AT::SPARSE_TENSORS;
+      else
+        throw Error(ErrorCode::invalid_model,
+                    cat(where, ": attribute '", a.name(), "' has no type and no value"));
     }
     auto subgraph = [&](const pb::GraphProto& gp) {
       auto sg = std::make_shared<ir::Graph>();
@@ -267,21 +295,48 @@ class Importer {
     };
     Attribute r;
     switch (type) {
-      case AT::FLOAT: r.kind = Attribute::Kind::f; r.f = a.f(); break;
-      case AT::INT: r.kind = Attribute::Kind::i; r.i = a.i(); break;
-      case AT::STRING: r.kind = Attribute::Kind::s; r.s = a.s(); break;
-      case AT::TENSOR: r.kind = Attribute::Kind::t; r.t = detail::decode_tensor(a.t(), src_); break;
-      case AT::SPARSE_TENSOR: r.kind = Attribute::Kind::t; r.t = detail::decode_sparse(a.sparse_tensor(), src_); break;
-      case AT::GRAPH: r.kind = Attribute::Kind::g; r.g = subgraph(a.g()); break;
+      case AT::FLOAT:
+        r.kind = Attribute::Kind::f;
+        r.f = a.f();
+        break;
+      case AT::INT:
+        r.kind = Attribute::Kind::i;
+        r.i = a.i();
+        break;
+      case AT::STRING:
+        r.kind = Attribute::Kind::s;
+        r.s = a.s();
+        break;
+      case AT::TENSOR:
+        r.kind = Attribute::Kind::t;
+        r.t = detail::decode_tensor(a.t(), src_);
+        break;
+      case AT::SPARSE_TENSOR:
+        r.kind = Attribute::Kind::t;
+        r.t = detail::decode_sparse(a.sparse_tensor(), src_);
+        break;
+      case AT::GRAPH:
+        r.kind = Attribute::Kind::g;
+        r.g = subgraph(a.g());
+        break;
       case AT::TYPE_PROTO: {
         r.kind = Attribute::Kind::type_proto;
         ir::TypeInfo ti = detail::decode_type(a.tp(), cat(where, ": attribute '", a.name(), "'"));
         r.type_elem = ti.elem;
         break;
       }
-      case AT::FLOATS: r.kind = Attribute::Kind::floats; r.floats.assign(a.floats().begin(), a.floats().end()); break;
-      case AT::INTS: r.kind = Attribute::Kind::ints; r.ints.assign(a.ints().begin(), a.ints().end()); break;
-      case AT::STRINGS: r.kind = Attribute::Kind::strings; r.strings.assign(a.strings().begin(), a.strings().end()); break;
+      case AT::FLOATS:
+        r.kind = Attribute::Kind::floats;
+        r.floats.assign(a.floats().begin(), a.floats().end());
+        break;
+      case AT::INTS:
+        r.kind = Attribute::Kind::ints;
+        r.ints.assign(a.ints().begin(), a.ints().end());
+        break;
+      case AT::STRINGS:
+        r.kind = Attribute::Kind::strings;
+        r.strings.assign(a.strings().begin(), a.strings().end());
+        break;
       case AT::TENSORS:
         r.kind = Attribute::Kind::tensors;
         for (const auto& t : a.tensors()) r.tensors.push_back(detail::decode_tensor(t, src_));
@@ -295,7 +350,8 @@ class Importer {
         for (const auto& gp : a.graphs()) r.graphs.push_back(subgraph(gp));
         break;
       default:
-        throw Error(ErrorCode::unsupported, cat(where, ": attribute '", a.name(), "' has unsupported type ", int(type)));
+        throw Error(ErrorCode::unsupported,
+                    cat(where, ": attribute '", a.name(), "' has unsupported type ", int(type)));
     }
     return r;
   }
@@ -357,10 +413,12 @@ class Importer {
           continue;
         }
         ir::Value* v = g.find_value(in);
-        check_model(v != nullptr, "input '", in, "' is not defined (no graph input, initializer or node output has that name)");
+        check_model(v != nullptr, "input '", in,
+                    "' is not defined (no graph input, initializer or node output has that name)");
         g.connect_input(n, v);
       }
-      for (const auto& out : np.output()) g.connect_output(n, out.empty() ? nullptr : g.find_local_value(out));
+      for (const auto& out : np.output())
+        g.connect_output(n, out.empty() ? nullptr : g.find_local_value(out));
     } catch (const Error& e) {
       throw e.at_node(name, np.op_type());
     }
@@ -414,11 +472,30 @@ ir::Model load_file(const std::string& path, const LoadOptions& opts) {
   check(!ec, ErrorCode::io, "cannot stat model '", path, "': ", ec.message());
   check_model(size > 0, "model '", path, "' is empty");
   check_model(size < uint64_t(INT32_MAX), "model '", path, "' is larger than 2 GiB (use external data)");
-  std::ifstream f(path, std::ios::binary);
-  check(bool(f), ErrorCode::io, "cannot open model '", path, "'");
-  pb::ModelProto mp;  // parsed straight from the stream: no second copy of the file in memory
-  check_model(mp.ParseFromIstream(&f), "model '", path,
-              "' is not a valid ONNX ModelProto (truncated or corrupt protobuf, ", size, " bytes)");
+  pb::ModelProto mp;
+  bool parsed = false;
+#if defined(__unix__)
+  // Parsed from a read-only mapping of the file: protobuf then sizes each tensor's bytes once and copies
+  // them once from the page cache (from a stream it grows them chunk by chunk, copying and faulting in
+  // fresh pages on the way), and the file is never copied whole.
+  if (const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    void* m = ::mmap(nullptr, size_t(size), PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (m != MAP_FAILED) {
+      ::madvise(m, size_t(size), MADV_SEQUENTIAL);
+      parsed = mp.ParseFromArray(m, int(size));
+      ::munmap(m, size_t(size));
+      check_model(parsed, "model '", path,
+                  "' is not a valid ONNX ModelProto (truncated or corrupt protobuf, ", size, " bytes)");
+    }
+  }
+#endif
+  if (!parsed) {
+    std::ifstream f(path, std::ios::binary);
+    check(bool(f), ErrorCode::io, "cannot open model '", path, "'");
+    check_model(mp.ParseFromIstream(&f), "model '", path,
+                "' is not a valid ONNX ModelProto (truncated or corrupt protobuf, ", size, " bytes)");
+  }
   std::string dir = opts.external_data_dir;
   if (dir.empty()) {
     dir = fs::path(path).parent_path().string();
