@@ -383,7 +383,11 @@ TEST(X86Eltwise, TransposeMatchesRef) {
       {{47, 33}, {1, 0}},
       {{197, 12, 64}, {1, 2, 0}},
       {{1, 40, 14, 15}, {0, 2, 3, 1}},
-      {{1, 31, 49}, {0, 2, 1}}};
+      {{1, 31, 49}, {0, 2, 1}},
+      // only size-1 dims move: a view of the input (ViT's [197, 1, 768] <-> [1, 197, 768])
+      {{197, 1, 768}, {1, 0, 2}},
+      {{1, 5, 1, 7}, {2, 1, 3, 0}},
+      {{1, 1}, {1, 0}}};
   for (EltIsa isa : isas()) {
     ForceIsa force(isa);
     for (const auto& [shape, perm] : cases) {
@@ -399,6 +403,9 @@ TEST(X86Eltwise, TransposeMatchesRef) {
     }
   }
   EXPECT_THROW(run_tuned("Transpose", {rand_f32({2, 3}, g)}, {{"perm", attr_ints({0, 0})}}), Error);
+  const Tensor x = rand_f32({9, 1, 4}, g);
+  const auto v = run_tuned("Transpose", {x}, {{"perm", attr_ints({1, 0, 2})}});
+  EXPECT_EQ(v[0].tensor.storage(), x.storage());  // no copy
 }
 
 // Quick timing against the reference kernels (set TESSERA_ELTWISE_TIMING=1).

@@ -179,6 +179,16 @@ void transpose_x86(KernelContext& ctx) {
   const Tensor x = x0->contiguous();
   Shape out(static_cast<size_t>(r));
   for (int64_t i = 0; i < r; ++i) out[size_t(i)] = x.dim(perm[size_t(i)]);
+  // Only dims of size 1 move (torch's [L, 1, E] <-> [1, L, E] at batch 1): memory order is unchanged, so
+  // the result is a view of the input, not a copy.
+  int64_t last = -1;
+  bool order_kept = true;
+  for (int64_t p : perm)
+    if (x.dim(p) != 1) order_kept = order_kept && p > last, last = p;
+  if (order_kept) {
+    ctx.set_output(0, DataValue(x.reshape(out)));
+    return;
+  }
   Tensor& y = ctx.output_for_overwrite(0, DType::f32, out);
   if (x.numel() == 0) return;
   x86::transpose_f32(x.data<float>(), y.data<float>(), x.shape(), perm, ctx.pool());
