@@ -35,6 +35,17 @@ Tensor rand_f32(const Shape& s, std::mt19937& g, float scale = 1.0f) {
   return t;
 }
 
+// The reference kernel's and the x86 kernel's outputs for the same node (the latter made contiguous).
+std::pair<Tensor, Tensor> ref_and_x86(const std::vector<DataValue>& in,
+                                      const std::map<std::string, Attribute>& attrs, ThreadPool* pool) {
+  tessera::testing::TestKernelContext rc("FusedAttention", in, attrs, 1);
+  kernels::ref::KernelTable::instance().find("tessera", "FusedAttention")(rc);
+  PoolCtx tc("FusedAttention", in, attrs, 1);
+  tc.pool_ = pool;
+  backends::cpu::x86_fused_attention_kernel()(tc);
+  return {rc.outputs()[0].tensor, tc.outputs()[0].tensor.contiguous()};
+}
+
 void check_case(const Shape& lead, int64_t lq, int64_t lk, int64_t d, int64_t dv, bool kt,
                 const Shape* mask_shape, std::mt19937& g, ThreadPool* pool, const Shape& k_lead = {}) {
   auto with = [](Shape l, std::initializer_list<int64_t> tail) {
@@ -48,13 +59,7 @@ void check_case(const Shape& lead, int64_t lq, int64_t lk, int64_t d, int64_t dv
   if (mask_shape) in.push_back(rand_f32(*mask_shape, g, 3.0f));
   const std::map<std::string, Attribute> attrs = {{"scale", attr_f(0.125f)},
                                                   {"k_transposed", attr_i(kt ? 1 : 0)}};
-  tessera::testing::TestKernelContext rc("FusedAttention", in, attrs, 1);
-  kernels::ref::KernelTable::instance().find("tessera", "FusedAttention")(rc);
-  PoolCtx tc("FusedAttention", in, attrs, 1);
-  tc.pool_ = pool;
-  backends::cpu::x86_fused_attention_kernel()(tc);
-  const Tensor& want = rc.outputs()[0].tensor;
-  const Tensor got = tc.outputs()[0].tensor.contiguous();
+  const auto [want, got] = ref_and_x86(in, attrs, pool);
   ASSERT_EQ(got.shape(), want.shape());
   double worst = 0;
   for (int64_t i = 0; i < want.numel(); ++i)
@@ -114,13 +119,7 @@ TEST(X86Attention, WhereConditionThenMask) {
                                                           {"k_transposed", attr_i(1)},
                                                           {"keep_where", attr_i(keep)},
                                                           {"fill", attr_f(-1e4f)}};
-          tessera::testing::TestKernelContext rc("FusedAttention", in, attrs, 1);
-          kernels::ref::KernelTable::instance().find("tessera", "FusedAttention")(rc);
-          PoolCtx tc("FusedAttention", in, attrs, 1);
-          tc.pool_ = &pool;
-          backends::cpu::x86_fused_attention_kernel()(tc);
-          const Tensor& want = rc.outputs()[0].tensor;
-          const Tensor& got = tc.outputs()[0].tensor;
+          const auto [want, got] = ref_and_x86(in, attrs, &pool);
           ASSERT_EQ(got.shape(), want.shape());
           for (int64_t i = 0; i < want.numel(); ++i)
             ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 2e-5)
@@ -133,13 +132,7 @@ TEST(X86Attention, WhereConditionThenMask) {
 // (heads split off [B, L, H, D], ViT's [L, B*H, D]), out_perm writes the result transposed in place.
 void check_perm_case(const std::vector<DataValue>& in, const std::map<std::string, Attribute>& attrs,
                      ThreadPool* pool, const char* what) {
-  tessera::testing::TestKernelContext rc("FusedAttention", in, attrs, 1);
-  kernels::ref::KernelTable::instance().find("tessera", "FusedAttention")(rc);
-  PoolCtx tc("FusedAttention", in, attrs, 1);
-  tc.pool_ = pool;
-  backends::cpu::x86_fused_attention_kernel()(tc);
-  const Tensor& want = rc.outputs()[0].tensor;
-  const Tensor got = tc.outputs()[0].tensor.contiguous();
+  const auto [want, got] = ref_and_x86(in, attrs, pool);
   ASSERT_EQ(got.shape(), want.shape()) << what;
   for (int64_t i = 0; i < want.numel(); ++i)
     ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 2e-5) << what << " at " << i;
