@@ -200,7 +200,20 @@ TEST(X86ConvNhwc, DepthwiseMatchesReference) {
       // and 2
       mk(1, 100, 7, 41, 100, 3, 3, 2, 1, 1, 1, 1, 1, 100),
       mk(1, 144, 6, 37, 144, 3, 3, 1, 1, 1, 1, 1, 1, 144),
+      // dw3_rows (3x3, stride 1 or 2): rows too narrow for an interior tile (w 1..3), no left padding,
+      // asymmetric padding, a vertical stride that differs, tiles of 8, 4 and 2 plus edges, masked tails
+      mk(1, 16, 3, 1, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16),
+      mk(1, 33, 2, 2, 33, 3, 3, 1, 1, 1, 1, 1, 1, 33),
+      mk(2, 20, 5, 3, 20, 3, 3, 2, 1, 1, 1, 1, 1, 20),
+      mk(1, 48, 4, 23, 48, 3, 3, 1, 1, 0, 0, 0, 0, 48),
+      mk(1, 32, 7, 22, 32, 3, 3, 1, 1, 0, 1, 2, 0, 32),
+      mk(1, 7, 9, 29, 7, 3, 3, 2, 1, 1, 0, 1, 1, 7),
+      mk(1, 160, 12, 16, 160, 3, 3, 2, 1, 1, 1, 1, 1, 160),
   };
+  cases.push_back(mk(1, 64, 11, 19, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64));
+  cases.back().sh = 2;  // vertical stride 2, horizontal 1
+  cases.push_back(mk(1, 24, 10, 21, 24, 3, 3, 2, 1, 1, 1, 1, 1, 24));
+  cases.back().sh = 1;
   for (ConvIsa isa : isas())
     for (const auto& p : cases)
       for (int fused = 0; fused <= 2; ++fused) {

@@ -81,6 +81,10 @@ void dw_nhwc_pack_weights(const float* w, int64_t c, int64_t kh, int64_t kw, flo
     for (int64_t t = 0; t < kh * kw; ++t) out[t * c + ch] = w[ch * kh * kw + t];
 }
 
+bool dw3_rows_applies(const Conv2dParams& p) {
+  return p.is_depthwise() && p.kh == 3 && p.kw == 3 && p.dh == 1 && p.dw == 1 && (p.sw == 1 || p.sw == 2);
+}
+
 namespace {
 
 // Runs fn(begin, end) over [0, n) tasks of about equal work (`work` multiply-adds or element
@@ -311,6 +315,39 @@ void conv_depthwise(const Conv2dParams& p, const float* x, const float* wp, cons
     row = dw_row_avx2;
 #else
   (void)isa;
+#endif
+#ifdef TESSERA_CONV_X86
+  if (isa == ConvIsa::avx512f && dw3_rows_applies(p)) {
+    // Bands of output rows whose input rows (~128 KiB) stay in L2 while the channel blocks sweep them.
+    const int64_t band =
+        std::max<int64_t>(1, ((int64_t(128) << 10) / int64_t(sizeof(float) * p.w * C) - 2) / p.sh);
+    run_tasks(pool, p.n * oh, double(p.n * oh * ow) * double(C * 9), [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e;) {
+        const int64_t img = t / oh, oy0 = t % oh, oy1 = std::min({oh, oy0 + band, oy0 + (e - t)});
+        Dw3RowsArgs a{x + img * p.h * p.w * C,
+                      p.h,
+                      p.w,
+                      C,
+                      wp,
+                      p.sh,
+                      p.sw,
+                      p.pad_t,
+                      p.pad_l,
+                      oy0,
+                      oy1,
+                      ow,
+                      y + img * oh * ow * C,
+                      ep.residual ? ep.residual + img * oh * ow * C : nullptr,
+                      ep.bias,
+                      ep.act,
+                      ep.clip_min,
+                      ep.clip_max};
+        dw3_rows_avx512f(a);
+        t += oy1 - oy0;
+      }
+    });
+    return;
+  }
 #endif
   run_tasks(pool, p.n * oh, double(p.n * oh * ow) * double(C * p.kh * p.kw), [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {

@@ -128,6 +128,26 @@ struct DwRowArgs {
 };
 void dw_row_avx512f(const DwRowArgs& a);
 
+// Depthwise 3x3, dilation 1, horizontal stride 1 or 2 (MobileNet's and EfficientNet's): output rows
+// [oy0, oy1) of one image, all columns, 16-channel blocks outermost so that a block's input rows stay in
+// L1 from one output row to the next. A block's 9 weight vectors live in registers and each input vector
+// loaded feeds every output of the 8-pixel tile that uses it (3 FMAs at stride 1): 0.42 loads per FMA
+// instead of the 1.25 of dw_row.
+struct Dw3RowsArgs {
+  const float* x;  // image [h][w][c]
+  int64_t h, w, c;
+  const float* wp;  // [9][c]
+  int64_t sh, sw, pad_t, pad_l;
+  int64_t oy0, oy1, ow;
+  float* y;               // image output [oh][ow][c]
+  const float* residual;  // like y, or nullptr
+  const float* bias;
+  Activation act;
+  float clip_min, clip_max;
+};
+bool dw3_rows_applies(const Conv2dParams& p);
+void dw3_rows_avx512f(const Dw3RowsArgs& a);
+
 // Winograd transforms, c channels each: src = the (m+2)^2 input pixels of a tile (row-major;
 // a zero row where outside the image) -> v[xi * stride + ci]; m[xi * mstride + j] -> the
 // m x m outputs y[k] (nullptr: outside the output), + bias, + res[k], activation.

@@ -1,0 +1,293 @@
+// f32 NHWC convolution: Tessera vs oneDNN on the conv shapes of MobileNetV2 and ResNet-50, at 1 and 2
+// threads, in one process so that both see the same machine state.
+//   build/release/bench/conv_bench --benchmark_format=json --benchmark_repetitions=5 > conv.json
+//   python3 bench/conv_table.py conv.json
+// Every conv carries a bias and a Clip(0, 6) epilogue (ReLU6: MobileNet's), fused in both libraries.
+// oneDNN gets the layouts it prefers (format_tag::any for source, weights and destination: its blocked
+// nChw16c kernels), reordered outside the timed loop; Tessera runs NHWC as the runtime does, with
+// weights packed once. "pw+dw" rows time a 1x1 expansion feeding a 3x3 depthwise conv: Tessera's fused
+// kernel (conv2d_pw_dw_nhwc_f32) against oneDNN's two primitives back to back.
+// Counters: GFLOPS, pct_peak (of 32 f32 FLOP/cycle/core at TESSERA_PEAK_GHZ, default 3.5875).
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <dnnl.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/x86/conv_nhwc.h"
+
+namespace {
+
+namespace x86 = tessera::kernels::x86;
+
+struct ConvShape {
+  const char* name;
+  int64_t h, w, c, oc, k, stride, groups;  // square kernel, "same" padding (k / 2)
+  bool wino = false;                       // Tessera runs it as Winograd F(4x4, 3x3) (as the runtime does)
+};
+
+// A pw+dw pair: 1x1 c -> e, then 3x3 depthwise over e with the given stride.
+struct PairShape {
+  const char* name;
+  int64_t h, w, c, e, stride;
+};
+
+const ConvShape kConvs[] = {
+    {"mbv2 stem 224x224 3->32 3x3 s2", 224, 224, 3, 32, 3, 2, 1},
+    {"mbv2 dw 112x112x32 s1", 112, 112, 32, 32, 3, 1, 32},
+    {"mbv2 pw 112x112 32->16", 112, 112, 32, 16, 1, 1, 1},
+    {"mbv2 pw 112x112 16->96", 112, 112, 16, 96, 1, 1, 1},
+    {"mbv2 dw 112x112x96 s2", 112, 112, 96, 96, 3, 2, 96},
+    {"mbv2 pw 56x56 96->24", 56, 56, 96, 24, 1, 1, 1},
+    {"mbv2 pw 56x56 24->144", 56, 56, 24, 144, 1, 1, 1},
+    {"mbv2 dw 56x56x144 s1", 56, 56, 144, 144, 3, 1, 144},
+    {"mbv2 pw 56x56 144->24", 56, 56, 144, 24, 1, 1, 1},
+    {"mbv2 pw 28x28 32->192", 28, 28, 32, 192, 1, 1, 1},
+    {"mbv2 pw 28x28 192->32", 28, 28, 192, 32, 1, 1, 1},
+    {"mbv2 pw 14x14 64->384", 14, 14, 64, 384, 1, 1, 1},
+    {"mbv2 pw 14x14 384->64", 14, 14, 384, 64, 1, 1, 1},
+    {"mbv2 pw 14x14 96->576", 14, 14, 96, 576, 1, 1, 1},
+    {"mbv2 pw 14x14 576->96", 14, 14, 576, 96, 1, 1, 1},
+    {"mbv2 pw 7x7 160->960", 7, 7, 160, 960, 1, 1, 1},
+    {"mbv2 dw 7x7x960 s1", 7, 7, 960, 960, 3, 1, 960},
+    {"mbv2 pw 7x7 960->160", 7, 7, 960, 160, 1, 1, 1},
+    {"mbv2 pw 7x7 320->1280", 7, 7, 320, 1280, 1, 1, 1},
+    {"r50 stem 224x224 3->64 7x7 s2", 224, 224, 3, 64, 7, 2, 1},
+    {"r50 pw 56x56 256->64", 56, 56, 256, 64, 1, 1, 1},
+    {"r50 3x3 56x56 64->64", 56, 56, 64, 64, 3, 1, 1},
+    {"r50 3x3 56x56 64->64 wino", 56, 56, 64, 64, 3, 1, 1, true},
+    {"r50 3x3 28x28 128->128 wino", 28, 28, 128, 128, 3, 1, 1, true},
+    {"r50 pw 14x14 1024->256", 14, 14, 1024, 256, 1, 1, 1},
+    {"r50 3x3 7x7 512->512 s1", 7, 7, 512, 512, 3, 1, 1},
+};
+
+const PairShape kPairs[] = {
+    {"mbv2 pw+dw 112x112 16->96 s2", 112, 112, 16, 96, 2},
+    {"mbv2 pw+dw 56x56 24->144 s1", 56, 56, 24, 144, 1},
+    {"mbv2 pw+dw 56x56 24->144 s2", 56, 56, 24, 144, 2},
+    {"mbv2 pw+dw 28x28 32->192 s1", 28, 28, 32, 192, 1},
+    {"mbv2 pw+dw 14x14 96->576 s1", 14, 14, 96, 576, 1},
+    {"mbv2 pw+dw 7x7 160->960 s1", 7, 7, 160, 960, 1},
+};
+
+double peak_gflops(int threads) {
+  const char* g = std::getenv("TESSERA_PEAK_GHZ");
+  return (g ? std::atof(g) : 3.5875) * 32.0 * threads;
+}
+
+std::vector<float> random_floats(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+x86::Conv2dParams params(const ConvShape& s) {
+  x86::Conv2dParams p;
+  p.c = s.c, p.h = s.h, p.w = s.w, p.oc = s.oc, p.kh = p.kw = s.k, p.sh = p.sw = s.stride;
+  p.pad_t = p.pad_l = p.pad_b = p.pad_r = s.k / 2;
+  p.groups = s.groups;
+  return p;
+}
+
+double conv_flops(const x86::Conv2dParams& p) {
+  return 2.0 * double(p.oh() * p.ow()) * double(p.oc) * double(p.kh * p.kw) * double(p.c / p.groups);
+}
+
+void report(benchmark::State& st, double flops, int threads) {
+  st.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["pct_peak"] = benchmark::Counter(flops * 1e-9 * 100.0 / peak_gflops(threads),
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The libraries' worker threads keep spinning a while after a call: pause so they do not hold the cores
+// while the other library is timed.
+void settle() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+}
+
+x86::ConvEpilogue relu6(const float* bias) {
+  x86::ConvEpilogue ep;
+  ep.bias = bias, ep.act = tessera::kernels::x86::Activation::clip, ep.clip_min = 0, ep.clip_max = 6;
+  return ep;
+}
+
+// Packs ONNX-layout weights [oc, c/groups, k, k] the way the layout_nhwc pass does.
+std::vector<float> pack(const x86::Conv2dParams& p, const std::vector<float>& w, bool wino) {
+  if (p.is_depthwise()) {
+    std::vector<float> out(size_t(p.c * p.kh * p.kw));
+    x86::dw_nhwc_pack_weights(w.data(), p.c, p.kh, p.kw, out.data());
+    return out;
+  }
+  if (wino) {
+    std::vector<float> out(x86::wino_packed_floats(p.oc, p.c, 4));
+    x86::wino_pack_weights(w.data(), p.oc, p.c, 4, out.data());
+    return out;
+  }
+  std::vector<float> out(x86::conv_nhwc_packed_floats(p.oc, p.c * p.kh * p.kw));
+  x86::conv_nhwc_pack_weights(w.data(), p.oc, p.c, p.kh, p.kw, out.data());
+  return out;
+}
+
+void BM_tessera(benchmark::State& st) {
+  const ConvShape& s = kConvs[st.range(0)];
+  const int threads = int(st.range(1));
+  const x86::Conv2dParams p = params(s);
+  const auto x = random_floats(size_t(p.h * p.w * p.c), 1);
+  const auto w = random_floats(size_t(p.oc * (p.c / p.groups) * p.kh * p.kw), 2);
+  const auto b = random_floats(size_t(p.oc), 3);
+  const auto wp = pack(p, w, s.wino);
+  std::vector<float> y(size_t(p.oh() * p.ow() * p.oc));
+  tessera::ThreadPool pool(threads);
+  const x86::ConvEpilogue ep = relu6(b.data());
+  settle();
+  for (auto _ : st) {
+    if (s.wino)
+      x86::conv2d_wino_nhwc_f32(p, 4, x.data(), wp.data(), ep, y.data(), &pool);
+    else
+      x86::conv2d_nhwc_f32(p, x.data(), wp.data(), ep, y.data(), &pool);
+  }
+  report(st, conv_flops(p), threads);
+}
+
+// One oneDNN convolution primitive with its memories, all in oneDNN's preferred layouts.
+struct DnnlConv {
+  dnnl::convolution_forward prim;
+  std::unordered_map<int, dnnl::memory> args;
+  dnnl::memory dst;
+
+  DnnlConv(dnnl::engine& eng, dnnl::stream& strm, const x86::Conv2dParams& p, const dnnl::memory* src_in) {
+    using tag = dnnl::memory::format_tag;
+    using dt = dnnl::memory::data_type;
+    const dnnl::memory::dims src_dims{1, p.c, p.h, p.w}, dst_dims{1, p.oc, p.oh(), p.ow()};
+    const dnnl::memory::dims w_dims =
+        p.groups > 1 ? dnnl::memory::dims{p.groups, p.oc / p.groups, p.c / p.groups, p.kh, p.kw}
+                     : dnnl::memory::dims{p.oc, p.c, p.kh, p.kw};
+    const dnnl::memory::desc src_any(src_dims, dt::f32, tag::any), dst_any(dst_dims, dt::f32, tag::any),
+        w_any(w_dims, dt::f32, tag::any), b_md({p.oc}, dt::f32, tag::x);
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                      src_any, w_any, b_md, dst_any, {p.sh, p.sw}, {p.dh - 1, p.dw - 1},
+                                      {p.pad_t, p.pad_l}, {p.pad_b, p.pad_r});
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, 6.0f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+    prim = dnnl::convolution_forward(pd);
+    auto fill = [&](const dnnl::memory::desc& user, const dnnl::memory::desc& want, unsigned seed) {
+      const auto v = random_floats(user.get_size() / sizeof(float), seed);
+      dnnl::memory u(user, eng), m(want, eng);
+      std::copy(v.begin(), v.end(), static_cast<float*>(u.get_data_handle()));
+      dnnl::reorder(u, m).execute(strm, u, m);
+      return m;
+    };
+    dnnl::memory src = src_in && src_in->get_desc() == pd.src_desc()
+                           ? *src_in
+                           : fill(dnnl::memory::desc(src_dims, dt::f32, tag::nhwc), pd.src_desc(), 1);
+    const dnnl::memory w = fill(dnnl::memory::desc(w_dims, dt::f32, p.groups > 1 ? tag::goihw : tag::oihw),
+                                pd.weights_desc(), 2);
+    const dnnl::memory bias = fill(b_md, b_md, 3);
+    dst = dnnl::memory(pd.dst_desc(), eng);
+    strm.wait();
+    args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}};
+  }
+  void run(dnnl::stream& strm) { prim.execute(strm, args); }
+};
+
+void BM_onednn(benchmark::State& st) {
+  const ConvShape& s = kConvs[st.range(0)];
+  const int threads = int(st.range(1));
+  omp_set_num_threads(threads);  // Debian's oneDNN uses OpenMP
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  const x86::Conv2dParams p = params(s);
+  DnnlConv conv(eng, strm, p, nullptr);
+  settle();
+  for (auto _ : st) {
+    conv.run(strm);
+    strm.wait();
+  }
+  report(st, conv_flops(p), threads);
+}
+
+struct Pair {
+  x86::Conv2dParams pw, dw;
+  explicit Pair(const PairShape& s) {
+    pw.c = s.c, pw.h = s.h, pw.w = s.w, pw.oc = s.e;
+    dw.c = dw.oc = dw.groups = s.e, dw.h = s.h, dw.w = s.w, dw.kh = dw.kw = 3, dw.sh = dw.sw = s.stride;
+    dw.pad_t = dw.pad_l = dw.pad_b = dw.pad_r = 1;
+  }
+  double flops() const { return conv_flops(pw) + conv_flops(dw); }
+};
+
+void BM_tessera_pair(benchmark::State& st) {
+  const Pair q(kPairs[st.range(0)]);
+  const int threads = int(st.range(1));
+  const auto x = random_floats(size_t(q.pw.h * q.pw.w * q.pw.c), 1);
+  const auto w1 = pack(q.pw, random_floats(size_t(q.pw.oc * q.pw.c), 2), false);
+  const auto w2 = pack(q.dw, random_floats(size_t(q.dw.c * 9), 4), false);
+  const auto b1 = random_floats(size_t(q.pw.oc), 3), b2 = random_floats(size_t(q.dw.oc), 5);
+  std::vector<float> y(size_t(q.dw.oh() * q.dw.ow() * q.dw.oc));
+  tessera::ThreadPool pool(threads);
+  const x86::ConvEpilogue ep1 = relu6(b1.data()), ep2 = relu6(b2.data());
+  settle();
+  for (auto _ : st)
+    x86::conv2d_pw_dw_nhwc_f32(q.pw, x.data(), w1.data(), ep1, q.dw, w2.data(), ep2, y.data(), &pool);
+  report(st, q.flops(), threads);
+}
+
+void BM_onednn_pair(benchmark::State& st) {
+  const Pair q(kPairs[st.range(0)]);
+  const int threads = int(st.range(1));
+  omp_set_num_threads(threads);
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  DnnlConv pw(eng, strm, q.pw, nullptr);
+  DnnlConv dw(eng, strm, q.dw, &pw.dst);  // reads pw's output where the layouts agree (they do: nChw16c)
+  settle();
+  for (auto _ : st) {
+    pw.run(strm);
+    dw.run(strm);
+    strm.wait();
+  }
+  report(st, q.flops(), threads);
+}
+
+}  // namespace
+
+// Registered shape by shape, library after library, so that both see the same machine state.
+int main(int argc, char** argv) {
+  using Fn = void (*)(benchmark::State&);
+  const std::pair<const char*, Fn> kConvLibs[] = {{"BM_tessera", BM_tessera}, {"BM_onednn", BM_onednn}};
+  const std::pair<const char*, Fn> kPairLibs[] = {{"BM_tessera_pair", BM_tessera_pair},
+                                                  {"BM_onednn_pair", BM_onednn_pair}};
+  for (int t : {1, 2}) {
+    for (int i = 0; i < int(std::size(kConvs)); ++i)
+      for (const auto& [name, fn] : kConvLibs)
+        benchmark::RegisterBenchmark((std::string(name) + "/" + kConvs[i].name).c_str(), fn)
+            ->Args({i, t})
+            ->ArgNames({"shape", "threads"})
+            ->UseRealTime()
+            ->MinTime(0.1);
+    for (int i = 0; i < int(std::size(kPairs)); ++i)
+      for (const auto& [name, fn] : kPairLibs)
+        benchmark::RegisterBenchmark((std::string(name) + "/" + kPairs[i].name).c_str(), fn)
+            ->Args({i, t})
+            ->ArgNames({"shape", "threads"})
+            ->UseRealTime()
+            ->MinTime(0.1);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
