@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <new>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -41,6 +42,21 @@ void* allocate_aligned(size_t bytes) {
   if (p) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: without THP the pages stay 4 KiB
 #endif
   return p;
+}
+
+AlignedScratch::~AlignedScratch() {
+  std::free(p_);
+}
+
+float* AlignedScratch::get(size_t n) {
+  if (n > n_) {
+    std::free(p_);
+    p_ = nullptr, n_ = 0;
+    p_ = static_cast<float*>(allocate_aligned(n * sizeof(float)));
+    if (!p_) throw std::bad_alloc();
+    n_ = n;
+  }
+  return p_;
 }
 
 }  // namespace tessera

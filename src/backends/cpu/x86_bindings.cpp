@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "core/memory.h"
 #include "kernels/ref/broadcast.h"
 #include "kernels/ref/registry.h"
 #include "kernels/x86/conv2d.h"
@@ -100,7 +101,7 @@ void fused_gemm_x86(KernelContext& ctx) {
   kernels::x86::sgemm_packed(m, a.data<float>(), k, false, packed, y.data<float>(), n, ep, ctx.pool());
 }
 
-thread_local std::vector<float> tl_conv_scratch;
+thread_local AlignedScratch tl_conv_scratch;
 
 // Geometry attributes (kernel_shape, strides, dilations, pads) into p, checked.
 void read_geometry(KernelContext& ctx, kernels::x86::Conv2dParams& p) {
@@ -253,9 +254,8 @@ void fused_conv_x86(KernelContext& ctx) {
   ep.residual = r ? rc.data<float>() : nullptr;
   ep.act = conv_activation(ctx, ep.clip_min, ep.clip_max);
   const size_t need = kernels::x86::conv2d_scratch_floats(p);
-  if (tl_conv_scratch.size() < need) tl_conv_scratch.resize(need);
-  kernels::x86::conv2d_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(), tl_conv_scratch.data(),
-                           ctx.pool());
+  kernels::x86::conv2d_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(),
+                           tl_conv_scratch.get(need), ctx.pool());
 }
 
 void nhwc_gap_x86(KernelContext& ctx) {

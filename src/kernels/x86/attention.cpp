@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/memory.h"
 #include "kernels/x86/eltwise.h"
 #include "kernels/x86/gemm.h"
 
@@ -72,10 +73,9 @@ void attention_f32(const AttentionArgs& a, ThreadPool* pool) {
       for (int64_t i = 0; i < rows; ++i) std::fill(o + i * ors, o + i * ors + a.dv, 0.0f);
       return;
     }
-    thread_local std::vector<float> scores, stats;
+    thread_local AlignedScratch scores, stats;
     const int64_t kb_max = std::min(a.lk, kKeyBlock);
-    if (scores.size() < size_t(rows * kb_max)) scores.resize(size_t(kQueryBlock * kb_max));
-    float* s = scores.data();
+    float* s = scores.get(size_t(kQueryBlock * kb_max));
     if (a.lk <= kKeyBlock) {  // one block: the exact softmax of the reference
       block_scores(a, b, q0, rows, 0, a.lk, s, K);
       K.softmax_rows(s, s, rows, a.lk);
@@ -84,8 +84,7 @@ void attention_f32(const AttentionArgs& a, ThreadPool* pool) {
     }
     // Flash-style: running max m, running sum l; the output block is rescaled by exp(m_old - m_new)
     // before each key block adds its exp(scores - m_new) V, and divided by l at the end.
-    if (stats.size() < size_t(3 * rows)) stats.resize(size_t(3 * kQueryBlock));
-    float *m = stats.data(), *l = m + rows, *corr = l + rows;
+    float *m = stats.get(size_t(3 * kQueryBlock)), *l = m + rows, *corr = l + rows;
     std::fill(m, m + rows, -std::numeric_limits<float>::infinity());
     std::fill(l, l + rows, 0.0f);
     for (int64_t j0 = 0; j0 < a.lk; j0 += kKeyBlock) {

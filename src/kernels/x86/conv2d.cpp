@@ -8,7 +8,8 @@ namespace tessera::kernels::x86 {
 
 namespace {
 
-// Columns of one image/group: col[(ci*kh + r)*kw + s][oy*ow + ox] = x[ci][oy*sh - pt + r*dh][ox*sw - pl + s*dw].
+// Columns of one image/group: col[(ci*kh + r)*kw + s][oy*ow + ox] = x[ci][oy*sh - pt + r*dh][ox*sw - pl +
+// s*dw].
 void im2col(const Conv2dParams& p, const float* x, float* col, int64_t cg) {
   const int64_t oh = p.oh(), ow = p.ow();
   for (int64_t ci = 0; ci < cg; ++ci)
@@ -80,7 +81,8 @@ void depthwise(const Conv2dParams& p, const float* x, const float* w, const Conv
         }
         float* yrow = ys + oy * ow;
         const float* rrow = ep.residual ? ep.residual + nc * oh * ow + oy * ow : nullptr;
-        for (int64_t ox = 0; ox < ow; ++ox) yrow[ox] = apply_act(acc[size_t(ox)] + (rrow ? rrow[ox] : 0.0f), ep);
+        for (int64_t ox = 0; ox < ow; ++ox)
+          yrow[ox] = apply_act(acc[size_t(ox)] + (rrow ? rrow[ox] : 0.0f), ep);
       }
     }
   });

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/memory.h"
 
 namespace tessera::kernels::x86 {
 
@@ -459,7 +460,7 @@ void wino_out_portable(const float* mp, int64_t mstride, int64_t n, const WinoOu
   }
 }
 
-thread_local std::vector<float> tl_wino_v, tl_wino_m;
+thread_local AlignedScratch tl_wino_v, tl_wino_m;
 
 }  // namespace
 
@@ -529,10 +530,8 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
   run_tasks(pool, ngroups * np, double(ntiles) * NX * double(C) * double(OC), [&](int64_t tb, int64_t te) {
     if (tl_zeros.size() < size_t(C)) tl_zeros.assign(size_t(C), 0.0f);
     const float* zeros = tl_zeros.data();
-    if (tl_wino_v.size() < size_t(NX * T * C)) tl_wino_v.resize(size_t(NX * T * C));
-    if (tl_wino_m.size() < size_t(NX * T * kConvPanel)) tl_wino_m.resize(size_t(NX * T * kConvPanel));
-    float* V = tl_wino_v.data();
-    float* M = tl_wino_m.data();
+    float* V = tl_wino_v.get(size_t(NX * T * C));
+    float* M = tl_wino_m.get(size_t(NX * T * kConvPanel));
     int64_t have = -1;  // the group whose transformed input V holds
     for (int64_t task = tb; task < te; ++task) {
       const int64_t q = task / np, j = task % np;
@@ -640,10 +639,10 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
         break;
       }
     if (bands == 0) {
-      thread_local std::vector<float> tl_mid;
-      if (tl_mid.size() < size_t(n * H * row)) tl_mid.resize(size_t(n * H * row));
-      conv_dense(pw, x, w1, ep1, tl_mid.data(), pool, isa);
-      conv_depthwise(dw, tl_mid.data(), w2, ep2, y, pool, isa);
+      thread_local AlignedScratch tl_mid;
+      float* mid = tl_mid.get(size_t(n * H * row));
+      conv_dense(pw, x, w1, ep1, mid, pool, isa);
+      conv_depthwise(dw, mid, w2, ep2, y, pool, isa);
       return;
     }
   }
@@ -651,10 +650,9 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
   auto task = [&](int64_t t) {
     const int64_t img = t / bands, oy_a = (t % bands) * per_band, oy_b = std::min(OH, oy_a + per_band);
     if (oy_a >= oy_b) return;
-    thread_local std::vector<float> tl_band;
+    thread_local AlignedScratch tl_band;
     const size_t need = size_t((std::min(OH, step) - 1) * dw.sh + (dw.kh - 1) * dw.dh + 1) * size_t(row);
-    if (tl_band.size() < need) tl_band.resize(need);
-    float* buf = tl_band.data();
+    float* buf = tl_band.get(need);
     const float* ximg = x + img * H * W * C;
     int64_t lo = 0, hi = 0;  // intermediate rows [lo, hi) are at buf
     for (int64_t oy0 = oy_a; oy0 < oy_b; oy0 += step) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/memory.h"
+
 namespace tessera::kernels::x86 {
 
 namespace {
@@ -63,16 +65,15 @@ void ew_program_f32(const std::vector<EwInstr>& program, int64_t num_registers,
   // ~16K floats per task: below that, threading costs more than it saves.
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 14) / std::min(inner, kBlock));
   parallel_for(pool, blocks, grain, [&](int64_t lo, int64_t hi) {
-    thread_local std::vector<float> regs;
-    const size_t need = size_t(num_registers + 1) * size_t(kBlock);
-    if (regs.size() < need) regs.resize(need);
-    float* tmp = regs.data() + size_t(num_registers) * size_t(kBlock);  // broadcast scratch
+    thread_local AlignedScratch regs;
+    float* const reg0 = regs.get(size_t(num_registers + 1) * size_t(kBlock));
+    float* tmp = reg0 + size_t(num_registers) * size_t(kBlock);  // broadcast scratch
     for (int64_t blk = lo; blk < hi; ++blk) {
       const int64_t o = blk / per_row, i0 = (blk % per_row) * kBlock, n = std::min(kBlock, inner - i0);
       auto operand = [&](int32_t k, int64_t& stride) -> const float* {
         if (k >= n_in) {
           stride = 1;
-          return regs.data() + size_t(k - n_in) * size_t(kBlock);
+          return reg0 + size_t(k - n_in) * size_t(kBlock);
         }
         const EwOperand& in = inputs[size_t(k)];
         switch (in.kind) {
@@ -92,7 +93,7 @@ void ew_program_f32(const std::vector<EwInstr>& program, int64_t num_registers,
         return nullptr;
       };
       for (const EwInstr& ins : program) {
-        float* dst = ins.dst < 0 ? y + o * inner + i0 : regs.data() + size_t(ins.dst - n_in) * size_t(kBlock);
+        float* dst = ins.dst < 0 ? y + o * inner + i0 : reg0 + size_t(ins.dst - n_in) * size_t(kBlock);
         int64_t sa = 1, sb = 1;
         const float* a = operand(ins.a, sa);
         BinaryOp bop;

@@ -156,26 +156,8 @@ void pack_a_block(const float* a, int64_t lda, bool trans_a, int64_t m0, int64_t
   }
 }
 
-// Per-thread packing scratch (64-byte aligned for the micro-kernels' aligned
-// loads), grown on demand and kept for the thread's life.
-class ScratchBuffer {
- public:
-  ~ScratchBuffer() { std::free(p_); }
-  float* get(size_t n) {
-    if (n > n_) {
-      std::free(p_);
-      p_ = static_cast<float*>(allocate_aligned(n * sizeof(float)));
-      check(p_ != nullptr, ErrorCode::runtime, "out of memory for GEMM packing buffers");
-      n_ = n;
-    }
-    return p_;
-  }
-
- private:
-  float* p_ = nullptr;
-  size_t n_ = 0;
-};
-thread_local ScratchBuffer tl_pack_a, tl_pack_b;
+// Per-thread packing scratch, kept for the thread's life.
+thread_local AlignedScratch tl_pack_a, tl_pack_b;
 
 struct Problem {
   int64_t m, n, k;
