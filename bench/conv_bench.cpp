@@ -77,15 +77,28 @@ const PairShape kPairs[] = {
     {"mbv2 pw+dw 7x7 160->960 s1", 7, 7, 160, 960, 1},
 };
 
+// 64-byte-aligned storage, as the runtime's tensors and packed weights are (oneDNN aligns its own).
+template <class T>
+struct Aligned64 {
+  using value_type = T;
+  Aligned64() = default;
+  template <class U>
+  Aligned64(const Aligned64<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64)); }
+  void deallocate(T* p, size_t) { std::free(p); }
+  bool operator==(const Aligned64&) const { return true; }
+};
+using Floats = std::vector<float, Aligned64<float>>;
+
 double peak_gflops(int threads) {
   const char* g = std::getenv("TESSERA_PEAK_GHZ");
   return (g ? std::atof(g) : 3.5875) * 32.0 * threads;
 }
 
-std::vector<float> random_floats(size_t n, unsigned seed) {
+Floats random_floats(size_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
+  Floats v(n);
   for (auto& x : v) x = d(rng);
   return v;
 }
@@ -121,18 +134,18 @@ x86::ConvEpilogue relu6(const float* bias) {
 }
 
 // Packs ONNX-layout weights [oc, c/groups, k, k] the way the layout_nhwc pass does.
-std::vector<float> pack(const x86::Conv2dParams& p, const std::vector<float>& w, bool wino) {
+Floats pack(const x86::Conv2dParams& p, const Floats& w, bool wino) {
   if (p.is_depthwise()) {
-    std::vector<float> out(size_t(p.c * p.kh * p.kw));
+    Floats out(size_t(p.c * p.kh * p.kw));
     x86::dw_nhwc_pack_weights(w.data(), p.c, p.kh, p.kw, out.data());
     return out;
   }
   if (wino) {
-    std::vector<float> out(x86::wino_packed_floats(p.oc, p.c, 4));
+    Floats out(x86::wino_packed_floats(p.oc, p.c, 4));
     x86::wino_pack_weights(w.data(), p.oc, p.c, 4, out.data());
     return out;
   }
-  std::vector<float> out(x86::conv_nhwc_packed_floats(p.oc, p.c * p.kh * p.kw));
+  Floats out(x86::conv_nhwc_packed_floats(p.oc, p.c * p.kh * p.kw));
   x86::conv_nhwc_pack_weights(w.data(), p.oc, p.c, p.kh, p.kw, out.data());
   return out;
 }
@@ -145,7 +158,7 @@ void BM_tessera(benchmark::State& st) {
   const auto w = random_floats(size_t(p.oc * (p.c / p.groups) * p.kh * p.kw), 2);
   const auto b = random_floats(size_t(p.oc), 3);
   const auto wp = pack(p, w, s.wino);
-  std::vector<float> y(size_t(p.oh() * p.ow() * p.oc));
+  Floats y(size_t(p.oh() * p.ow() * p.oc));
   tessera::ThreadPool pool(threads);
   const x86::ConvEpilogue ep = relu6(b.data());
   settle();
@@ -235,7 +248,7 @@ void BM_tessera_pair(benchmark::State& st) {
   const auto w1 = pack(q.pw, random_floats(size_t(q.pw.oc * q.pw.c), 2), false);
   const auto w2 = pack(q.dw, random_floats(size_t(q.dw.c * 9), 4), false);
   const auto b1 = random_floats(size_t(q.pw.oc), 3), b2 = random_floats(size_t(q.dw.oc), 5);
-  std::vector<float> y(size_t(q.dw.oh() * q.dw.ow() * q.dw.oc));
+  Floats y(size_t(q.dw.oh() * q.dw.ow() * q.dw.oc));
   tessera::ThreadPool pool(threads);
   const x86::ConvEpilogue ep1 = relu6(b1.data()), ep2 = relu6(b2.data());
   settle();
