@@ -296,8 +296,8 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
                                  ep.act,
                                  ep.clip_min,
                                  ep.clip_max};
-            u.fn(rows, b.t1 - b.t0, b.c1 - b.c0, wb + j0, pw, y + mt * OC + col, OC, mr,
-                 std::min(u.nr, ncols - j0), bi > 0, last ? &te_ : nullptr);
+            u.for_rows(mr)(rows, b.t1 - b.t0, b.c1 - b.c0, wb + j0, pw, y + mt * OC + col, OC, mr,
+                           std::min(u.nr, ncols - j0), bi > 0, last ? &te_ : nullptr);
           }
         }
       }
@@ -569,8 +569,8 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
             const int64_t mr = std::min(u.mr, nt - mt);
             for (int64_t i = 0; i < u.mr; ++i) rows[i] = i < mr ? V + (xi * T + mt + i) * C + b.c0 : zeros;
             for (int64_t j0 = 0; j0 < ncols; j0 += u.nr)
-              u.fn(rows, 1, b.c1 - b.c0, wb + j0, pw, M + (xi * T + mt) * pw + j0, pw, mr,
-                   std::min(u.nr, ncols - j0), bi > 0, nullptr);
+              u.for_rows(mr)(rows, 1, b.c1 - b.c0, wb + j0, pw, M + (xi * T + mt) * pw + j0, pw, mr,
+                             std::min(u.nr, ncols - j0), bi > 0, nullptr);
           }
         }
       const int64_t col = j * kConvPanel;

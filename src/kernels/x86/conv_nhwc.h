@@ -107,6 +107,8 @@ using ConvUkr = void (*)(const float* const* rows, int64_t ntaps, int64_t kc, co
 struct ConvUkrInfo {
   ConvUkr fn;
   int64_t mr, nr;
+  const ConvUkr* rem = nullptr;  // rem[m], 0 < m < mr: a kernel for exactly m rows (row table stride mr)
+  ConvUkr for_rows(int64_t m) const { return rem && m < mr ? rem[m] : fn; }
 };
 // For AVX-512: one kernel per width of the panel's columns (16, 24, 32, 48, 64); AVX2: 16 wide (sub-panels);
 // portable: 16 wide.

@@ -5,6 +5,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
+#include <utility>
 
 #include "kernels/x86/conv_nhwc.h"
 
@@ -19,7 +21,8 @@ inline __m512 act512(__m512 v, const ConvTileEpilogue& ep) {
   return v;
 }
 
-template <int MR, int NV>
+// MR pixel rows; the row table holds LD pointers per tap (LD > MR: a remainder tile of a wider kernel).
+template <int MR, int NV, int LD = MR>
 void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw, float* y,
               int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep) {
   const int64_t tail = nr - (NV - 1) * 16;
@@ -39,7 +42,7 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
   for (int64_t t = 0; t < ntaps; ++t) {
     const float* r[MR];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) r[i] = rows[t * MR + i];
+    for (int i = 0; i < MR; ++i) r[i] = rows[t * LD + i];
     for (int64_t ci = 0; ci < kc; ++ci) {
       __m512 b[NV];
 #pragma GCC unroll 4
@@ -105,7 +108,7 @@ inline __m256 act256(__m256 v, const ConvTileEpilogue& ep) {
 // 17..24 channels (MobileNet's 24): a zmm and a ymm accumulator per pixel. Zen 4 issues two 256-bit
 // FMAs a cycle but one 512-bit, so 24 channels take 1.5 FMA slots per pixel and step, not the 2 of a
 // masked 32-wide tile.
-template <int MR>
+template <int MR, int LD = MR>
 void conv_ukr_zy(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw, float* y,
                  int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep) {
   const __mmask8 ym = __mmask8((1u << (nr - 16)) - 1);  // 1..8 columns past the first 16
@@ -119,7 +122,7 @@ void conv_ukr_zy(const float* const* rows, int64_t ntaps, int64_t kc, const floa
   for (int64_t t = 0; t < ntaps; ++t) {
     const float* r[MR];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) r[i] = rows[t * MR + i];
+    for (int i = 0; i < MR; ++i) r[i] = rows[t * LD + i];
     for (int64_t ci = 0; ci < kc; ++ci) {
       const __m512 b0 = _mm512_loadu_ps(w);
       const __m256 b1 = _mm256_loadu_ps(w + 16);  // the panel is 32 wide (zero past nr)
@@ -160,14 +163,30 @@ void conv_ukr_zy(const float* const* rows, int64_t ntaps, int64_t kc, const floa
   }
 }
 
+// rem[m]: the kernel for a remainder tile of exactly m < MR rows, so that its FMAs cover only those rows
+// (49 pixels of a 7 x 7 map in 6-row tiles: the last tile's 1 row cost as much as 6).
+template <int NV, int LD, int... M>
+constexpr std::array<ConvUkr, sizeof...(M) + 1> rem_table(std::integer_sequence<int, M...>) {
+  return {nullptr, conv_ukr<M + 1, NV, LD>...};
+}
+template <int LD, int... M>
+constexpr std::array<ConvUkr, sizeof...(M) + 1> rem_table_zy(std::integer_sequence<int, M...>) {
+  return {nullptr, conv_ukr_zy<M + 1, LD>...};
+}
+constexpr auto kRem64 = rem_table<4, 6>(std::make_integer_sequence<int, 5>{});
+constexpr auto kRem48 = rem_table<3, 8>(std::make_integer_sequence<int, 7>{});
+constexpr auto kRem32 = rem_table<2, 12>(std::make_integer_sequence<int, 11>{});
+constexpr auto kRem24 = rem_table_zy<12>(std::make_integer_sequence<int, 11>{});
+constexpr auto kRem16 = rem_table<1, 12>(std::make_integer_sequence<int, 11>{});
+
 }  // namespace
 
 ConvUkrInfo conv_ukr_avx512f(int64_t width) {
-  if (width > 48) return {conv_ukr<6, 4>, 6, 64};
-  if (width > 32) return {conv_ukr<8, 3>, 8, 48};
-  if (width > 24) return {conv_ukr<12, 2>, 12, 32};
-  if (width > 16) return {conv_ukr_zy<12>, 12, 24};
-  return {conv_ukr<12, 1>, 12, 16};
+  if (width > 48) return {conv_ukr<6, 4>, 6, 64, kRem64.data()};
+  if (width > 32) return {conv_ukr<8, 3>, 8, 48, kRem48.data()};
+  if (width > 24) return {conv_ukr<12, 2>, 12, 32, kRem32.data()};
+  if (width > 16) return {conv_ukr_zy<12>, 12, 24, kRem24.data()};
+  return {conv_ukr<12, 1>, 12, 16, kRem16.data()};
 }
 
 // PX output pixels x 16 channels per step: PX independent FMA chains share each
