@@ -183,6 +183,14 @@ std::string Tensor::describe() const {
   return cat(dtype_name(dtype_), shape_str(shape_));
 }
 
+std::ostream& operator<<(std::ostream& os, ShapeText t) {
+  return os << shape_str(t.shape);
+}
+
+std::ostream& operator<<(std::ostream& os, Tensor::Text t) {
+  return os << t.t->describe();
+}
+
 void Tensor::throw_type_mismatch(DType wanted) const {
   throw Error(ErrorCode::internal,
               cat("tensor is ", dtype_name(dtype_), " but was accessed as ", dtype_name(wanted)));

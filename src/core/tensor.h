@@ -21,6 +21,17 @@ using Shape = std::vector<int64_t>;
 inline constexpr int64_t kMaxElements = int64_t(1) << 40;
 int64_t shape_numel(std::span<const int64_t> shape);
 std::string shape_str(std::span<const int64_t> shape);
+// shape_text(s) / Tensor::text(): the same text, formatted only when streamed. For error-message arguments
+// (check(cond, ..., shape_text(x.shape()))), which C++ evaluates even when the check passes: building the
+// strings there cost every conv call an allocation. They refer to the shape or tensor: use them within the
+// expression that makes them.
+struct ShapeText {
+  std::span<const int64_t> shape;
+};
+inline ShapeText shape_text(std::span<const int64_t> shape) {
+  return {shape};
+}
+std::ostream& operator<<(std::ostream& os, ShapeText t);
 std::vector<int64_t> contiguous_strides(std::span<const int64_t> shape);
 
 class Tensor {
@@ -47,7 +58,8 @@ class Tensor {
   static Tensor from_vector(const std::vector<T>& v, Shape shape = {}) {
     if (shape.empty() && v.size() != 1) shape = {int64_t(v.size())};
     Tensor t(kDTypeOf<T>, shape);
-    check_arg(size_t(t.numel()) == v.size(), "from_vector: ", v.size(), " values for shape ", shape_str(shape));
+    check_arg(size_t(t.numel()) == v.size(), "from_vector: ", v.size(), " values for shape ",
+              shape_str(shape));
     std::copy(v.begin(), v.end(), t.data<T>());
     return t;
   }
@@ -94,6 +106,10 @@ class Tensor {
   std::vector<double> to_double_vector() const;
 
   std::string describe() const;  // "float32[2,3]"
+  struct Text {
+    const Tensor* t;
+  };
+  Text text() const { return {this}; }  // describe(), formatted when streamed
 
  private:
   template <typename T>
@@ -110,6 +126,7 @@ class Tensor {
   std::shared_ptr<void> storage_;
   size_t offset_ = 0;
 };
+std::ostream& operator<<(std::ostream& os, Tensor::Text t);
 
 // Allocates `bytes` aligned to 64 bytes; refuses absurd sizes with an Error.
 std::shared_ptr<void> allocate_storage(size_t bytes);

@@ -148,7 +148,7 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   Tensor& y = ctx.output_for_overwrite(0, DType::f32, {p.n, p.oh(), p.ow(), p.oc});
   Tensor rc, bc;
   if (r) {
-    ctx.check(r->dtype() == DType::f32 && r->shape() == y.shape(), "residual ", r->describe(),
+    ctx.check(r->dtype() == DType::f32 && r->shape() == y.shape(), "residual ", r->text(),
               " does not match the output");
     rc = r->contiguous();
   }
@@ -239,14 +239,14 @@ void fused_conv_x86(KernelContext& ctx) {
   p.groups = ctx.attr_int("group", 1);
   ctx.check(p.groups > 0 && p.c % p.groups == 0 && p.oc % p.groups == 0 && w0.dim(1) == p.c / p.groups &&
                 w0.dim(2) == p.kh && w0.dim(3) == p.kw,
-            "weights ", w0.describe(), " do not match input ", x0.describe(), " with group ", p.groups);
+            "weights ", w0.text(), " do not match input ", x0.text(), " with group ", p.groups);
   ctx.check(p.oh() > 0 && p.ow() > 0, "output would be empty");
   if (b) ctx.check(b->numel() == p.oc, "bias must have ", p.oc, " elements");
   const Tensor x = x0.contiguous(), w = w0.contiguous();
   Tensor& y = ctx.output(0, DType::f32, {p.n, p.oc, p.oh(), p.ow()});
   Tensor rc;
   if (r) {
-    ctx.check(r->shape() == y.shape(), "residual ", r->describe(), " does not match the output");
+    ctx.check(r->shape() == y.shape(), "residual ", r->text(), " does not match the output");
     rc = r->contiguous();
   }
   kernels::x86::ConvEpilogue ep;

@@ -18,7 +18,8 @@ struct HeadView {
   int64_t b = 0, h = 0, s = 0, d = 0;
   bool three = false;
   double at(int64_t bi, int64_t hi, int64_t si, int64_t di) const {
-    return three ? v[size_t(((bi * s + si) * h + hi) * d + di)] : v[size_t(((bi * h + hi) * s + si) * d + di)];
+    return three ? v[size_t(((bi * s + si) * h + hi) * d + di)]
+                 : v[size_t(((bi * h + hi) * s + si) * d + di)];
   }
 };
 
@@ -28,8 +29,8 @@ HeadView head_view(const KernelContext& ctx, const Tensor& t, int64_t heads, con
   hv.three = t.rank() == 3;
   hv.b = t.dim(0);
   if (hv.three) {
-    ctx.check(heads > 0 && t.dim(2) % heads == 0, what, " hidden size ", t.dim(2), " is not divisible by ", heads,
-              " heads");
+    ctx.check(heads > 0 && t.dim(2) % heads == 0, what, " hidden size ", t.dim(2), " is not divisible by ",
+              heads, " heads");
     hv.s = t.dim(1);
     hv.h = heads;
     hv.d = t.dim(2) / heads;
@@ -47,14 +48,15 @@ void attention_kernel(KernelContext& ctx) {
   const Tensor& v = ctx.required_input(2);
   nn_require_float(ctx, q, "Q");
   ctx.check(q.rank() == k.rank() && q.rank() == v.rank() && (q.rank() == 3 || q.rank() == 4),
-            "Q, K, V must all be 3-D or all 4-D, got ", q.describe(), ", ", k.describe(), ", ", v.describe());
+            "Q, K, V must all be 3-D or all 4-D, got ", q.text(), ", ", k.text(), ", ", v.text());
   const Tensor* mask = ctx.has_input(3) ? ctx.input(3) : nullptr;
   const Tensor* past_k = ctx.has_input(4) ? ctx.input(4) : nullptr;
   const Tensor* past_v = ctx.has_input(5) ? ctx.input(5) : nullptr;
   const Tensor* nonpad = ctx.has_input(6) ? ctx.input(6) : nullptr;
   ctx.check((past_k == nullptr) == (past_v == nullptr), "past_key and past_value must be given together");
   const int64_t qnh = ctx.attr_int("q_num_heads", 0), kvnh = ctx.attr_int("kv_num_heads", 0);
-  const HeadView Q = head_view(ctx, q, qnh, "Q"), K = head_view(ctx, k, kvnh, "K"), V = head_view(ctx, v, kvnh, "V");
+  const HeadView Q = head_view(ctx, q, qnh, "Q"), K = head_view(ctx, k, kvnh, "K"),
+                 V = head_view(ctx, v, kvnh, "V");
   const int64_t B = Q.b, Hq = Q.h, Hkv = K.h, Sq = Q.s, Skv = K.s, Dk = Q.d, Dv = V.d;
   ctx.check(K.b == B && V.b == B, "batch sizes of Q, K, V differ");
   ctx.check(V.h == Hkv && V.s == Skv, "K and V disagree on heads or sequence length");
@@ -64,10 +66,11 @@ void attention_kernel(KernelContext& ctx) {
   std::vector<double> pk, pv;
   if (past_k) {
     ctx.check(past_k->rank() == 4 && past_k->dim(0) == B && past_k->dim(1) == Hkv && past_k->dim(3) == Dk,
-              "past_key must be [", B, ", ", Hkv, ", P, ", Dk, "], got ", past_k->describe());
+              "past_key must be [", B, ", ", Hkv, ", P, ", Dk, "], got ", past_k->text());
     ctx.check(past_v->rank() == 4 && past_v->dim(0) == B && past_v->dim(1) == Hkv && past_v->dim(3) == Dv &&
                   past_v->dim(2) == past_k->dim(2),
-              "past_value must be [", B, ", ", Hkv, ", ", past_k->dim(2), ", ", Dv, "], got ", past_v->describe());
+              "past_value must be [", B, ", ", Hkv, ", ", past_k->dim(2), ", ", Dv, "], got ",
+              past_v->text());
     P = past_k->dim(2);
     pk = nn_load(*past_k);
     pv = nn_load(*past_v);
@@ -85,7 +88,8 @@ void attention_kernel(KernelContext& ctx) {
           present_v[size_t(((b * Hkv + h) * T + t) * Dv + d)] =
               t < P ? pv[size_t(((b * Hkv + h) * P + t) * Dv + d)] : V.at(b, h, t - P, d);
       }
-  const double scale = ctx.has_attr("scale") ? double(ctx.attr_float("scale", 1.0f)) : 1.0 / std::sqrt(double(Dk));
+  const double scale =
+      ctx.has_attr("scale") ? double(ctx.attr_float("scale", 1.0f)) : 1.0 / std::sqrt(double(Dk));
   const double softcap = ctx.attr_float("softcap", 0.0f);
   const bool causal = ctx.attr_int("is_causal", 0) != 0;
   const int64_t mode = ctx.attr_int("qk_matmul_output_mode", 0);
@@ -95,12 +99,12 @@ void attention_kernel(KernelContext& ctx) {
   std::vector<double> mv;
   const bool bool_mask = mask && mask->dtype() == DType::boolean;
   if (mask) {
-    ctx.check(mask->rank() >= 1 && mask->rank() <= 4, "attn_mask must have rank 1..4, got ", mask->describe());
+    ctx.check(mask->rank() >= 1 && mask->rank() <= 4, "attn_mask must have rank 1..4, got ", mask->text());
     for (int64_t i = 0; i < mask->rank(); ++i) ms[size_t(4 - mask->rank() + i)] = mask->dim(i);
     const Shape want{B, Hq, Sq, ms[3]};
     for (size_t i = 0; i < 3; ++i)
-      ctx.check(ms[i] == 1 || ms[i] == want[i], "attn_mask ", mask->describe(), " does not broadcast to [", B, ", ",
-                Hq, ", ", Sq, ", ", T, "]");
+      ctx.check(ms[i] == 1 || ms[i] == want[i], "attn_mask ", mask->text(), " does not broadcast to [", B,
+                ", ", Hq, ", ", Sq, ", ", T, "]");
     ctx.check(ms[3] <= T, "attn_mask last dim ", ms[3], " exceeds the total sequence length ", T);
     mv = nn_load(*mask);
   }
@@ -118,7 +122,8 @@ void attention_kernel(KernelContext& ctx) {
       for (int64_t i = 0; i < Sq; ++i) {
         for (int64_t j = 0; j < T; ++j) {
           double s = 0;
-          for (int64_t d = 0; d < Dk; ++d) s += Q.at(b, h, i, d) * present_k[size_t(((b * Hkv + kh) * T + j) * Dk + d)];
+          for (int64_t d = 0; d < Dk; ++d)
+            s += Q.at(b, h, i, d) * present_k[size_t(((b * Hkv + kh) * T + j) * Dk + d)];
           s *= scale;
           const size_t qo = size_t(((b * Hq + h) * Sq + i) * T + j);
           if (mode == 0) qk_out[qo] = s;
@@ -129,8 +134,10 @@ void attention_kernel(KernelContext& ctx) {
             if (j >= ms[3]) {
               bias = kNegInf;
             } else {
-              const int64_t mi = (((ms[0] == 1 ? 0 : b) * ms[1] + (ms[1] == 1 ? 0 : h)) * ms[2] + (ms[2] == 1 ? 0 : i)) *
-                                     ms[3] + j;
+              const int64_t mi =
+                  (((ms[0] == 1 ? 0 : b) * ms[1] + (ms[1] == 1 ? 0 : h)) * ms[2] + (ms[2] == 1 ? 0 : i)) *
+                      ms[3] +
+                  j;
               const double m = mv[size_t(mi)];
               bias = bool_mask ? (m != 0 ? 0.0 : kNegInf) : m;
             }
@@ -154,17 +161,21 @@ void attention_kernel(KernelContext& ctx) {
         }
         for (int64_t d = 0; d < Dv; ++d) {
           double acc = 0;
-          for (int64_t j = 0; j < T; ++j) acc += score[size_t(j)] * present_v[size_t(((b * Hkv + kh) * T + j) * Dv + d)];
+          for (int64_t j = 0; j < T; ++j)
+            acc += score[size_t(j)] * present_v[size_t(((b * Hkv + kh) * T + j) * Dv + d)];
           // Y in the layout of Q: [B, Hq, Sq, Dv] or [B, Sq, Hq*Dv].
-          const size_t yo = Q.three ? size_t(((b * Sq + i) * Hq + h) * Dv + d) : size_t(((b * Hq + h) * Sq + i) * Dv + d);
+          const size_t yo =
+              Q.three ? size_t(((b * Sq + i) * Hq + h) * Dv + d) : size_t(((b * Hq + h) * Sq + i) * Dv + d);
           y[yo] = acc;
         }
       }
     }
   const Shape ys = Q.three ? Shape{B, Sq, Hq * Dv} : Shape{B, Hq, Sq, Dv};
   nn_emit(ctx, 0, q.dtype(), ys, y);
-  if (ctx.num_outputs() > 1 && ctx.output_requested(1)) nn_emit(ctx, 1, k.dtype(), {B, Hkv, T, Dk}, present_k);
-  if (ctx.num_outputs() > 2 && ctx.output_requested(2)) nn_emit(ctx, 2, v.dtype(), {B, Hkv, T, Dv}, present_v);
+  if (ctx.num_outputs() > 1 && ctx.output_requested(1))
+    nn_emit(ctx, 1, k.dtype(), {B, Hkv, T, Dk}, present_k);
+  if (ctx.num_outputs() > 2 && ctx.output_requested(2))
+    nn_emit(ctx, 2, v.dtype(), {B, Hkv, T, Dv}, present_v);
   if (ctx.num_outputs() > 3 && ctx.output_requested(3)) nn_emit(ctx, 3, q.dtype(), {B, Hq, Sq, T}, qk_out);
 }
 
@@ -175,24 +186,26 @@ void rotary_embedding_kernel(KernelContext& ctx) {
   const Tensor& sinc = ctx.required_input(2);
   const Tensor* pos = ctx.has_input(3) ? ctx.input(3) : nullptr;
   nn_require_float(ctx, x, "input");
-  ctx.check(x.rank() == 3 || x.rank() == 4, "input must be 3-D or 4-D, got ", x.describe());
+  ctx.check(x.rank() == 3 || x.rank() == 4, "input must be 3-D or 4-D, got ", x.text());
   const HeadView X = head_view(ctx, x, ctx.attr_int("num_heads", 0), "input");
   const int64_t B = X.b, H = X.h, S = X.s, D = X.d;
   int64_t rot = ctx.attr_int("rotary_embedding_dim", 0);
   if (rot == 0) rot = D;
-  ctx.check(rot > 0 && rot <= D && rot % 2 == 0, "rotary_embedding_dim ", rot, " must be even and <= head size ", D);
+  ctx.check(rot > 0 && rot <= D && rot % 2 == 0, "rotary_embedding_dim ", rot,
+            " must be even and <= head size ", D);
   const int64_t half = rot / 2;
   ctx.check(cosc.shape() == sinc.shape(), "cos_cache and sin_cache shapes differ");
-  ctx.check(cosc.dim(-1) == half, "cos_cache last dim ", cosc.dim(-1), " must be rotary_embedding_dim/2 = ", half);
+  ctx.check(cosc.dim(-1) == half, "cos_cache last dim ", cosc.dim(-1),
+            " must be rotary_embedding_dim/2 = ", half);
   std::vector<int64_t> pids;
   if (pos) {
-    ctx.check(pos->shape() == Shape{B, S}, "position_ids must be [", B, ", ", S, "], got ", pos->describe());
+    ctx.check(pos->shape() == Shape{B, S}, "position_ids must be [", B, ", ", S, "], got ", pos->text());
     ctx.check(cosc.rank() == 2, "with position_ids the caches must be [max_position, ", half, "]");
     pids = pos->to_int_vector();
     for (int64_t p : pids) ctx.check(p >= 0 && p < cosc.dim(0), "position id ", p, " is out of range");
   } else {
-    ctx.check(cosc.rank() == 3 && cosc.dim(0) == B && cosc.dim(1) == S, "without position_ids the caches must be [",
-              B, ", ", S, ", ", half, "], got ", cosc.describe());
+    ctx.check(cosc.rank() == 3 && cosc.dim(0) == B && cosc.dim(1) == S,
+              "without position_ids the caches must be [", B, ", ", S, ", ", half, "], got ", cosc.text());
   }
   const bool inter = ctx.attr_int("interleaved", 0) != 0;
   const std::vector<double> cv = nn_load(cosc), sv = nn_load(sinc);
@@ -202,7 +215,8 @@ void rotary_embedding_kernel(KernelContext& ctx) {
       for (int64_t s = 0; s < S; ++s) {
         const int64_t row = pos ? pids[size_t(b * S + s)] : b * S + s;
         auto put = [&](int64_t d, double val) {
-          const size_t o = X.three ? size_t(((b * S + s) * H + h) * D + d) : size_t(((b * H + h) * S + s) * D + d);
+          const size_t o =
+              X.three ? size_t(((b * S + s) * H + h) * D + d) : size_t(((b * H + h) * S + s) * D + d);
           out[o] = val;
         };
         for (int64_t i = 0; i < half; ++i) {
@@ -228,18 +242,21 @@ void linear_attention_kernel(KernelContext& ctx) {
   const Tensor* beta = ctx.has_input(5) ? ctx.input(5) : nullptr;
   nn_require_float(ctx, q, "query");
   const std::string rule = ctx.attr_string("update_rule", "gated_delta");
-  ctx.check(rule == "linear" || rule == "gated" || rule == "delta" || rule == "gated_delta", "unknown update_rule '",
-            rule, "'");
+  ctx.check(rule == "linear" || rule == "gated" || rule == "delta" || rule == "gated_delta",
+            "unknown update_rule '", rule, "'");
   const bool gating = rule == "gated" || rule == "gated_delta";
   const bool delta = rule == "delta" || rule == "gated_delta";
-  ctx.check(gating == (decay != nullptr), "update_rule '", rule, gating ? "' requires" : "' forbids", " the decay input");
-  ctx.check(delta == (beta != nullptr), "update_rule '", rule, delta ? "' requires" : "' forbids", " the beta input");
+  ctx.check(gating == (decay != nullptr), "update_rule '", rule, gating ? "' requires" : "' forbids",
+            " the decay input");
+  ctx.check(delta == (beta != nullptr), "update_rule '", rule, delta ? "' requires" : "' forbids",
+            " the beta input");
   const int64_t hq = ctx.attr_int("q_num_heads", 0), hk = ctx.attr_int("kv_num_heads", 0);
-  ctx.check(hq > 0 && hk > 0 && hq % hk == 0, "q_num_heads (", hq, ") must be a positive multiple of kv_num_heads (",
-            hk, ")");
+  ctx.check(hq > 0 && hk > 0 && hq % hk == 0, "q_num_heads (", hq,
+            ") must be a positive multiple of kv_num_heads (", hk, ")");
   ctx.check(q.rank() == 3 && k.rank() == 3 && v.rank() == 3, "query, key, value must be [B, T, H*D]");
   const int64_t B = q.dim(0), T = q.dim(1);
-  ctx.check(k.dim(0) == B && v.dim(0) == B && k.dim(1) == T && v.dim(1) == T, "query, key, value disagree on B or T");
+  ctx.check(k.dim(0) == B && v.dim(0) == B && k.dim(1) == T && v.dim(1) == T,
+            "query, key, value disagree on B or T");
   ctx.check(q.dim(2) % hq == 0 && v.dim(2) % hk == 0, "hidden sizes are not divisible by the head counts");
   const int64_t dk = q.dim(2) / hq, dv = v.dim(2) / hk, group = hq / hk;
   ctx.check(k.dim(2) == hk * dk, "key hidden size ", k.dim(2), " must be kv_num_heads * d_k = ", hk * dk);
@@ -247,16 +264,17 @@ void linear_attention_kernel(KernelContext& ctx) {
   if (decay) {
     ctx.check(decay->rank() == 3 && decay->dim(0) == B && decay->dim(1) == T &&
                   (decay->dim(2) == hk || decay->dim(2) == hk * dk),
-              "decay must be [", B, ", ", T, ", ", hk, " or ", hk * dk, "], got ", decay->describe());
+              "decay must be [", B, ", ", T, ", ", hk, " or ", hk * dk, "], got ", decay->text());
     decay_per_dim = decay->dim(2) == hk * dk;
   }
   if (beta)
-    ctx.check(beta->rank() == 3 && beta->dim(0) == B && beta->dim(1) == T && (beta->dim(2) == hk || beta->dim(2) == 1),
-              "beta must be [", B, ", ", T, ", ", hk, " or 1], got ", beta->describe());
+    ctx.check(beta->rank() == 3 && beta->dim(0) == B && beta->dim(1) == T &&
+                  (beta->dim(2) == hk || beta->dim(2) == 1),
+              "beta must be [", B, ", ", T, ", ", hk, " or 1], got ", beta->text());
   std::vector<double> state(size_t(B * hk * dk * dv), 0.0);
   if (past) {
-    ctx.check(past->shape() == Shape{B, hk, dk, dv}, "past_state must be [", B, ", ", hk, ", ", dk, ", ", dv, "], got ",
-              past->describe());
+    ctx.check(past->shape() == Shape{B, hk, dk, dv}, "past_state must be [", B, ", ", hk, ", ", dk, ", ", dv,
+              "], got ", past->text());
     state = nn_load(*past);
   }
   const double scale_attr = ctx.attr_float("scale", 0.0f);
@@ -275,7 +293,8 @@ void linear_attention_kernel(KernelContext& ctx) {
         const double* vt_in = vv.data() + (b * T + t) * hk * dv + h * dv;
         if (gating)
           for (int64_t i = 0; i < dk; ++i) {
-            const double g = decay_per_dim ? vd[size_t((b * T + t) * hk * dk + h * dk + i)] : vd[size_t((b * T + t) * hk + h)];
+            const double g = decay_per_dim ? vd[size_t((b * T + t) * hk * dk + h * dk + i)]
+                                           : vd[size_t((b * T + t) * hk + h)];
             for (int64_t j = 0; j < dv; ++j) S(b, h, i, j) *= std::exp(g);
           }
         for (int64_t j = 0; j < dv; ++j) vt[size_t(j)] = vt_in[j];

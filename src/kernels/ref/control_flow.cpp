@@ -49,8 +49,8 @@ Tensor stack(const KernelContext& ctx, const std::vector<Tensor>& parts, int64_t
   const Shape& ps = parts[0].shape();
   const DType dt = parts[0].dtype();
   for (const Tensor& p : parts)
-    ctx.check(p.shape() == ps && p.dtype() == dt, what, " changes type or shape across iterations: ", parts[0].describe(),
-              " vs ", p.describe());
+    ctx.check(p.shape() == ps && p.dtype() == dt, what,
+              " changes type or shape across iterations: ", parts[0].text(), " vs ", p.text());
   const int64_t r = int64_t(ps.size()) + 1;
   ctx.check(axis >= -r && axis < r, what, " axis ", axis, " out of range for rank ", r);
   if (axis < 0) axis += r;
@@ -80,12 +80,12 @@ bool truth(const KernelContext& ctx, const DataValue& v, const char* what) {
 
 void if_op(KernelContext& ctx) {
   const Tensor& c = ctx.required_input(0);
-  ctx.check(c.numel() == 1, "cond must have exactly one element, got ", c.describe());
+  ctx.check(c.numel() == 1, "cond must have exactly one element, got ", c.text());
   const bool take = c.at_double(0) != 0;
   const Subgraph& g = graph_attr(ctx, take ? "then_branch" : "else_branch");
   std::vector<DataValue> outs = ctx.run_subgraph(g, {});
-  ctx.check(outs.size() == ctx.num_outputs(), "branch returned ", outs.size(), " values, node has ", ctx.num_outputs(),
-            " outputs");
+  ctx.check(outs.size() == ctx.num_outputs(), "branch returned ", outs.size(), " values, node has ",
+            ctx.num_outputs(), " outputs");
   for (size_t i = 0; i < outs.size(); ++i) ctx.set_output(i, std::move(outs[i]));
 }
 
@@ -97,7 +97,7 @@ void loop(KernelContext& ctx) {
   if (c && c->numel() == 0) c = nullptr;
   int64_t max_trip = -1;
   if (m) {
-    ctx.check(m->numel() == 1 && is_integer(m->dtype()), "M must be an integer scalar, got ", m->describe());
+    ctx.check(m->numel() == 1 && is_integer(m->dtype()), "M must be an integer scalar, got ", m->text());
     max_trip = m->at_int(0);
   }
   bool cond = true;
@@ -131,8 +131,10 @@ void loop(KernelContext& ctx) {
   }
   for (size_t k = 0; k < n_carried; ++k) ctx.set_output(k, std::move(carried[k]));
   for (size_t k = 0; k < n_scan; ++k) {
-    if (scans[k].empty()) ctx.output(n_carried + k, DType::f32, {0});  // type unknown without iterations
-    else ctx.set_output(n_carried + k, stack(ctx, scans[k], 0, "Loop scan output"));
+    if (scans[k].empty())
+      ctx.output(n_carried + k, DType::f32, {0});  // type unknown without iterations
+    else
+      ctx.set_output(n_carried + k, stack(ctx, scans[k], 0, "Loop scan output"));
   }
 }
 
@@ -145,10 +147,12 @@ void scan9(KernelContext& ctx) {
   ctx.check(ctx.num_outputs() >= N, "Scan has fewer outputs than state variables");
   const size_t K = ctx.num_outputs() - N;
   const std::vector<int64_t> in_axes = ctx.attr_ints("scan_input_axes", std::vector<int64_t>(size_t(M), 0));
-  const std::vector<int64_t> in_dirs = ctx.attr_ints("scan_input_directions", std::vector<int64_t>(size_t(M), 0));
+  const std::vector<int64_t> in_dirs =
+      ctx.attr_ints("scan_input_directions", std::vector<int64_t>(size_t(M), 0));
   const std::vector<int64_t> out_axes = ctx.attr_ints("scan_output_axes", std::vector<int64_t>(K, 0));
   const std::vector<int64_t> out_dirs = ctx.attr_ints("scan_output_directions", std::vector<int64_t>(K, 0));
-  ctx.check(in_axes.size() == size_t(M) && in_dirs.size() == size_t(M), "scan_input_axes/directions need ", M, " values");
+  ctx.check(in_axes.size() == size_t(M) && in_dirs.size() == size_t(M), "scan_input_axes/directions need ", M,
+            " values");
   ctx.check(out_axes.size() == K && out_dirs.size() == K, "scan_output_axes/directions need ", K, " values");
   std::vector<DataValue> state(N);
   for (size_t i = 0; i < N; ++i) {
@@ -212,7 +216,8 @@ void scan8(KernelContext& ctx) {
   }
   for (int64_t j = 0; j < M; ++j) {
     const Tensor& x = ctx.required_input(1 + N + size_t(j));
-    ctx.check(x.rank() >= 2 && x.dim(0) == B && x.dim(1) == L, "scan input ", j, " must be [", B, ", ", L, ", ...]");
+    ctx.check(x.rank() >= 2 && x.dim(0) == B && x.dim(1) == L, "scan input ", j, " must be [", B, ", ", L,
+              ", ...]");
   }
   std::vector<std::vector<Tensor>> fin_state(N), scan_out(K);
   for (int64_t b = 0; b < B; ++b) {
@@ -224,7 +229,8 @@ void scan8(KernelContext& ctx) {
     const int64_t lb = lens[size_t(b)];
     for (int64_t t = 0; t < lb; ++t) {
       std::vector<DataValue> in = state;
-      for (int64_t j = 0; j < M; ++j) in.emplace_back(take_slice(xb[size_t(j)], 0, dirs[size_t(j)] ? lb - 1 - t : t));
+      for (int64_t j = 0; j < M; ++j)
+        in.emplace_back(take_slice(xb[size_t(j)], 0, dirs[size_t(j)] ? lb - 1 - t : t));
       std::vector<DataValue> r = ctx.run_subgraph(body, in);
       ctx.check(r.size() == N + K, "body returned ", r.size(), " values, expected ", N + K);
       for (size_t i = 0; i < N; ++i) state[i] = std::move(r[i]);
@@ -249,8 +255,10 @@ void scan8(KernelContext& ctx) {
 }
 
 void scan(KernelContext& ctx) {
-  if (ctx.opset() < 9) scan8(ctx);
-  else scan9(ctx);
+  if (ctx.opset() < 9)
+    scan8(ctx);
+  else
+    scan9(ctx);
 }
 
 }  // namespace

@@ -9,14 +9,16 @@ namespace tessera::kernels::ref {
 
 namespace {
 
-Shape spatial_of(const Shape& s) { return Shape(s.begin() + 2, s.end()); }
+Shape spatial_of(const Shape& s) {
+  return Shape(s.begin() + 2, s.end());
+}
 
 // kernel_shape attribute if present (checked against W), else W's spatial dims.
 std::vector<int64_t> kernel_of(const KernelContext& ctx, const Tensor& w) {
   const Shape ws = spatial_of(w.shape());
   if (ctx.has_attr("kernel_shape")) {
     const std::vector<int64_t> k = ctx.attr_ints("kernel_shape");
-    ctx.check(k == ws, "kernel_shape ", shape_str(k), " does not match W ", w.describe());
+    ctx.check(k == ws, "kernel_shape ", shape_text(k), " does not match W ", w.text());
   }
   return ws;
 }
@@ -33,16 +35,17 @@ void conv_kernel(KernelContext& ctx) {
   const Tensor& w = ctx.required_input(1);
   const Tensor* b = ctx.has_input(2) ? ctx.input(2) : nullptr;
   nn_require_float(ctx, x, "X");
-  ctx.check(w.dtype() == x.dtype(), "W type ", dtype_name(w.dtype()), " differs from X type ", dtype_name(x.dtype()));
-  ctx.check(x.rank() >= 3, "X must be [N, C, spatial...], got ", x.describe());
-  ctx.check(w.rank() == x.rank(), "W ", w.describe(), " must have the rank of X ", x.describe());
+  ctx.check(w.dtype() == x.dtype(), "W type ", dtype_name(w.dtype()), " differs from X type ",
+            dtype_name(x.dtype()));
+  ctx.check(x.rank() >= 3, "X must be [N, C, spatial...], got ", x.text());
+  ctx.check(w.rank() == x.rank(), "W ", w.text(), " must have the rank of X ", x.text());
   const int64_t group = ctx.attr_int("group", 1);
   ctx.check(group > 0, "group must be positive, got ", group);
   const int64_t n = x.dim(0), c = x.dim(1), m = w.dim(0), cg = w.dim(1);
-  ctx.check(c == cg * group, "X has ", c, " channels but W ", w.describe(), " with group ", group, " expects ",
+  ctx.check(c == cg * group, "X has ", c, " channels but W ", w.text(), " with group ", group, " expects ",
             cg * group);
   ctx.check(m % group == 0, "output channels ", m, " are not divisible by group ", group);
-  if (b) ctx.check(b->numel() == m && b->rank() == 1, "B must be [", m, "], got ", b->describe());
+  if (b) ctx.check(b->numel() == m && b->rank() == 1, "B must be [", m, "], got ", b->text());
   const NnWindow win = nn_window(ctx, spatial_of(x.shape()), kernel_of(ctx, w), false);
   const size_t nsp = win.nsp();
   const int64_t in_sp = nn_prod(win.in), out_sp = nn_prod(win.out), k_sp = nn_prod(win.kernel);
@@ -81,7 +84,9 @@ void conv_kernel(KernelContext& ctx) {
 }
 
 // Python-style floor division for (possibly negative) padding totals.
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+int64_t floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
 
 void conv_transpose_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
@@ -89,14 +94,14 @@ void conv_transpose_kernel(KernelContext& ctx) {
   const Tensor* b = ctx.has_input(2) ? ctx.input(2) : nullptr;
   nn_require_float(ctx, x, "X");
   ctx.check(w.dtype() == x.dtype(), "W type differs from X type");
-  ctx.check(x.rank() >= 3, "X must be [N, C, spatial...], got ", x.describe());
-  ctx.check(w.rank() == x.rank(), "W ", w.describe(), " must have the rank of X ", x.describe());
+  ctx.check(x.rank() >= 3, "X must be [N, C, spatial...], got ", x.text());
+  ctx.check(w.rank() == x.rank(), "W ", w.text(), " must have the rank of X ", x.text());
   const int64_t group = ctx.attr_int("group", 1);
   ctx.check(group > 0, "group must be positive, got ", group);
   const int64_t n = x.dim(0), c = x.dim(1), mg = w.dim(1), m = mg * group;
-  ctx.check(w.dim(0) == c, "X has ", c, " channels but W ", w.describe(), " expects ", w.dim(0));
+  ctx.check(w.dim(0) == c, "X has ", c, " channels but W ", w.text(), " expects ", w.dim(0));
   ctx.check(c % group == 0, "input channels ", c, " are not divisible by group ", group);
-  if (b) ctx.check(b->numel() == m && b->rank() == 1, "B must be [", m, "], got ", b->describe());
+  if (b) ctx.check(b->numel() == m && b->rank() == 1, "B must be [", m, "], got ", b->text());
   const std::vector<int64_t> kernel = kernel_of(ctx, w);
   const Shape in = spatial_of(x.shape());
   const size_t nsp = in.size();
@@ -173,13 +178,14 @@ void conv_transpose_kernel(KernelContext& ctx) {
 void col2im_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
   nn_require_float(ctx, x, "input");
-  ctx.check(x.rank() == 3, "input must be [N, C*prod(block_shape), L], got ", x.describe());
+  ctx.check(x.rank() == 3, "input must be [N, C*prod(block_shape), L], got ", x.text());
   const std::vector<int64_t> image = ctx.required_input(1).to_int_vector();
   const std::vector<int64_t> block = ctx.required_input(2).to_int_vector();
-  ctx.check(image.size() == block.size() && !image.empty(), "image_shape and block_shape must have the same length");
+  ctx.check(image.size() == block.size() && !image.empty(),
+            "image_shape and block_shape must have the same length");
   const int64_t bprod = nn_prod(block);
-  ctx.check(bprod > 0 && x.dim(1) % bprod == 0, "input dim 1 (", x.dim(1), ") is not a multiple of prod(block_shape) ",
-            bprod);
+  ctx.check(bprod > 0 && x.dim(1) % bprod == 0, "input dim 1 (", x.dim(1),
+            ") is not a multiple of prod(block_shape) ", bprod);
   const NnWindow win = nn_window(ctx, image, block, false);
   const int64_t l = nn_prod(win.out);
   ctx.check(l == x.dim(2), "input has ", x.dim(2), " blocks but the image/block geometry gives ", l);
@@ -202,7 +208,8 @@ void col2im_kernel(KernelContext& ctx) {
             inside = ic[d] >= 0 && ic[d] < image[d];
           }
           if (!inside) continue;
-          out[size_t((bi * c + ci) * img_sp + flat_of(ic, image))] += v[size_t(((bi * c + ci) * bprod + kp) * l + li)];
+          out[size_t((bi * c + ci) * img_sp + flat_of(ic, image))] +=
+              v[size_t(((bi * c + ci) * bprod + kp) * l + li)];
         }
       }
   nn_emit(ctx, 0, x.dtype(), os, out);
@@ -229,22 +236,23 @@ void deform_conv_kernel(KernelContext& ctx) {
   const Tensor* b = ctx.has_input(3) ? ctx.input(3) : nullptr;
   const Tensor* mask = ctx.has_input(4) ? ctx.input(4) : nullptr;
   nn_require_float(ctx, x, "X");
-  if (x.rank() != 4) ctx.fail(ErrorCode::unsupported, "only 2-D DeformConv is implemented, X is ", x.describe());
-  ctx.check(w.rank() == 4, "W must be [M, C/group, kH, kW], got ", w.describe());
+  if (x.rank() != 4)
+    ctx.fail(ErrorCode::unsupported, "only 2-D DeformConv is implemented, X is ", x.describe());
+  ctx.check(w.rank() == 4, "W must be [M, C/group, kH, kW], got ", w.text());
   const int64_t group = ctx.attr_int("group", 1), og = ctx.attr_int("offset_group", 1);
   const int64_t n = x.dim(0), c = x.dim(1), ih = x.dim(2), iw = x.dim(3), m = w.dim(0), cg = w.dim(1);
   ctx.check(group > 0 && og > 0, "group and offset_group must be positive");
-  ctx.check(c == cg * group && m % group == 0, "channel counts do not match group: X ", x.describe(), " W ",
-            w.describe(), " group ", group);
+  ctx.check(c == cg * group && m % group == 0, "channel counts do not match group: X ", x.text(), " W ",
+            w.text(), " group ", group);
   ctx.check(c % og == 0, "input channels ", c, " are not divisible by offset_group ", og);
   const std::vector<int64_t> kernel = kernel_of(ctx, w);
   const NnWindow win = nn_window(ctx, {ih, iw}, kernel, false);
   const int64_t kh = kernel[0], kw = kernel[1], oh = win.out[0], ow = win.out[1];
-  ctx.check(off.shape() == Shape{n, og * kh * kw * 2, oh, ow}, "offset must be [", n, ", ", og * kh * kw * 2, ", ",
-            oh, ", ", ow, "], got ", off.describe());
+  ctx.check(off.shape() == Shape{n, og * kh * kw * 2, oh, ow}, "offset must be [", n, ", ", og * kh * kw * 2,
+            ", ", oh, ", ", ow, "], got ", off.text());
   if (mask)
-    ctx.check(mask->shape() == Shape{n, og * kh * kw, oh, ow}, "mask must be [", n, ", ", og * kh * kw, ", ", oh,
-              ", ", ow, "], got ", mask->describe());
+    ctx.check(mask->shape() == Shape{n, og * kh * kw, oh, ow}, "mask must be [", n, ", ", og * kh * kw, ", ",
+              oh, ", ", ow, "], got ", mask->text());
   if (b) ctx.check(b->numel() == m, "B must have ", m, " elements");
   const std::vector<double> vx = nn_load(x), vw = nn_load(w), vo = nn_load(off);
   const std::vector<double> vm = mask ? nn_load(*mask) : std::vector<double>();
@@ -289,14 +297,17 @@ void causal_conv_with_state_kernel(KernelContext& ctx) {
   const Tensor* past = ctx.has_input(3) ? ctx.input(3) : nullptr;
   nn_require_float(ctx, x, "input");
   const std::string act = ctx.attr_string("activation", "none");
-  ctx.check(act == "none" || act == "silu" || act == "swish", "activation must be none, silu or swish, got '", act, "'");
-  ctx.check(x.rank() == 3, "input must be [B, C, L], got ", x.describe());
+  ctx.check(act == "none" || act == "silu" || act == "swish", "activation must be none, silu or swish, got '",
+            act, "'");
+  ctx.check(x.rank() == 3, "input must be [B, C, L], got ", x.text());
   const int64_t n = x.dim(0), c = x.dim(1), l = x.dim(2);
-  ctx.check(w.rank() == 3 && w.dim(0) == c && w.dim(1) == 1 && w.dim(2) >= 1, "weight must be [", c, ", 1, k], got ",
-            w.describe());
+  ctx.check(w.rank() == 3 && w.dim(0) == c && w.dim(1) == 1 && w.dim(2) >= 1, "weight must be [", c,
+            ", 1, k], got ", w.text());
   const int64_t k = w.dim(2), p = k - 1, total = p + l;
-  if (b) ctx.check(b->numel() == c, "bias must have ", c, " elements, got ", b->describe());
-  if (past) ctx.check(past->shape() == Shape{n, c, p}, "past_state must be [", n, ", ", c, ", ", p, "], got ", past->describe());
+  if (b) ctx.check(b->numel() == c, "bias must have ", c, " elements, got ", b->text());
+  if (past)
+    ctx.check(past->shape() == Shape{n, c, p}, "past_state must be [", n, ", ", c, ", ", p, "], got ",
+              past->text());
   const std::vector<double> vx = nn_load(x), vw = nn_load(w);
   const std::vector<double> vb = b ? nn_load(*b) : std::vector<double>(size_t(c), 0.0);
   const std::vector<double> vp = past ? nn_load(*past) : std::vector<double>(size_t(n * c * p), 0.0);

@@ -15,8 +15,10 @@ using namespace misc;
 bool suppresses(const float* a, const float* b, bool center, float iou_threshold) {
   float ax0, ax1, ay0, ay1, bx0, bx1, by0, by1;
   if (!center) {
-    ax0 = std::min(a[1], a[3]), ax1 = std::max(a[1], a[3]), ay0 = std::min(a[0], a[2]), ay1 = std::max(a[0], a[2]);
-    bx0 = std::min(b[1], b[3]), bx1 = std::max(b[1], b[3]), by0 = std::min(b[0], b[2]), by1 = std::max(b[0], b[2]);
+    ax0 = std::min(a[1], a[3]), ax1 = std::max(a[1], a[3]), ay0 = std::min(a[0], a[2]),
+    ay1 = std::max(a[0], a[2]);
+    bx0 = std::min(b[1], b[3]), bx1 = std::max(b[1], b[3]), by0 = std::min(b[0], b[2]),
+    by1 = std::max(b[0], b[2]);
   } else {
     ax0 = a[0] - a[2] / 2, ax1 = a[0] + a[2] / 2, ay0 = a[1] - a[3] / 2, ay1 = a[1] + a[3] / 2;
     bx0 = b[0] - b[2] / 2, bx1 = b[0] + b[2] / 2, by0 = b[1] - b[3] / 2, by1 = b[1] + b[3] / 2;
@@ -36,10 +38,11 @@ bool suppresses(const float* a, const float* b, bool center, float iou_threshold
 void non_max_suppression(KernelContext& ctx) {
   const Tensor& boxes = ctx.required_input(0);
   const Tensor& scores = ctx.required_input(1);
-  ctx.check(boxes.rank() == 3 && boxes.dim(2) == 4, "boxes must have shape [batch, boxes, 4], got ", boxes.describe());
+  ctx.check(boxes.rank() == 3 && boxes.dim(2) == 4, "boxes must have shape [batch, boxes, 4], got ",
+            boxes.text());
   ctx.check(scores.rank() == 3 && scores.dim(0) == boxes.dim(0) && scores.dim(2) == boxes.dim(1),
-            "scores must have shape [batch, classes, boxes] matching boxes ", boxes.describe(), ", got ",
-            scores.describe());
+            "scores must have shape [batch, classes, boxes] matching boxes ", boxes.text(), ", got ",
+            scores.text());
   auto scalar = [&](size_t i) -> const Tensor* {
     const Tensor* t = ctx.input(i);
     return (t && t->numel() > 0) ? t : nullptr;
@@ -82,6 +85,8 @@ void non_max_suppression(KernelContext& ctx) {
 
 }  // namespace
 
-void register_detection_kernels(KernelTable& t) { t.add("NonMaxSuppression", non_max_suppression); }
+void register_detection_kernels(KernelTable& t) {
+  t.add("NonMaxSuppression", non_max_suppression);
+}
 
 }  // namespace tessera::kernels::ref

@@ -81,8 +81,10 @@ void binary(KernelContext& ctx, Op op) {
     const T* pb = b.data<T>();
     O* py = y.data<O>();
     BroadcastIndexer(out, {a.shape(), b.shape()}).for_each([&](int64_t o, const int64_t* in) {
-      if constexpr (ToBool || std::is_same_v<T, std::string>) py[o] = op(pa[in[0]], pb[in[1]]);
-      else py[o] = store<T>(compute_t<T>(op(load(pa[in[0]]), load(pb[in[1]]))));
+      if constexpr (ToBool || std::is_same_v<T, std::string>)
+        py[o] = op(pa[in[0]], pb[in[1]]);
+      else
+        py[o] = store<T>(compute_t<T>(op(load(pa[in[0]]), load(pb[in[1]]))));
     });
   });
 }
@@ -90,18 +92,24 @@ void binary(KernelContext& ctx, Op op) {
 // Wrapping integer arithmetic (no signed-overflow UB).
 template <typename C>
 C add(C a, C b) {
-  if constexpr (kIsInt<C>) return C(uint64_t(a) + uint64_t(b));
-  else return a + b;
+  if constexpr (kIsInt<C>)
+    return C(uint64_t(a) + uint64_t(b));
+  else
+    return a + b;
 }
 template <typename C>
 C sub(C a, C b) {
-  if constexpr (kIsInt<C>) return C(uint64_t(a) - uint64_t(b));
-  else return a - b;
+  if constexpr (kIsInt<C>)
+    return C(uint64_t(a) - uint64_t(b));
+  else
+    return a - b;
 }
 template <typename C>
 C mul(C a, C b) {
-  if constexpr (kIsInt<C>) return C(uint64_t(a) * uint64_t(b));
-  else return a * b;
+  if constexpr (kIsInt<C>)
+    return C(uint64_t(a) * uint64_t(b));
+  else
+    return a * b;
 }
 template <typename C>
 C div(C a, C b) {
@@ -109,7 +117,7 @@ C div(C a, C b) {
     if (b == 0) return 0;
     if constexpr (std::is_signed_v<C>)
       if (b == -1) return C(uint64_t(0) - uint64_t(a));  // avoids the MIN / -1 trap
-    return C(a / b);  // truncates toward zero
+    return C(a / b);                                     // truncates toward zero
   } else {
     return a / b;
   }
@@ -154,8 +162,8 @@ void variadic(KernelContext& ctx) {
   for (size_t i = 0; i < n; ++i) {
     xs.push_back(ctx.required_input(i).contiguous());
     shapes.push_back(xs.back().shape());
-    ctx.check(xs.back().dtype() == xs[0].dtype(), "input ", i, " has element type ", dtype_name(xs.back().dtype()),
-              ", input 0 has ", dtype_name(xs[0].dtype()));
+    ctx.check(xs.back().dtype() == xs[0].dtype(), "input ", i, " has element type ",
+              dtype_name(xs.back().dtype()), ", input 0 has ", dtype_name(xs[0].dtype()));
   }
   Shape out;
   try {
@@ -174,9 +182,12 @@ void variadic(KernelContext& ctx) {
       C acc = load(ps[0][in[0]]);
       for (size_t k = 1; k < n; ++k) {
         const C v = load(ps[k][in[k]]);
-        if constexpr (F == Fold::max) acc = max_nan(acc, v);
-        else if constexpr (F == Fold::min) acc = min_nan(acc, v);
-        else acc = add(acc, v);
+        if constexpr (F == Fold::max)
+          acc = max_nan(acc, v);
+        else if constexpr (F == Fold::min)
+          acc = min_nan(acc, v);
+        else
+          acc = add(acc, v);
       }
       if constexpr (F == Fold::mean) acc = acc / C(n);
       py[o] = store<T>(acc);
@@ -201,7 +212,8 @@ template <typename T>
 T from_double_trunc(double v) {
   if constexpr (kIsInt<T>) {
     if (std::isnan(v)) return T(0);
-    if (v >= 9.2233720368547758e18 || v < -9.2233720368547758e18) return T(std::numeric_limits<int64_t>::min());
+    if (v >= 9.2233720368547758e18 || v < -9.2233720368547758e18)
+      return T(std::numeric_limits<int64_t>::min());
     return T(int64_t(v));
   } else if constexpr (std::is_same_v<T, double>) {
     return v;
@@ -294,7 +306,7 @@ void clip_kernel(KernelContext& ctx) {
     auto bound = [&](size_t i, const char* name, bool& has, C& v) {
       if (ctx.has_input(i)) {
         const Tensor& t = ctx.required_input(i);
-        ctx.check(t.numel() == 1, name, " must be a scalar, got shape ", shape_str(t.shape()));
+        ctx.check(t.numel() == 1, name, " must be a scalar, got shape ", shape_text(t.shape()));
         ctx.check(t.dtype() == x.dtype(), name, " has element type ", dtype_name(t.dtype()), ", X has ",
                   dtype_name(x.dtype()));
         v = load(t.contiguous().data<T>()[0]);
@@ -330,16 +342,21 @@ void register_unary(KernelTable& t) {
   t.add("Abs", [](KernelContext& c) {
     unary<N>(c, [](auto x) {
       using C = decltype(x);
-      if constexpr (std::is_unsigned_v<C>) return x;
-      else if constexpr (kIsInt<C>) return x < 0 ? C(uint64_t(0) - uint64_t(x)) : x;
-      else return std::fabs(x);
+      if constexpr (std::is_unsigned_v<C>)
+        return x;
+      else if constexpr (kIsInt<C>)
+        return x < 0 ? C(uint64_t(0) - uint64_t(x)) : x;
+      else
+        return std::fabs(x);
     });
   });
   t.add("Neg", [](KernelContext& c) {
     unary<N>(c, [](auto x) {
       using C = decltype(x);
-      if constexpr (kIsInt<C>) return C(uint64_t(0) - uint64_t(x));
-      else return -x;
+      if constexpr (kIsInt<C>)
+        return C(uint64_t(0) - uint64_t(x));
+      else
+        return -x;
     });
   });
   t.add("Sign", [](KernelContext& c) {
@@ -375,9 +392,7 @@ void register_unary(KernelTable& t) {
     unary_to_bool<F>(c, [=](auto x) { return std::isinf(x) && ((x > 0 && pos) || (x < 0 && neg)); });
   });
   t.add("Not", [](KernelContext& c) { unary<kBoolType>(c, [](bool x) { return !x; }); });
-  t.add("BitwiseNot", [](KernelContext& c) {
-    unary<kIntTypes>(c, [](auto x) { return decltype(x)(~x); });
-  });
+  t.add("BitwiseNot", [](KernelContext& c) { unary<kIntTypes>(c, [](auto x) { return decltype(x)(~x); }); });
 
   // Activations.
   t.add("Relu", [](KernelContext& c) {
@@ -385,11 +400,17 @@ void register_unary(KernelTable& t) {
   });
   t.add("LeakyRelu", [](KernelContext& c) {
     const double alpha = c.attr_float("alpha", 0.01f);
-    unary<F>(c, [=](auto x) { using C = decltype(x); return x < 0 ? C(alpha) * x : x; });
+    unary<F>(c, [=](auto x) {
+      using C = decltype(x);
+      return x < 0 ? C(alpha) * x : x;
+    });
   });
   t.add("Elu", [](KernelContext& c) {
     const double alpha = c.attr_float("alpha", 1.0f);
-    unary<F>(c, [=](auto x) { using C = decltype(x); return x < 0 ? C(alpha) * std::expm1(x) : x; });
+    unary<F>(c, [=](auto x) {
+      using C = decltype(x);
+      return x < 0 ? C(alpha) * std::expm1(x) : x;
+    });
   });
   t.add("Selu", [](KernelContext& c) {
     const double alpha = c.attr_float("alpha", 1.67326319217681884765625f);
@@ -421,13 +442,15 @@ void register_unary(KernelTable& t) {
     });
   });
   t.add("Softplus", [](KernelContext& c) { unary<F>(c, [](auto x) { return softplus(x); }); });
-  t.add("Softsign", [](KernelContext& c) {
-    unary<F>(c, [](auto x) { return x / (decltype(x)(1) + std::fabs(x)); });
-  });
+  t.add("Softsign",
+        [](KernelContext& c) { unary<F>(c, [](auto x) { return x / (decltype(x)(1) + std::fabs(x)); }); });
   t.add("Tanh", [](KernelContext& c) { unary<F>(c, [](auto x) { return std::tanh(x); }); });
   t.add("ThresholdedRelu", [](KernelContext& c) {
     const double alpha = c.attr_float("alpha", 1.0f);
-    unary<F>(c, [=](auto x) { using C = decltype(x); return x > C(alpha) ? x : C(0); });
+    unary<F>(c, [=](auto x) {
+      using C = decltype(x);
+      return x > C(alpha) ? x : C(0);
+    });
   });
   t.add("Gelu", [](KernelContext& c) {
     const std::string approx = c.attr_string("approximate", "none");
@@ -448,7 +471,10 @@ void register_unary(KernelTable& t) {
   t.add("Mish", [](KernelContext& c) { unary<F>(c, [](auto x) { return x * std::tanh(softplus(x)); }); });
   t.add("Swish", [](KernelContext& c) {
     const double alpha = c.attr_float("alpha", 1.0f);
-    unary<F>(c, [=](auto x) { using C = decltype(x); return x * sigmoid(C(alpha) * x); });
+    unary<F>(c, [=](auto x) {
+      using C = decltype(x);
+      return x * sigmoid(C(alpha) * x);
+    });
   });
   t.add("Shrink", [](KernelContext& c) {
     const double bias = c.attr_float("bias", 0.0f), lambd = c.attr_float("lambd", 0.5f);
@@ -456,8 +482,10 @@ void register_unary(KernelTable& t) {
       using C = decltype(x);
       const double v = double(x);
       const double r = v < -lambd ? v + bias : v > lambd ? v - bias : 0.0;
-      if constexpr (kIsInt<C>) return C(int64_t(r));
-      else return C(r);
+      if constexpr (kIsInt<C>)
+        return C(int64_t(r));
+      else
+        return C(r);
     });
   });
 }
@@ -477,11 +505,10 @@ void register_binary(KernelTable& t) {
   t.add("PRelu", [](KernelContext& c) {
     const Tensor& x = c.required_input(0);
     const Tensor& s = c.required_input(1);
-    c.check(broadcasts_to(s.shape(), x.shape()), "slope of shape ", shape_str(s.shape()),
-            " does not broadcast to X's shape ", shape_str(x.shape()));
-    binary<kFloatTypes | kSignedTypes | kUnsignedTypes, false>(c, [](auto a, auto b) {
-      return a < decltype(a)(0) ? mul(a, b) : a;
-    });
+    c.check(broadcasts_to(s.shape(), x.shape()), "slope of shape ", shape_text(s.shape()),
+            " does not broadcast to X's shape ", shape_text(x.shape()));
+    binary<kFloatTypes | kSignedTypes | kUnsignedTypes, false>(
+        c, [](auto a, auto b) { return a < decltype(a)(0) ? mul(a, b) : a; });
   });
   t.add("Max", variadic<Fold::max>);
   t.add("Min", variadic<Fold::min>);
@@ -491,14 +518,18 @@ void register_binary(KernelTable& t) {
   // Comparisons (bool output).
   t.add("Equal", [](KernelContext& c) {
     binary<kAllTypes, true>(c, [](const auto& a, const auto& b) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(a)>, std::string>) return a == b;
-      else return load(a) == load(b);
+      if constexpr (std::is_same_v<std::decay_t<decltype(a)>, std::string>)
+        return a == b;
+      else
+        return load(a) == load(b);
     });
   });
-  t.add("Less", [](KernelContext& c) { binary<N, true>(c, [](auto a, auto b) { return load(a) < load(b); }); });
+  t.add("Less",
+        [](KernelContext& c) { binary<N, true>(c, [](auto a, auto b) { return load(a) < load(b); }); });
   t.add("LessOrEqual",
         [](KernelContext& c) { binary<N, true>(c, [](auto a, auto b) { return load(a) <= load(b); }); });
-  t.add("Greater", [](KernelContext& c) { binary<N, true>(c, [](auto a, auto b) { return load(a) > load(b); }); });
+  t.add("Greater",
+        [](KernelContext& c) { binary<N, true>(c, [](auto a, auto b) { return load(a) > load(b); }); });
   t.add("GreaterOrEqual",
         [](KernelContext& c) { binary<N, true>(c, [](auto a, auto b) { return load(a) >= load(b); }); });
 

@@ -39,9 +39,9 @@ void fused_gemm(KernelContext& ctx) {
   const int64_t k = ctx.required_attr_int("K"), n = ctx.required_attr_int("N");
   const int64_t kc = ctx.required_attr_int("kc"), nr = ctx.required_attr_int("nr");
   ctx.check(a.dtype() == DType::f32 && bp.dtype() == DType::f32, "FusedGemm takes float32");
-  ctx.check(a.rank() >= 1 && a.dim(-1) == k, "A ", a.describe(), " does not have K = ", k, " columns");
+  ctx.check(a.rank() >= 1 && a.dim(-1) == k, "A ", a.text(), " does not have K = ", k, " columns");
   const int64_t a_rank = ctx.attr_int("a_rank", 0);
-  ctx.check(a_rank == 0 || a.rank() == a_rank, "A must have rank ", a_rank, " (Gemm), got ", a.describe());
+  ctx.check(a_rank == 0 || a.rank() == a_rank, "A must have rank ", a_rank, " (Gemm), got ", a.text());
   ctx.check(size_t(bp.numel()) == x86::PackedB::packed_floats(k, n, kc, nr), "packed B has the wrong size");
   const std::string act = activation_attr(ctx, "activation", true);
   const double lo = ctx.attr_float("clip_min", 0), hi = ctx.attr_float("clip_max", 0);
@@ -139,7 +139,7 @@ void fused_conv(KernelContext& ctx) {
   }
   if (b) ctx.check(b->numel() == oc, "bias must have ", oc, " elements");
   Tensor& y = ctx.output(0, DType::f32, nhwc ? Shape{n, oh, ow, oc} : Shape{n, oc, oh, ow});
-  if (res) ctx.check(res->shape() == y.shape(), "residual ", res->describe(), " does not match the output");
+  if (res) ctx.check(res->shape() == y.shape(), "residual ", res->text(), " does not match the output");
   const std::string act = activation_attr(ctx, "activation", false);
   const double lo = ctx.attr_float("clip_min", 0), hi = ctx.attr_float("clip_max", 0);
   const Tensor rc = res ? res->contiguous() : Tensor();
@@ -228,7 +228,7 @@ void fused_elementwise(KernelContext& ctx) {
   std::vector<Shape> shapes;
   for (int64_t i = 0; i < n_in; ++i) {
     const Tensor& t = ctx.required_input(size_t(i));
-    ctx.check(t.dtype() == DType::f32, "FusedElementwise takes float32, input ", i, " is ", t.describe());
+    ctx.check(t.dtype() == DType::f32, "FusedElementwise takes float32, input ", i, " is ", t.text());
     in.push_back(t.contiguous());
     shapes.push_back(t.shape());
   }
@@ -310,7 +310,7 @@ void fused_attention(KernelContext& ctx) {
   Tensor k = transposed(ctx.required_input(1), "k_perm");
   const Tensor v = transposed(ctx.required_input(2), "v_perm");
   if (ctx.attr_int("k_transposed", 0) == 0) {
-    ctx.check(k.rank() >= 2, "K must have rank >= 2, got ", k.describe());
+    ctx.check(k.rank() >= 2, "K must have rank >= 2, got ", k.text());
     std::vector<int64_t> perm(static_cast<size_t>(k.rank()));
     for (size_t i = 0; i < perm.size(); ++i) perm[i] = int64_t(i);
     std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
@@ -339,7 +339,7 @@ void fused_attention(KernelContext& ctx) {
 // The pointwise FusedConv, then the depthwise FusedConv, each the reference kernel (NHWC, packed weights).
 void fused_pw_dw_conv(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
-  ctx.check(x.rank() == 4, "FusedPwDwConv takes an NHWC image, got ", x.describe());
+  ctx.check(x.rank() == 4, "FusedPwDwConv takes an NHWC image, got ", x.text());
   const int64_t e = ctx.attr_int("channels", 0);
   ctx.check(e > 0, "channels must be positive");
   const auto ks = ctx.attr_ints("kernel_shape");

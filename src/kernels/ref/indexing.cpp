@@ -22,7 +22,9 @@ std::vector<int64_t> indices_of(const KernelContext& ctx, size_t i) {
 
 int64_t fix_index(const KernelContext& ctx, int64_t v, int64_t dim) {
   if (v < 0) v += dim;
-  if (v < 0 || v >= dim) ctx.fail(ErrorCode::runtime, "index ", (v < 0 ? v - dim : v), " is out of range for an axis of size ", dim);
+  if (v < 0 || v >= dim)
+    ctx.fail(ErrorCode::runtime, "index ", (v < 0 ? v - dim : v), " is out of range for an axis of size ",
+             dim);
   return v;
 }
 
@@ -60,12 +62,12 @@ void gather_elements_kernel(KernelContext& ctx) {
   const Tensor& it = ctx.required_input(1);
   const std::vector<int64_t> ind = indices_of(ctx, 1);
   const int64_t r = x.rank();
-  ctx.check(r >= 1 && it.rank() == r, "data and indices must have the same rank >= 1, got ", x.describe(), " and ",
-            it.describe());
+  ctx.check(r >= 1 && it.rank() == r, "data and indices must have the same rank >= 1, got ", x.text(),
+            " and ", it.text());
   const int64_t axis = normalize_axis(ctx, ctx.attr_int("axis", 0), r);
   for (int64_t d = 0; d < r; ++d)
-    ctx.check(d == axis || it.dim(d) <= x.dim(d), "indices shape ", shape_str(it.shape()),
-              " exceeds data shape ", shape_str(x.shape()), " on axis ", d);
+    ctx.check(d == axis || it.dim(d) <= x.dim(d), "indices shape ", shape_text(it.shape()),
+              " exceeds data shape ", shape_text(x.shape()), " on axis ", d);
   Tensor& out = ctx.output(0, x.dtype(), it.shape());
   const auto st = contiguous_strides(x.shape());
   dispatch_dtype(x.dtype(), [&]<typename T>() {
@@ -94,8 +96,8 @@ void gather_nd_kernel(KernelContext& ctx) {
   const int64_t k = it.dim(-1);
   ctx.check(k >= 1 && k <= r - b, "indices last dim ", k, " must be in [1, ", r - b, "]");
   for (int64_t d = 0; d < b; ++d)
-    ctx.check(x.dim(d) == it.dim(d), "batch dims of data and indices differ: ", shape_str(x.shape()), " vs ",
-              shape_str(it.shape()));
+    ctx.check(x.dim(d) == it.dim(d), "batch dims of data and indices differ: ", shape_text(x.shape()), " vs ",
+              shape_text(it.shape()));
   Shape out_shape(it.shape().begin(), it.shape().end() - 1);
   out_shape.insert(out_shape.end(), x.shape().begin() + b + k, x.shape().end());
   const int64_t batch = dims_product(x.shape(), 0, b);
@@ -111,7 +113,8 @@ void gather_nd_kernel(KernelContext& ctx) {
       for (int64_t j = 0; j < per_batch; ++j) {
         const int64_t tuple = (bi * per_batch + j) * k;
         int64_t off = bi * batch_stride;
-        for (int64_t c = 0; c < k; ++c) off += fix_index(ctx, ind[size_t(tuple + c)], x.dim(b + c)) * st[size_t(b + c)];
+        for (int64_t c = 0; c < k; ++c)
+          off += fix_index(ctx, ind[size_t(tuple + c)], x.dim(b + c)) * st[size_t(b + c)];
         std::copy(src + off, src + off + slice, dst + (bi * per_batch + j) * slice);
       }
   });
@@ -141,20 +144,35 @@ void apply(T& dst, const T& v, Red red) {
     const W a = to_wide(dst), b = to_wide(v);
     W r = a;
     switch (red) {
-      case Red::add: r = W(a + b); break;
-      case Red::mul: r = W(a * b); break;
-      case Red::max: r = b > a ? b : a; break;
-      case Red::min: r = b < a ? b : a; break;
-      case Red::none: break;
+      case Red::add:
+        r = W(a + b);
+        break;
+      case Red::mul:
+        r = W(a * b);
+        break;
+      case Red::max:
+        r = b > a ? b : a;
+        break;
+      case Red::min:
+        r = b < a ? b : a;
+        break;
+      case Red::none:
+        break;
     }
     dst = from_wide<T>(r);
   } else if constexpr (std::is_same_v<T, bool>) {
     switch (red) {
-      case Red::none: dst = v; break;
+      case Red::none:
+        dst = v;
+        break;
       case Red::add:
-      case Red::max: dst = dst || v; break;
+      case Red::max:
+        dst = dst || v;
+        break;
       case Red::mul:
-      case Red::min: dst = dst && v; break;
+      case Red::min:
+        dst = dst && v;
+        break;
     }
   } else {
     dst = v;  // reductions on non-numeric types were refused before
@@ -169,7 +187,8 @@ void check_reduction_type(const KernelContext& ctx, DType t, Red red) {
 // Output 0 as a fresh copy of x (the scatter target).
 Tensor& copy_to_output(KernelContext& ctx, const Tensor& x) {
   Tensor& out = ctx.output(0, x.dtype(), x.shape());
-  dispatch_dtype(x.dtype(), [&]<typename T>() { std::copy(x.data<T>(), x.data<T>() + x.numel(), out.data<T>()); });
+  dispatch_dtype(x.dtype(),
+                 [&]<typename T>() { std::copy(x.data<T>(), x.data<T>() + x.numel(), out.data<T>()); });
   return out;
 }
 
@@ -180,15 +199,15 @@ void scatter_elements_kernel(KernelContext& ctx) {
   const std::vector<int64_t> ind = indices_of(ctx, 1);
   const Tensor upd = ctx.required_input(2).contiguous();
   const int64_t r = x.rank();
-  ctx.check(r >= 1 && it.rank() == r, "data and indices must have the same rank >= 1, got ", x.describe(), " and ",
-            it.describe());
-  ctx.check(upd.shape() == it.shape(), "updates shape ", shape_str(upd.shape()), " differs from indices shape ",
-            shape_str(it.shape()));
+  ctx.check(r >= 1 && it.rank() == r, "data and indices must have the same rank >= 1, got ", x.text(),
+            " and ", it.text());
+  ctx.check(upd.shape() == it.shape(), "updates shape ", shape_text(upd.shape()),
+            " differs from indices shape ", shape_text(it.shape()));
   ctx.check(upd.dtype() == x.dtype(), "updates type differs from data type");
   const int64_t axis = normalize_axis(ctx, ctx.attr_int("axis", 0), r);
   for (int64_t d = 0; d < r; ++d)
-    ctx.check(d == axis || it.dim(d) <= x.dim(d), "indices shape ", shape_str(it.shape()),
-              " exceeds data shape ", shape_str(x.shape()), " on axis ", d);
+    ctx.check(d == axis || it.dim(d) <= x.dim(d), "indices shape ", shape_text(it.shape()),
+              " exceeds data shape ", shape_text(x.shape()), " on axis ", d);
   const Red red = parse_reduction(ctx);
   check_reduction_type(ctx, x.dtype(), red);
   Tensor& out = copy_to_output(ctx, x);
@@ -219,7 +238,8 @@ void scatter_nd_kernel(KernelContext& ctx) {
   ctx.check(k >= 1 && k <= r, "indices last dim ", k, " must be in [1, ", r, "]");
   Shape ushape(it.shape().begin(), it.shape().end() - 1);
   ushape.insert(ushape.end(), x.shape().begin() + k, x.shape().end());
-  ctx.check(upd.shape() == ushape, "updates shape ", shape_str(upd.shape()), " should be ", shape_str(ushape));
+  ctx.check(upd.shape() == ushape, "updates shape ", shape_text(upd.shape()), " should be ",
+            shape_text(ushape));
   ctx.check(upd.dtype() == x.dtype(), "updates type differs from data type");
   const Red red = parse_reduction(ctx);
   check_reduction_type(ctx, x.dtype(), red);
@@ -242,8 +262,8 @@ void tensor_scatter_kernel(KernelContext& ctx) {
   const Tensor cache = ctx.required_input(0).contiguous();
   const Tensor upd = ctx.required_input(1).contiguous();
   const int64_t r = cache.rank();
-  ctx.check(r >= 2 && upd.rank() == r, "past_cache and update must have the same rank >= 2, got ", cache.describe(),
-            " and ", upd.describe());
+  ctx.check(r >= 2 && upd.rank() == r, "past_cache and update must have the same rank >= 2, got ",
+            cache.text(), " and ", upd.text());
   ctx.check(upd.dtype() == cache.dtype(), "update type differs from past_cache type");
   const int64_t axis = normalize_axis(ctx, ctx.attr_int("axis", -2), r);
   ctx.check(axis >= 1, "axis must not be the batch axis");
@@ -251,7 +271,7 @@ void tensor_scatter_kernel(KernelContext& ctx) {
   ctx.check(mode == "linear" || mode == "circular", "unknown mode '", mode, "'");
   for (int64_t d = 0; d < r; ++d)
     ctx.check(d == axis ? upd.dim(d) <= cache.dim(d) : upd.dim(d) == cache.dim(d), "update shape ",
-              shape_str(upd.shape()), " does not fit past_cache shape ", shape_str(cache.shape()));
+              shape_text(upd.shape()), " does not fit past_cache shape ", shape_text(cache.shape()));
   const int64_t batch = cache.dim(0);
   std::vector<int64_t> wi(static_cast<size_t>(batch), 0);
   if (ctx.has_input(2)) {
@@ -259,7 +279,8 @@ void tensor_scatter_kernel(KernelContext& ctx) {
     ctx.check(int64_t(wi.size()) == batch, "write_indices has ", wi.size(), " entries for batch ", batch);
   }
   const int64_t max_len = cache.dim(axis), seq = upd.dim(axis);
-  const int64_t outer = dims_product(cache.shape(), 1, axis), inner = dims_product(cache.shape(), axis + 1, r);
+  const int64_t outer = dims_product(cache.shape(), 1, axis),
+                inner = dims_product(cache.shape(), axis + 1, r);
   Tensor& out = copy_to_output(ctx, cache);
   dispatch_dtype(cache.dtype(), [&]<typename T>() {
     const T* u = upd.data<T>();
@@ -270,7 +291,8 @@ void tensor_scatter_kernel(KernelContext& ctx) {
           int64_t pos = wi[size_t(b)] + s;
           if (mode == "circular") pos = ((pos % max_len) + max_len) % max_len;
           if (pos < 0 || pos >= max_len)
-            ctx.fail(ErrorCode::runtime, "write position ", pos, " is out of range for a cache of length ", max_len);
+            ctx.fail(ErrorCode::runtime, "write position ", pos, " is out of range for a cache of length ",
+                     max_len);
           const T* src = u + ((b * outer + o) * seq + s) * inner;
           std::copy(src, src + inner, dst + ((b * outer + o) * max_len + pos) * inner);
         }

@@ -14,15 +14,15 @@ namespace {
 void matmul_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.required_input(0);
   const Tensor& b = ctx.required_input(1);
-  ctx.check(a.dtype() == b.dtype(), "operands have different types: ", a.describe(), " and ", b.describe());
-  ctx.check(a.rank() >= 1 && b.rank() >= 1, "operands must have rank >= 1, got ", a.describe(), " and ",
-            b.describe());
+  ctx.check(a.dtype() == b.dtype(), "operands have different types: ", a.text(), " and ", b.text());
+  ctx.check(a.rank() >= 1 && b.rank() >= 1, "operands must have rank >= 1, got ", a.text(), " and ",
+            b.text());
   Shape sa = a.shape(), sb = b.shape();
   const bool a1 = sa.size() == 1, b1 = sb.size() == 1;
   if (a1) sa.insert(sa.begin(), 1);
   if (b1) sb.push_back(1);
   const int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
-  ctx.check(sb[sb.size() - 2] == k, "inner dimensions differ: ", a.describe(), " x ", b.describe());
+  ctx.check(sb[sb.size() - 2] == k, "inner dimensions differ: ", a.text(), " x ", b.text());
   const Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
   const Shape batch = nn_broadcast(ctx, ba, bb);
   const std::vector<int64_t> ia = nn_broadcast_index(ba, batch), ib = nn_broadcast_index(bb, batch);
@@ -51,13 +51,13 @@ void gemm_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.required_input(0);
   const Tensor& b = ctx.required_input(1);
   const Tensor* c = ctx.has_input(2) ? ctx.input(2) : nullptr;
-  ctx.check(a.rank() == 2 && b.rank() == 2, "A and B must be 2-D, got ", a.describe(), " and ", b.describe());
+  ctx.check(a.rank() == 2 && b.rank() == 2, "A and B must be 2-D, got ", a.text(), " and ", b.text());
   ctx.check(a.dtype() == b.dtype(), "A and B have different types");
   const bool ta = ctx.attr_int("transA", 0) != 0, tb = ctx.attr_int("transB", 0) != 0;
   const double alpha = ctx.attr_float("alpha", 1.0f), beta = ctx.attr_float("beta", 1.0f);
   const int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
   const int64_t kb = tb ? b.dim(1) : b.dim(0), n = tb ? b.dim(0) : b.dim(1);
-  ctx.check(k == kb, "inner dimensions differ: A ", a.describe(), " B ", b.describe(), " transA=", ta,
+  ctx.check(k == kb, "inner dimensions differ: A ", a.text(), " B ", b.text(), " transA=", ta,
             " transB=", tb);
   const std::vector<double> va = nn_load(a), vb = nn_load(b);
   std::vector<double> out(size_t(m * n), 0.0);
@@ -72,10 +72,10 @@ void gemm_kernel(KernelContext& ctx) {
       out[size_t(i * n + j)] = alpha * acc;
     }
   if (c) {
-    ctx.check(c->rank() <= 2, "C must have rank <= 2, got ", c->describe());
+    ctx.check(c->rank() <= 2, "C must have rank <= 2, got ", c->text());
     const Shape os{m, n};
     const Shape bs = nn_broadcast(ctx, c->shape(), os);
-    ctx.check(bs == os, "C ", c->describe(), " does not broadcast to [", m, ",", n, "]");
+    ctx.check(bs == os, "C ", c->text(), " does not broadcast to [", m, ",", n, "]");
     const std::vector<int64_t> ic = nn_broadcast_index(c->shape(), os);
     const std::vector<double> vc = nn_load(*c);
     for (size_t i = 0; i < out.size(); ++i) out[i] += beta * vc[size_t(ic[i])];
@@ -136,7 +136,8 @@ void einsum_kernel(KernelContext& ctx) {
     start = comma + 1;
   }
   const size_t nin = ctx.num_inputs();
-  ctx.check(terms.size() == nin, "equation has ", terms.size(), " operands but the node has ", nin, " inputs");
+  ctx.check(terms.size() == nin, "equation has ", terms.size(), " operands but the node has ", nin,
+            " inputs");
   std::vector<const Tensor*> ins;
   int ell_rank = 0;
   for (size_t i = 0; i < nin; ++i) {
@@ -158,10 +159,11 @@ void einsum_kernel(KernelContext& ctx) {
       const int l = labels[i][d];
       const int64_t ext = ins[i]->dim(int64_t(d));
       auto it = size.find(l);
-      if (it == size.end() || it->second == 1) size[l] = ext;
+      if (it == size.end() || it->second == 1)
+        size[l] = ext;
       else
-        ctx.check(ext == it->second || ext == 1, "label '", l < 32 ? '.' : char(l), "' has extents ", it->second,
-                  " and ", ext);
+        ctx.check(ext == it->second || ext == 1, "label '", l < 32 ? '.' : char(l), "' has extents ",
+                  it->second, " and ", ext);
       if (!seen[l]) count[l]++;
       seen[l] = true;
     }
@@ -228,7 +230,7 @@ void einsum_kernel(KernelContext& ctx) {
 void det_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
   nn_require_float(ctx, x, "input");
-  ctx.check(x.rank() >= 2 && x.dim(-1) == x.dim(-2), "input must be [..., M, M], got ", x.describe());
+  ctx.check(x.rank() >= 2 && x.dim(-1) == x.dim(-2), "input must be [..., M, M], got ", x.text());
   const int64_t n = x.dim(-1);
   const Shape os(x.shape().begin(), x.shape().end() - 2);
   const int64_t nb = nn_prod(os);

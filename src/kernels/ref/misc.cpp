@@ -38,7 +38,8 @@ void constant_kernel(KernelContext& ctx) {
   if (ctx.has_attr("value_strings")) t = vector_tensor(ctx.attr_strings("value_strings")), ++found;
   if (ctx.has_attr("sparse_value"))
     ctx.fail(ErrorCode::unsupported, "sparse_value must be densified by the frontend");
-  if (found != 1) ctx.fail(ErrorCode::invalid_model, "exactly one value attribute is required, found ", found);
+  if (found != 1)
+    ctx.fail(ErrorCode::invalid_model, "exactly one value attribute is required, found ", found);
   ctx.set_output(0, DataValue(t));
 }
 
@@ -95,7 +96,7 @@ void size_kernel(KernelContext& ctx) {
 
 void eyelike_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
-  ctx.check(x.rank() == 2, "input must be 2-D, got shape ", shape_str(x.shape()));
+  ctx.check(x.rank() == 2, "input must be 2-D, got shape ", shape_text(x.shape()));
   DType dt = x.dtype();
   if (const Attribute* a = ctx.attr("dtype")) {
     dt = dtype_from_attr(a);
@@ -109,8 +110,10 @@ void eyelike_kernel(KernelContext& ctx) {
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t j = i + k;
       if (j >= 0 && j < cols) {
-        if constexpr (std::is_same_v<T, bool>) p[i * cols + j] = true;
-        else p[i * cols + j] = store<T>(compute_t<T>(1));
+        if constexpr (std::is_same_v<T, bool>)
+          p[i * cols + j] = true;
+        else
+          p[i * cols + j] = store<T>(compute_t<T>(1));
       }
     }
   });

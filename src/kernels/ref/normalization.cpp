@@ -11,7 +11,7 @@ namespace {
 
 // Per-channel parameter of length c as doubles, checking its size.
 std::vector<double> channel_param(const KernelContext& ctx, const Tensor& t, int64_t c, const char* what) {
-  ctx.check(t.numel() == c, what, " must have ", c, " elements, got ", t.describe());
+  ctx.check(t.numel() == c, what, " must have ", c, " elements, got ", t.text());
   return nn_load(t);
 }
 
@@ -36,7 +36,7 @@ Stats stats_of(int64_t n, F&& at) {
 void batchnorm_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
   nn_require_float(ctx, x, "X");
-  ctx.check(x.rank() >= 2, "X must have rank >= 2, got ", x.describe());
+  ctx.check(x.rank() >= 2, "X must have rank >= 2, got ", x.text());
   const int64_t n = x.dim(0), c = x.dim(1), sp = nn_prod(x.shape(), 2);
   const std::vector<double> scale = channel_param(ctx, ctx.required_input(1), c, "scale");
   const std::vector<double> bias = channel_param(ctx, ctx.required_input(2), c, "B");
@@ -49,7 +49,8 @@ void batchnorm_kernel(KernelContext& ctx) {
   std::vector<double> out(v.size()), mean(rmean), var(rvar);
   for (int64_t ch = 0; ch < c; ++ch) {
     if (training) {
-      const Stats s = stats_of(n * sp, [&](int64_t i) { return v[size_t(((i / sp) * c + ch) * sp + i % sp)]; });
+      const Stats s =
+          stats_of(n * sp, [&](int64_t i) { return v[size_t(((i / sp) * c + ch) * sp + i % sp)]; });
       mean[size_t(ch)] = s.mean;
       var[size_t(ch)] = s.var;
     }
@@ -77,7 +78,7 @@ void batchnorm_kernel(KernelContext& ctx) {
 void instancenorm_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
   nn_require_float(ctx, x, "input");
-  ctx.check(x.rank() >= 3, "input must have rank >= 3, got ", x.describe());
+  ctx.check(x.rank() >= 3, "input must have rank >= 3, got ", x.text());
   const int64_t n = x.dim(0), c = x.dim(1), sp = nn_prod(x.shape(), 2);
   const std::vector<double> scale = channel_param(ctx, ctx.required_input(1), c, "scale");
   const std::vector<double> bias = channel_param(ctx, ctx.required_input(2), c, "B");
@@ -98,11 +99,16 @@ void instancenorm_kernel(KernelContext& ctx) {
 DType stash_dtype(const KernelContext& ctx) {
   const int64_t st = ctx.attr_int("stash_type", 1);
   switch (st) {
-    case 1: return DType::f32;
-    case 10: return DType::f16;
-    case 11: return DType::f64;
-    case 16: return DType::bf16;
-    default: ctx.fail(ErrorCode::invalid_argument, "unsupported stash_type ", st);
+    case 1:
+      return DType::f32;
+    case 10:
+      return DType::f16;
+    case 11:
+      return DType::f64;
+    case 16:
+      return DType::bf16;
+    default:
+      ctx.fail(ErrorCode::invalid_argument, "unsupported stash_type ", st);
   }
 }
 
@@ -110,10 +116,10 @@ DType stash_dtype(const KernelContext& ctx) {
 // shape (dims from axis on), returned as one value per normalized element.
 std::vector<double> norm_param(const KernelContext& ctx, const Tensor& t, const Shape& norm_shape,
                                const char* what) {
-  ctx.check(t.rank() <= int64_t(norm_shape.size()), what, " ", t.describe(), " has more dims than the normalized shape ",
-            shape_str(norm_shape));
+  ctx.check(t.rank() <= int64_t(norm_shape.size()), what, " ", t.text(),
+            " has more dims than the normalized shape ", shape_text(norm_shape));
   const Shape b = nn_broadcast(ctx, t.shape(), norm_shape);
-  ctx.check(b == norm_shape, what, " ", t.describe(), " does not broadcast to ", shape_str(norm_shape));
+  ctx.check(b == norm_shape, what, " ", t.text(), " does not broadcast to ", shape_text(norm_shape));
   const std::vector<double> v = nn_load(t);
   const std::vector<int64_t> idx = nn_broadcast_index(t.shape(), norm_shape);
   std::vector<double> out(idx.size());
@@ -169,7 +175,7 @@ void layernorm_kernel(KernelContext& ctx) {
 void groupnorm_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
   nn_require_float(ctx, x, "X");
-  ctx.check(x.rank() >= 2, "X must have rank >= 2, got ", x.describe());
+  ctx.check(x.rank() >= 2, "X must have rank >= 2, got ", x.text());
   const int64_t g = ctx.attr_int("num_groups", -1);
   ctx.check(g > 0, "attribute 'num_groups' must be positive, got ", g);
   const int64_t n = x.dim(0), c = x.dim(1), sp = nn_prod(x.shape(), 2);
@@ -273,7 +279,7 @@ void mvn_kernel(KernelContext& ctx) {
 void lrn_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
   nn_require_float(ctx, x, "input");
-  ctx.check(x.rank() >= 2, "input must have rank >= 2, got ", x.describe());
+  ctx.check(x.rank() >= 2, "input must have rank >= 2, got ", x.text());
   const double alpha = ctx.attr_float("alpha", 1e-4f), beta = ctx.attr_float("beta", 0.75f),
                bias = ctx.attr_float("bias", 1.0f);
   const int64_t size = ctx.required_attr_int("size");

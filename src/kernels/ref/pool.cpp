@@ -24,8 +24,9 @@ void pool_kernel(KernelContext& ctx) {
   if constexpr (K == PoolKind::max)
     ctx.check(nn_is_real_float(x.dtype()) || x.dtype() == DType::i8 || x.dtype() == DType::u8,
               "X must be a float type or int8/uint8, got ", dtype_name(x.dtype()));
-  else nn_require_float(ctx, x, "X");
-  ctx.check(x.rank() >= 3, "X must be [N, C, spatial...], got ", x.describe());
+  else
+    nn_require_float(ctx, x, "X");
+  ctx.check(x.rank() >= 3, "X must be [N, C, spatial...], got ", x.text());
   const Shape in(x.shape().begin() + 2, x.shape().end());
   const size_t nsp = in.size();
   ctx.check(ctx.has_attr("kernel_shape"), "attribute 'kernel_shape' is required");
@@ -36,7 +37,8 @@ void pool_kernel(KernelContext& ctx) {
   const int64_t p = ctx.attr_int("p", 2);
   if constexpr (K == PoolKind::lp) ctx.check(p >= 1, "p must be >= 1, got ", p);
   const int64_t storage_order = ctx.attr_int("storage_order", 0);
-  const int64_t n = x.dim(0), c = x.dim(1), in_sp = nn_prod(in), out_sp = nn_prod(win.out), k_sp = nn_prod(kernel);
+  const int64_t n = x.dim(0), c = x.dim(1), in_sp = nn_prod(in), out_sp = nn_prod(win.out),
+                k_sp = nn_prod(kernel);
   const std::vector<double> v = nn_load(x);
   Shape os{n, c};
   os.insert(os.end(), win.out.begin(), win.out.end());
@@ -68,7 +70,8 @@ void pool_kernel(KernelContext& ctx) {
           if (best < 0 || e > acc || (std::isnan(e) && !std::isnan(acc))) {
             acc = e;
             int64_t si = 0;
-            if (storage_order == 0) si = flat_of(ic, in);
+            if (storage_order == 0)
+              si = flat_of(ic, in);
             else
               for (size_t d = 0; d < nsp; ++d) si += ic[d] * col_strides[d];
             best = si;
@@ -91,14 +94,15 @@ void pool_kernel(KernelContext& ctx) {
     }
   }
   nn_emit(ctx, 0, x.dtype(), os, out);
-  if (K == PoolKind::max && ctx.num_outputs() > 1 && ctx.output_requested(1)) nn_emit(ctx, 1, DType::i64, os, idx);
+  if (K == PoolKind::max && ctx.num_outputs() > 1 && ctx.output_requested(1))
+    nn_emit(ctx, 1, DType::i64, os, idx);
 }
 
 template <PoolKind K>
 void global_pool_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
   nn_require_float(ctx, x, "X");
-  ctx.check(x.rank() >= 2, "X must be [N, C, spatial...], got ", x.describe());
+  ctx.check(x.rank() >= 2, "X must be [N, C, spatial...], got ", x.text());
   const int64_t nc = x.dim(0) * x.dim(1), sp = nn_prod(x.shape(), 2);
   const int64_t p = ctx.attr_int("p", 2);
   const std::vector<double> v = nn_load(x);
@@ -109,9 +113,12 @@ void global_pool_kernel(KernelContext& ctx) {
     for (int64_t j = 0; j < sp; ++j) {
       const double e = v[size_t(i * sp + j)];
       nan = nan || std::isnan(e);
-      if (K == PoolKind::max) acc = std::max(acc, e);
-      else if (K == PoolKind::avg) acc += e;
-      else acc += std::pow(std::fabs(e), double(p));
+      if (K == PoolKind::max)
+        acc = std::max(acc, e);
+      else if (K == PoolKind::avg)
+        acc += e;
+      else
+        acc += std::pow(std::fabs(e), double(p));
     }
     if (K == PoolKind::avg) acc /= double(sp);
     if (K == PoolKind::lp) acc = std::pow(acc, 1.0 / double(p));
@@ -125,8 +132,8 @@ void global_pool_kernel(KernelContext& ctx) {
 void max_unpool_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
   const Tensor& ind = ctx.required_input(1);
-  ctx.check(x.rank() >= 3, "X must be [N, C, spatial...], got ", x.describe());
-  ctx.check(ind.shape() == x.shape(), "I ", ind.describe(), " must have the shape of X ", x.describe());
+  ctx.check(x.rank() >= 3, "X must be [N, C, spatial...], got ", x.text());
+  ctx.check(ind.shape() == x.shape(), "I ", ind.text(), " must have the shape of X ", x.text());
   const size_t nsp = size_t(x.rank()) - 2;
   const std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape");
   ctx.check(kernel.size() == nsp, "kernel_shape must have ", nsp, " values");
@@ -151,11 +158,12 @@ void max_unpool_kernel(KernelContext& ctx) {
   const std::vector<int64_t> iv = ind.to_int_vector();
   std::vector<int64_t> coord;
   for (size_t j = 0; j < iv.size(); ++j) {
-    ctx.check(iv[j] >= 0 && iv[j] < natural_total, "index ", iv[j], " is out of range for ", shape_str(natural));
+    ctx.check(iv[j] >= 0 && iv[j] < natural_total, "index ", iv[j], " is out of range for ",
+              shape_text(natural));
     nn_unravel(iv[j], natural, coord);
     int64_t f = 0;
     for (size_t d = 0; d < os.size(); ++d) {
-      ctx.check(coord[d] < os[d], "index ", iv[j], " falls outside output_shape ", shape_str(os));
+      ctx.check(coord[d] < os[d], "index ", iv[j], " falls outside output_shape ", shape_text(os));
       f = f * os[d] + coord[d];
     }
     out[size_t(f)] = v[j];
@@ -167,8 +175,8 @@ void max_roi_pool_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
   const Tensor& rois = ctx.required_input(1);
   nn_require_float(ctx, x, "X");
-  ctx.check(x.rank() == 4, "X must be [N, C, H, W], got ", x.describe());
-  ctx.check(rois.rank() == 2 && rois.dim(1) == 5, "rois must be [R, 5], got ", rois.describe());
+  ctx.check(x.rank() == 4, "X must be [N, C, H, W], got ", x.text());
+  ctx.check(rois.rank() == 2 && rois.dim(1) == 5, "rois must be [R, 5], got ", rois.text());
   const std::vector<int64_t> ps = ctx.attr_ints("pooled_shape");
   ctx.check(ps.size() == 2 && ps[0] > 0 && ps[1] > 0, "pooled_shape must be 2 positive values");
   const double scale = ctx.attr_float("spatial_scale", 1.0f);
@@ -179,9 +187,12 @@ void max_roi_pool_kernel(KernelContext& ctx) {
   for (int64_t ri = 0; ri < r; ++ri) {
     const int64_t b = int64_t(rv[size_t(ri * 5)]);
     ctx.check(b >= 0 && b < x.dim(0), "roi batch index ", b, " is out of range");
-    const int64_t x1 = std::llround(rv[size_t(ri * 5 + 1)] * scale), y1 = std::llround(rv[size_t(ri * 5 + 2)] * scale);
-    const int64_t x2 = std::llround(rv[size_t(ri * 5 + 3)] * scale), y2 = std::llround(rv[size_t(ri * 5 + 4)] * scale);
-    const double rh = double(std::max<int64_t>(y2 - y1 + 1, 1)), rw = double(std::max<int64_t>(x2 - x1 + 1, 1));
+    const int64_t x1 = std::llround(rv[size_t(ri * 5 + 1)] * scale),
+                  y1 = std::llround(rv[size_t(ri * 5 + 2)] * scale);
+    const int64_t x2 = std::llround(rv[size_t(ri * 5 + 3)] * scale),
+                  y2 = std::llround(rv[size_t(ri * 5 + 4)] * scale);
+    const double rh = double(std::max<int64_t>(y2 - y1 + 1, 1)),
+                 rw = double(std::max<int64_t>(x2 - x1 + 1, 1));
     for (int64_t ci = 0; ci < c; ++ci)
       for (int64_t py = 0; py < phh; ++py)
         for (int64_t px = 0; px < pww; ++px) {
@@ -197,7 +208,8 @@ void max_roi_pool_kernel(KernelContext& ctx) {
           if (he > hs && we > ws) {
             m = -std::numeric_limits<double>::infinity();
             for (int64_t yy = hs; yy < he; ++yy)
-              for (int64_t xx = ws; xx < we; ++xx) m = std::max(m, v[size_t(((b * c + ci) * h + yy) * w + xx)]);
+              for (int64_t xx = ws; xx < we; ++xx)
+                m = std::max(m, v[size_t(((b * c + ci) * h + yy) * w + xx)]);
           }
           out[size_t(((ri * c + ci) * phh + py) * pww + px)] = m;
         }
@@ -210,14 +222,15 @@ void roi_align_kernel(KernelContext& ctx) {
   const Tensor& rois = ctx.required_input(1);
   const Tensor& bidx = ctx.required_input(2);
   nn_require_float(ctx, x, "X");
-  ctx.check(x.rank() == 4, "X must be [N, C, H, W], got ", x.describe());
-  ctx.check(rois.rank() == 2 && rois.dim(1) == 4, "rois must be [R, 4], got ", rois.describe());
+  ctx.check(x.rank() == 4, "X must be [N, C, H, W], got ", x.text());
+  ctx.check(rois.rank() == 2 && rois.dim(1) == 4, "rois must be [R, 4], got ", rois.text());
   ctx.check(bidx.rank() == 1 && bidx.dim(0) == rois.dim(0), "batch_indices must be [", rois.dim(0), "], got ",
-            bidx.describe());
+            bidx.text());
   const std::string mode = ctx.attr_string("mode", "avg");
   ctx.check(mode == "avg" || mode == "max", "mode must be 'avg' or 'max', got '", mode, "'");
   const std::string ctm = ctx.attr_string("coordinate_transformation_mode", "half_pixel");
-  ctx.check(ctm == "half_pixel" || ctm == "output_half_pixel", "unknown coordinate_transformation_mode '", ctm, "'");
+  ctx.check(ctm == "half_pixel" || ctm == "output_half_pixel", "unknown coordinate_transformation_mode '",
+            ctm, "'");
   const bool half_pixel = ctm == "half_pixel";
   const int64_t oh = ctx.attr_int("output_height", 1), ow = ctx.attr_int("output_width", 1);
   ctx.check(oh > 0 && ow > 0, "output_height and output_width must be positive");
@@ -276,8 +289,10 @@ void roi_align_kernel(KernelContext& ctx) {
                 const double t3 = ly * hx * plane[y1 * w + x0], t4 = ly * lx * plane[y1 * w + x1];
                 val = mode == "avg" ? t1 + t2 + t3 + t4 : std::max(std::max(t1, t2), std::max(t3, t4));
               }
-              if (mode == "avg") acc += val;
-              else if (first || val > acc) acc = val;
+              if (mode == "avg")
+                acc += val;
+              else if (first || val > acc)
+                acc = val;
               first = false;
             }
           out[size_t(((ri * c + ci) * oh + py) * ow + px)] = mode == "avg" ? acc / count : acc;

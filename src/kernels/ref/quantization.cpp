@@ -21,23 +21,25 @@ struct QuantParamIndex {
   int64_t axis = 0, block = 0;
   Shape x_shape, s_shape;
 
-  QuantParamIndex(const KernelContext& ctx, const Shape& xs, const Tensor& scale) : x_shape(xs), s_shape(scale.shape()) {
+  QuantParamIndex(const KernelContext& ctx, const Shape& xs, const Tensor& scale)
+      : x_shape(xs), s_shape(scale.shape()) {
     const int64_t r = int64_t(xs.size());
     block = ctx.attr_int("block_size", 0);
     ctx.check(block >= 0, "block_size must be >= 0, got ", block);
     if (scale.numel() == 1 && (scale.rank() <= 1) && block == 0) return;
     axis = norm_axis(ctx, ctx.attr_int("axis", 1), r);
     if (block == 0) {
-      ctx.check(scale.rank() == 1, "per-axis scale must be 1-D, got ", shape_str(scale.shape()));
+      ctx.check(scale.rank() == 1, "per-axis scale must be 1-D, got ", shape_text(scale.shape()));
       ctx.check(scale.dim(0) == xs[size_t(axis)], "scale has ", scale.dim(0), " values but input dim ", axis,
                 " is ", xs[size_t(axis)]);
       mode = Mode::axis;
     } else {
-      ctx.check(scale.rank() == r, "blocked scale must have the input's rank ", r, ", got ", shape_str(scale.shape()));
+      ctx.check(scale.rank() == r, "blocked scale must have the input's rank ", r, ", got ",
+                shape_text(scale.shape()));
       for (int64_t d = 0; d < r; ++d) {
         const int64_t want = d == axis ? (xs[size_t(d)] + block - 1) / block : xs[size_t(d)];
-        ctx.check(scale.dim(d) == want, "blocked scale shape ", shape_str(scale.shape()), " does not match input ",
-                  shape_str(xs), " with block_size ", block, " on axis ", axis);
+        ctx.check(scale.dim(d) == want, "blocked scale shape ", shape_text(scale.shape()),
+                  " does not match input ", shape_text(xs), " with block_size ", block, " on axis ", axis);
       }
       mode = Mode::blocked;
     }
@@ -67,7 +69,8 @@ void quantize_linear(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
   const Tensor& scale = ctx.required_input(1);
   const Tensor* zp = ctx.input(2);
-  ctx.check(is_std_float(x.dtype()) || x.dtype() == DType::i32, "input must be float or int32, got ", x.describe());
+  ctx.check(is_std_float(x.dtype()) || x.dtype() == DType::i32, "input must be float or int32, got ",
+            x.text());
   DType out = DType::u8;
   const int64_t od = ctx.attr_int("output_dtype", 0);
   if (od != 0) {
@@ -75,15 +78,18 @@ void quantize_linear(KernelContext& ctx) {
     ctx.check(out != DType::undefined, "unknown output_dtype ", od);
   }
   if (zp) {
-    ctx.check(od == 0 || zp->dtype() == out, "output_dtype disagrees with the zero point's type ", dtype_name(zp->dtype()));
+    ctx.check(od == 0 || zp->dtype() == out, "output_dtype disagrees with the zero point's type ",
+              dtype_name(zp->dtype()));
     out = zp->dtype();
   }
   double lo = 0, hi = 0;
   const bool integer_out = int_range(out, lo, hi) && out != DType::i32 && out != DType::u32;
-  ctx.check(integer_out || is_f8(out) || out == DType::f4e2m1, "unsupported quantized type ", dtype_name(out));
+  ctx.check(integer_out || is_f8(out) || out == DType::f4e2m1, "unsupported quantized type ",
+            dtype_name(out));
   QuantParamIndex idx(ctx, x.shape(), scale);
-  if (zp) ctx.check(zp->shape() == scale.shape() || (zp->numel() == 1 && scale.numel() == 1),
-                    "zero point shape ", shape_str(zp->shape()), " differs from scale shape ", shape_str(scale.shape()));
+  if (zp)
+    ctx.check(zp->shape() == scale.shape() || (zp->numel() == 1 && scale.numel() == 1), "zero point shape ",
+              shape_text(zp->shape()), " differs from scale shape ", shape_text(scale.shape()));
   const bool saturate = ctx.attr_int("saturate", 1) != 0;
   // Precision of the division: the input's type, or `precision` when given.
   DType prec = x.dtype() == DType::i32 ? scale.dtype() : x.dtype();
@@ -115,15 +121,15 @@ void dequantize_linear(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
   const Tensor& scale = ctx.required_input(1);
   const Tensor* zp = ctx.input(2);
-  ctx.check(is_std_float(scale.dtype()), "scale must be a float tensor, got ", scale.describe());
+  ctx.check(is_std_float(scale.dtype()), "scale must be a float tensor, got ", scale.text());
   double lo, hi;
   ctx.check(int_range(x.dtype(), lo, hi) || is_f8(x.dtype()) || x.dtype() == DType::f4e2m1,
             "unsupported quantized input type ", dtype_name(x.dtype()));
   if (zp) {
-    ctx.check(zp->dtype() == x.dtype(), "zero point type ", dtype_name(zp->dtype()), " differs from input type ",
-              dtype_name(x.dtype()));
-    ctx.check(zp->shape() == scale.shape() || (zp->numel() == 1 && scale.numel() == 1),
-              "zero point shape ", shape_str(zp->shape()), " differs from scale shape ", shape_str(scale.shape()));
+    ctx.check(zp->dtype() == x.dtype(), "zero point type ", dtype_name(zp->dtype()),
+              " differs from input type ", dtype_name(x.dtype()));
+    ctx.check(zp->shape() == scale.shape() || (zp->numel() == 1 && scale.numel() == 1), "zero point shape ",
+              shape_text(zp->shape()), " differs from scale shape ", shape_text(scale.shape()));
   }
   DType out = scale.dtype();
   if (const int64_t od = ctx.attr_int("output_dtype", 0); od != 0) {
@@ -147,7 +153,7 @@ void dequantize_linear(KernelContext& ctx) {
 
 void dynamic_quantize_linear(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
-  ctx.check(is_std_float(x.dtype()), "input must be float, got ", x.describe());
+  ctx.check(is_std_float(x.dtype()), "input must be float, got ", x.text());
   const std::vector<float> xv = to_floats(x);
   float mx = 0, mn = 0;
   for (float v : xv) {
@@ -159,14 +165,17 @@ void dynamic_quantize_linear(KernelContext& ctx) {
   const float zpi = std::nearbyint(zpf);
   Tensor& y = ctx.output(0, DType::u8, x.shape());
   uint8_t* yp = y.data<uint8_t>();
-  for (size_t i = 0; i < xv.size(); ++i) yp[i] = uint8_t(std::clamp(std::nearbyint(xv[i] / scale) + zpi, 0.0f, 255.0f));
+  for (size_t i = 0; i < xv.size(); ++i)
+    yp[i] = uint8_t(std::clamp(std::nearbyint(xv[i] / scale) + zpi, 0.0f, 255.0f));
   Tensor& ys = ctx.output(1, x.dtype(), {});
   from_doubles(ys, {double(scale)});
   Tensor& yz = ctx.output(2, DType::u8, {});
   *yz.data<uint8_t>() = uint8_t(zpi);
 }
 
-bool is_int8ish(DType t) { return t == DType::i8 || t == DType::u8; }
+bool is_int8ish(DType t) {
+  return t == DType::i8 || t == DType::u8;
+}
 
 // Integer batched matmul with numpy broadcasting: returns (shape, values).
 // a_zp is per tensor or per row of A (length M); b_zp per tensor or per column (N).
@@ -178,17 +187,20 @@ void int_matmul(const KernelContext& ctx, const Tensor& a, const Tensor& b, cons
   if (a1) as.insert(as.begin(), 1);
   if (b1) bs.push_back(1);
   const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
-  ctx.check(bs[bs.size() - 2] == K, "matmul inner dims differ: ", shape_str(a.shape()), " x ", shape_str(b.shape()));
-  ctx.check(azp.size() == 1 || int64_t(azp.size()) == M, "a_zero_point must be a scalar or have M=", M, " values");
-  ctx.check(bzp.size() == 1 || int64_t(bzp.size()) == N, "b_zero_point must be a scalar or have N=", N, " values");
+  ctx.check(bs[bs.size() - 2] == K, "matmul inner dims differ: ", shape_text(a.shape()), " x ",
+            shape_text(b.shape()));
+  ctx.check(azp.size() == 1 || int64_t(azp.size()) == M, "a_zero_point must be a scalar or have M=", M,
+            " values");
+  ctx.check(bzp.size() == 1 || int64_t(bzp.size()) == N, "b_zero_point must be a scalar or have N=", N,
+            " values");
   Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
   const size_t br = std::max(ab.size(), bb.size());
   Shape batch(br);
   for (size_t i = 0; i < br; ++i) {
     const int64_t da = i < br - ab.size() ? 1 : ab[i - (br - ab.size())];
     const int64_t db = i < br - bb.size() ? 1 : bb[i - (br - bb.size())];
-    ctx.check(da == db || da == 1 || db == 1, "batch dims do not broadcast: ", shape_str(a.shape()), " x ",
-              shape_str(b.shape()));
+    ctx.check(da == db || da == 1 || db == 1, "batch dims do not broadcast: ", shape_text(a.shape()), " x ",
+              shape_text(b.shape()));
     batch[i] = da == 1 ? db : da;
   }
   const std::vector<double> av = a.to_double_vector(), bv = b.to_double_vector();
@@ -227,8 +239,8 @@ void int_matmul(const KernelContext& ctx, const Tensor& a, const Tensor& b, cons
 std::vector<double> zp_values(const KernelContext& ctx, size_t i, DType want) {
   const Tensor* z = ctx.input(i);
   if (!z) return {0.0};
-  ctx.check(z->dtype() == want, "zero point (input ", i, ") type ", dtype_name(z->dtype()), " differs from its tensor's ",
-            dtype_name(want));
+  ctx.check(z->dtype() == want, "zero point (input ", i, ") type ", dtype_name(z->dtype()),
+            " differs from its tensor's ", dtype_name(want));
   ctx.check(z->rank() <= 1, "zero point (input ", i, ") must be a scalar or 1-D");
   return z->to_double_vector();
 }
@@ -254,7 +266,7 @@ double requantize(double v, DType t) {
 // Scalar of a scale tensor after checking it is one value.
 float scalar_of(const KernelContext& ctx, size_t i, const char* what) {
   const Tensor& t = ctx.required_input(i);
-  ctx.check(t.numel() == 1 && is_std_float(t.dtype()), what, " must be a single float, got ", t.describe());
+  ctx.check(t.numel() == 1 && is_std_float(t.dtype()), what, " must be a single float, got ", t.text());
   return float(t.at_double(0));
 }
 
@@ -263,7 +275,8 @@ void qlinear_matmul(KernelContext& ctx) {
   const Tensor& b = ctx.required_input(3);
   ctx.check(is_int8ish(a.dtype()) && is_int8ish(b.dtype()), "inputs must be int8/uint8");
   const DType st = ctx.required_input(1).dtype();
-  const float as = scalar_of(ctx, 1, "a_scale"), bs = scalar_of(ctx, 4, "b_scale"), ys = scalar_of(ctx, 6, "y_scale");
+  const float as = scalar_of(ctx, 1, "a_scale"), bs = scalar_of(ctx, 4, "b_scale"),
+              ys = scalar_of(ctx, 6, "y_scale");
   const Tensor* yzp = ctx.input(7);
   const DType out = yzp ? yzp->dtype() : a.dtype();
   ctx.check(is_int8ish(out), "y_zero_point must be int8/uint8");
@@ -291,7 +304,8 @@ void conv_integer(KernelContext& ctx) {
   const std::vector<double> xv = x.to_double_vector(), wv = w.to_double_vector();
   const int64_t per_m = w.numel() / std::max<int64_t>(g.m, 1);
   for (size_t i = 0; i < xi.size(); ++i) xi[i] = int64_t(xv[i]) - int64_t(xz[0]);
-  for (size_t i = 0; i < wi.size(); ++i) wi[i] = int64_t(wv[i]) - int64_t(wz.size() == 1 ? wz[0] : wz[i / size_t(per_m)]);
+  for (size_t i = 0; i < wi.size(); ++i)
+    wi[i] = int64_t(wv[i]) - int64_t(wz.size() == 1 ? wz[0] : wz[i / size_t(per_m)]);
   const std::vector<int64_t> r = conv_int(g, xi, wi);
   Tensor& y = ctx.output(0, DType::i32, g.out_shape());
   int32_t* yp = y.data<int32_t>();
@@ -318,7 +332,8 @@ void qlinear_conv(KernelContext& ctx) {
   const std::vector<double> xv = x.to_double_vector(), wv = w.to_double_vector();
   const int64_t per_m = w.numel() / std::max<int64_t>(g.m, 1);
   for (size_t i = 0; i < xi.size(); ++i) xi[i] = int64_t(xv[i]) - int64_t(xz[0]);
-  for (size_t i = 0; i < wi.size(); ++i) wi[i] = int64_t(wv[i]) - int64_t(wz.size() == 1 ? wz[0] : wz[i / size_t(per_m)]);
+  for (size_t i = 0; i < wi.size(); ++i)
+    wi[i] = int64_t(wv[i]) - int64_t(wz.size() == 1 ? wz[0] : wz[i / size_t(per_m)]);
   std::vector<int64_t> r = conv_int(g, xi, wi);
   const int64_t osz = shape_numel(g.out_sp);
   if (const Tensor* bias = ctx.input(8)) {

@@ -74,8 +74,10 @@ void bernoulli_kernel(KernelContext& ctx) {
     T* q = y.data<T>();
     for (size_t i = 0; i < p.size(); ++i) {
       const bool one = u(rng) < p[i];
-      if constexpr (std::is_same_v<T, bool>) q[i] = one;
-      else q[i] = store<T>(compute_t<T>(one ? 1 : 0));
+      if constexpr (std::is_same_v<T, bool>)
+        q[i] = one;
+      else
+        q[i] = store<T>(compute_t<T>(one ? 1 : 0));
     }
   });
 }
@@ -84,7 +86,7 @@ void bernoulli_kernel(KernelContext& ctx) {
 // [batch, sample_size] class indices.
 void multinomial_kernel(KernelContext& ctx) {
   const Tensor x = ctx.required_input(0).contiguous();
-  ctx.check(x.rank() == 2, "input must be 2-D [batch, classes], got ", shape_str(x.shape()));
+  ctx.check(x.rank() == 2, "input must be 2-D [batch, classes], got ", shape_text(x.shape()));
   const int64_t n = ctx.attr_int("sample_size", 1);
   ctx.check(n >= 0, "sample_size must be non-negative");
   const DType dt = dtype_attr_or(ctx, DType::i32);
@@ -101,8 +103,10 @@ void multinomial_kernel(KernelContext& ctx) {
     std::discrete_distribution<int64_t> d(w.begin(), w.end());
     for (int64_t s = 0; s < n; ++s) {
       const int64_t v = d(rng);
-      if (dt == DType::i32) y.data<int32_t>()[b * n + s] = int32_t(v);
-      else y.data<int64_t>()[b * n + s] = v;
+      if (dt == DType::i32)
+        y.data<int32_t>()[b * n + s] = int32_t(v);
+      else
+        y.data<int64_t>()[b * n + s] = v;
     }
   }
 }
@@ -110,8 +114,10 @@ void multinomial_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_random_kernels(KernelTable& t) {
-  t.add("RandomNormal", [](KernelContext& c) { random_normal(c, shape_attr(c), dtype_attr_or(c, DType::f32)); });
-  t.add("RandomUniform", [](KernelContext& c) { random_uniform(c, shape_attr(c), dtype_attr_or(c, DType::f32)); });
+  t.add("RandomNormal",
+        [](KernelContext& c) { random_normal(c, shape_attr(c), dtype_attr_or(c, DType::f32)); });
+  t.add("RandomUniform",
+        [](KernelContext& c) { random_uniform(c, shape_attr(c), dtype_attr_or(c, DType::f32)); });
   t.add("RandomNormalLike", [](KernelContext& c) {
     const Tensor& x = c.required_input(0);
     random_normal(c, x.shape(), dtype_attr_or(c, x.dtype()));

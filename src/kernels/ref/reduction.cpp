@@ -22,7 +22,7 @@ bool reduce_axes(const KernelContext& ctx, int64_t rank, std::vector<bool>& mask
   bool given = false;
   if (ctx.has_input(1)) {
     const Tensor& a = *ctx.input(1);
-    ctx.check(is_integer(a.dtype()) && a.rank() <= 1, "axes must be a 1-D integer tensor, got ", a.describe());
+    ctx.check(is_integer(a.dtype()) && a.rank() <= 1, "axes must be a 1-D integer tensor, got ", a.text());
     axes = a.to_int_vector();
     given = true;
   } else if (ctx.has_attr("axes")) {
@@ -44,7 +44,8 @@ bool reduce_axes(const KernelContext& ctx, int64_t rank, std::vector<bool>& mask
 }
 
 template <typename T>
-void reduce_typed(KernelContext& ctx, const Tensor& x, const std::vector<bool>& mask, RK kind, bool keepdims) {
+void reduce_typed(KernelContext& ctx, const Tensor& x, const std::vector<bool>& mask, RK kind,
+                  bool keepdims) {
   using W = WideOf<T>;
   constexpr bool kFloat = std::is_same_v<W, double>;
   const Shape& in_shape = x.shape();
@@ -65,18 +66,27 @@ void reduce_typed(KernelContext& ctx, const Tensor& x, const std::vector<bool>& 
 
   W init{};
   switch (kind) {
-    case RK::prod: init = W(1); break;
+    case RK::prod:
+      init = W(1);
+      break;
     case RK::max:
-      if constexpr (kFloat) init = -std::numeric_limits<double>::infinity();
-      else if constexpr (kIsSubByteInt<T>) init = W(T::kMin);
-      else init = W(std::numeric_limits<T>::lowest());
+      if constexpr (kFloat)
+        init = -std::numeric_limits<double>::infinity();
+      else if constexpr (kIsSubByteInt<T>)
+        init = W(T::kMin);
+      else
+        init = W(std::numeric_limits<T>::lowest());
       break;
     case RK::min:
-      if constexpr (kFloat) init = std::numeric_limits<double>::infinity();
-      else if constexpr (kIsSubByteInt<T>) init = W(T::kMax);
-      else init = W(std::numeric_limits<T>::max());
+      if constexpr (kFloat)
+        init = std::numeric_limits<double>::infinity();
+      else if constexpr (kIsSubByteInt<T>)
+        init = W(T::kMax);
+      else
+        init = W(std::numeric_limits<T>::max());
       break;
-    default: init = W(0);
+    default:
+      init = W(0);
   }
   std::vector<W> acc(size_t(out_n), init);
   std::vector<double> mx;  // per-output max for log_sum_exp
@@ -125,25 +135,36 @@ void reduce_typed(KernelContext& ctx, const Tensor& x, const std::vector<bool>& 
     switch (kind) {
       case RK::sum:
       case RK::mean:
-      case RK::log_sum: a = W(a + w); break;
-      case RK::prod: a = W(a * w); break;
+      case RK::log_sum:
+        a = W(a + w);
+        break;
+      case RK::prod:
+        a = W(a * w);
+        break;
       case RK::max:
         if constexpr (kFloat) {
           if (std::isnan(w) || w > a) a = w;
-        } else if (w > a) a = w;
+        } else if (w > a)
+          a = w;
         break;
       case RK::min:
         if constexpr (kFloat) {
           if (std::isnan(w) || w < a) a = w;
-        } else if (w < a) a = w;
+        } else if (w < a)
+          a = w;
         break;
       case RK::l1:
-        if constexpr (std::is_signed_v<W>) a = W(a + (w < 0 ? W(-w) : w));
-        else a = W(a + w);
+        if constexpr (std::is_signed_v<W>)
+          a = W(a + (w < 0 ? W(-w) : w));
+        else
+          a = W(a + w);
         break;
       case RK::l2:
-      case RK::sum_square: a = W(a + w * w); break;
-      case RK::log_sum_exp: break;
+      case RK::sum_square:
+        a = W(a + w * w);
+        break;
+      case RK::log_sum_exp:
+        break;
     }
   });
   // NaN already in the accumulator must stay (max/min compare above handles new NaNs).
@@ -152,12 +173,19 @@ void reduce_typed(KernelContext& ctx, const Tensor& x, const std::vector<bool>& 
     W a = acc[size_t(o)];
     switch (kind) {
       case RK::mean:
-        if constexpr (kFloat) a = a / double(count);
-        else a = count ? W(a / W(count)) : W(0);
+        if constexpr (kFloat)
+          a = a / double(count);
+        else
+          a = count ? W(a / W(count)) : W(0);
         break;
-      case RK::l2: a = W(std::sqrt(double(a))); break;
-      case RK::log_sum: a = W(std::log(double(a))); break;
-      default: break;
+      case RK::l2:
+        a = W(std::sqrt(double(a)));
+        break;
+      case RK::log_sum:
+        a = W(std::log(double(a)));
+        break;
+      default:
+        break;
     }
     dst[o] = from_wide<T>(a);
   }
@@ -212,8 +240,10 @@ void reduce_entry(KernelContext& ctx) {
       int64_t o = 0;
       for (size_t d = 0; d < idx.size(); ++d)
         if (!mask[d]) o += idx[d] * ostr_full[d];
-      if (kKind == RK::max) dst[o] = dst[o] || src[i];
-      else dst[o] = dst[o] && src[i];
+      if (kKind == RK::max)
+        dst[o] = dst[o] || src[i];
+      else
+        dst[o] = dst[o] && src[i];
       next_index(idx, xc.shape());
     }
     return;
@@ -238,7 +268,8 @@ void arg_kernel(KernelContext& ctx) {
   for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
     if (d == axis) {
       if (keepdims) out_shape.push_back(1);
-    } else out_shape.push_back(shape[size_t(d)]);
+    } else
+      out_shape.push_back(shape[size_t(d)]);
   }
   if (rank == 0) out_shape = {};
   Tensor& out = ctx.output(0, DType::i64, out_shape);
@@ -255,9 +286,12 @@ void arg_kernel(KernelContext& ctx) {
             auto v = order_key(p[k * inner]);
             bool better;
             if constexpr (std::is_floating_point_v<decltype(v)>) {
-              if (std::isnan(bk)) better = false;
-              else if (std::isnan(v)) better = true;
-              else better = kMax ? (last ? v >= bk : v > bk) : (last ? v <= bk : v < bk);
+              if (std::isnan(bk))
+                better = false;
+              else if (std::isnan(v))
+                better = true;
+              else
+                better = kMax ? (last ? v >= bk : v > bk) : (last ? v <= bk : v < bk);
             } else {
               better = kMax ? (last ? v >= bk : v > bk) : (last ? v <= bk : v < bk);
             }
@@ -278,7 +312,7 @@ void arg_kernel(KernelContext& ctx) {
 void topk_kernel(KernelContext& ctx) {
   const Tensor x = ctx.required_input(0).contiguous();
   const Tensor& kt = ctx.required_input(1);
-  ctx.check(is_integer(kt.dtype()) && kt.numel() == 1, "K must be a single integer, got ", kt.describe());
+  ctx.check(is_integer(kt.dtype()) && kt.numel() == 1, "K must be a single integer, got ", kt.text());
   const int64_t k = kt.at_int(0);
   const int64_t rank = x.rank();
   ctx.check(rank >= 1, "TopK needs an input of rank >= 1");
@@ -331,7 +365,7 @@ template <bool kProd>
 void cum_kernel(KernelContext& ctx) {
   const Tensor x = ctx.required_input(0).contiguous();
   const Tensor& at = ctx.required_input(1);
-  ctx.check(is_integer(at.dtype()) && at.numel() == 1, "axis must be a single integer, got ", at.describe());
+  ctx.check(is_integer(at.dtype()) && at.numel() == 1, "axis must be a single integer, got ", at.text());
   const int64_t rank = x.rank();
   ctx.check(rank >= 1, "input must have rank >= 1");
   const int64_t axis = normalize_axis(ctx, at.at_int(0), rank);

@@ -95,7 +95,8 @@ Taps resize_taps(const KernelContext& ctx, const ResizeParams& p, int64_t in_w, 
     } else if (m == "asymmetric") {
       x = y / scale;
     } else if (m == "tf_crop_and_resize") {
-      x = out_wf == 1 ? (roi_hi - roi_lo) * double(in_w - 1) / 2 : y * (roi_hi - roi_lo) * double(in_w - 1) / (out_wf - 1);
+      x = out_wf == 1 ? (roi_hi - roi_lo) * double(in_w - 1) / 2
+                      : y * (roi_hi - roi_lo) * double(in_w - 1) / (out_wf - 1);
       x += roi_lo * double(in_w - 1);
       if (x < 0 || x > double(in_w - 1)) t.extrapolate[size_t(o)] = 1;
     } else if (m == "pytorch_half_pixel") {
@@ -120,8 +121,10 @@ Taps resize_taps(const KernelContext& ctx, const ResizeParams& p, int64_t in_w, 
     const double pp = std::floor(xp);
     const double frac = xp - pp;
     int64_t off;
-    if (n % 2 == 0) off = frac == 0 ? -(n / 2) : -(n / 2) + 1;
-    else off = frac <= 0.5 ? -((n - 1) / 2) : -((n - 1) / 2) + 1;
+    if (n % 2 == 0)
+      off = frac == 0 ? -(n / 2) : -(n / 2) + 1;
+    else
+      off = frac <= 0.5 ? -((n - 1) / 2) : -((n - 1) / 2) + 1;
     const int64_t start = int64_t(pp) + off - pad;
     if (p.exclude_outside) {
       double sum = 0;
@@ -203,7 +206,8 @@ void resize(KernelContext& ctx) {
     scales_t = optional_nonempty(ctx, 2);
     sizes_t = optional_nonempty(ctx, 3);
   }
-  ctx.check((scales_t != nullptr) != (sizes_t != nullptr), "exactly one of 'scales' and 'sizes' must be given");
+  ctx.check((scales_t != nullptr) != (sizes_t != nullptr),
+            "exactly one of 'scales' and 'sizes' must be given");
 
   std::vector<int64_t> axes = ctx.attr_ints("axes");
   if (axes.empty()) {
@@ -245,7 +249,8 @@ void resize(KernelContext& ctx) {
     }
     if (policy != "stretch") {
       double s = policy == "not_larger" ? 1e300 : -1e300;
-      for (int64_t a : axes) s = policy == "not_larger" ? std::min(s, scale[size_t(a)]) : std::max(s, scale[size_t(a)]);
+      for (int64_t a : axes)
+        s = policy == "not_larger" ? std::min(s, scale[size_t(a)]) : std::max(s, scale[size_t(a)]);
       for (int64_t a : axes) {
         scale[size_t(a)] = s;
         out_size[size_t(a)] = int64_t(s * double(x.dim(a)) + 0.5);
@@ -311,10 +316,10 @@ void grid_sample(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
   const Tensor& grid = ctx.required_input(1);
   const int64_t r = x.rank();
-  ctx.check(r >= 3, "input must have rank >= 3, got ", x.describe());
+  ctx.check(r >= 3, "input must have rank >= 3, got ", x.text());
   const int64_t k = r - 2;
   ctx.check(grid.rank() == r && grid.dim(0) == x.dim(0) && grid.dim(-1) == k, "grid must have shape [N, ",
-            "D1..Dk, ", k, "] matching input ", x.describe(), ", got ", grid.describe());
+            "D1..Dk, ", k, "] matching input ", x.text(), ", got ", grid.text());
   ctx.check(is_std_float(grid.dtype()), "grid must be float");
   std::string mode = ctx.attr_string("mode", ctx.opset() < 20 ? "bilinear" : "linear");
   if (mode == "bilinear") mode = "linear";
@@ -370,8 +375,10 @@ void grid_sample(KernelContext& ctx) {
         if (mode == "nearest") v = std::nearbyint(v);
         double dv = v;
         if (dv < lo[size_t(d)] || dv > hi[size_t(d)]) {
-          if (pad == "border") dv = std::clamp(dv, 0.0, double(in_sp[size_t(d)] - 1));
-          else if (pad == "reflection") dv = float(gs_reflect(dv, lo[size_t(d)], hi[size_t(d)]));
+          if (pad == "border")
+            dv = std::clamp(dv, 0.0, double(in_sp[size_t(d)] - 1));
+          else if (pad == "reflection")
+            dv = float(gs_reflect(dv, lo[size_t(d)], hi[size_t(d)]));
         }
         pos[size_t(d)] = dv;
       }
@@ -429,7 +436,7 @@ void affine_grid(KernelContext& ctx) {
   const int64_t N = sz[0];
   const int64_t nd = three ? 3 : 2;
   ctx.check(theta.rank() == 3 && theta.dim(0) == N && theta.dim(1) == nd && theta.dim(2) == nd + 1,
-            "theta must have shape [N, ", nd, ", ", nd + 1, "], got ", theta.describe());
+            "theta must have shape [N, ", nd, ", ", nd + 1, "], got ", theta.text());
   for (int64_t v : sz) ctx.check(v >= 0, "size values must be >= 0");
   const bool align = ctx.attr_int("align_corners", 0) != 0;
   const int64_t D = three ? sz[2] : 1, H = sz[sz.size() - 2], W = sz.back();

@@ -39,8 +39,10 @@ std::vector<Activation> activations(const KernelContext& ctx, std::vector<std::s
     for (int d = 0; d < dirs; ++d) names.insert(names.end(), defaults.begin(), defaults.end());
   }
   if (names.size() == per && dirs == 2) names.insert(names.end(), names.begin(), names.end());
-  ctx.check(names.size() == per * size_t(dirs), "activations has ", names.size(), " entries, expected ", per * dirs);
-  const std::vector<float> alphas = ctx.attr_floats("activation_alpha"), betas = ctx.attr_floats("activation_beta");
+  ctx.check(names.size() == per * size_t(dirs), "activations has ", names.size(), " entries, expected ",
+            per * dirs);
+  const std::vector<float> alphas = ctx.attr_floats("activation_alpha"),
+                           betas = ctx.attr_floats("activation_beta");
   size_t ai = 0, bi = 0;
   std::vector<Activation> out;
   for (std::string n : names) {
@@ -49,12 +51,18 @@ std::vector<Activation> activations(const KernelContext& ctx, std::vector<std::s
     a.name = n;
     double da = 0, db = 0;
     bool ua = false, ub = false;
-    if (n == "affine") da = 1, db = 0, ua = ub = true;
-    else if (n == "leakyrelu") da = 0.01, ua = true;
-    else if (n == "thresholdedrelu") da = 1.0, ua = true;
-    else if (n == "scaledtanh") da = 1, db = 1, ua = ub = true;
-    else if (n == "hardsigmoid") da = 0.2, db = 0.5, ua = ub = true;
-    else if (n == "elu") da = 1.0, ua = true;
+    if (n == "affine")
+      da = 1, db = 0, ua = ub = true;
+    else if (n == "leakyrelu")
+      da = 0.01, ua = true;
+    else if (n == "thresholdedrelu")
+      da = 1.0, ua = true;
+    else if (n == "scaledtanh")
+      da = 1, db = 1, ua = ub = true;
+    else if (n == "hardsigmoid")
+      da = 0.2, db = 0.5, ua = ub = true;
+    else if (n == "elu")
+      da = 1.0, ua = true;
     else
       ctx.check(n == "sigmoid" || n == "tanh" || n == "relu" || n == "softsign" || n == "softplus",
                 "unknown activation '", n, "'");
@@ -72,27 +80,27 @@ void recurrent(KernelContext& ctx, Cell cell) {
   const Tensor& X = ctx.required_input(0);
   const Tensor& W = ctx.required_input(1);
   const Tensor& R = ctx.required_input(2);
-  ctx.check(is_std_float(X.dtype()), "X must be float, got ", X.describe());
+  ctx.check(is_std_float(X.dtype()), "X must be float, got ", X.text());
   const int64_t layout = ctx.attr_int("layout", 0);
   ctx.check(layout == 0 || layout == 1, "layout must be 0 or 1");
   const std::string direction = ctx.attr_string("direction", "forward");
-  ctx.check(direction == "forward" || direction == "reverse" || direction == "bidirectional", "unknown direction '",
-            direction, "'");
+  ctx.check(direction == "forward" || direction == "reverse" || direction == "bidirectional",
+            "unknown direction '", direction, "'");
   const int dirs = direction == "bidirectional" ? 2 : 1;
-  ctx.check(X.rank() == 3, "X must be 3-D, got ", X.describe());
+  ctx.check(X.rank() == 3, "X must be 3-D, got ", X.text());
   const int64_t S = layout == 0 ? X.dim(0) : X.dim(1), Bn = layout == 0 ? X.dim(1) : X.dim(0), I = X.dim(2);
   ctx.check(W.rank() == 3 && W.dim(0) == dirs && W.dim(2) == I && W.dim(1) % gates == 0, "W has shape ",
-            shape_str(W.shape()), ", expected [", dirs, ", ", gates, "*hidden, ", I, "]");
+            shape_text(W.shape()), ", expected [", dirs, ", ", gates, "*hidden, ", I, "]");
   const int64_t H = W.dim(1) / gates;
   if (ctx.has_attr("hidden_size"))
     ctx.check(ctx.attr_int("hidden_size", H) == H, "hidden_size disagrees with W's shape");
   ctx.check(R.rank() == 3 && R.dim(0) == dirs && R.dim(1) == gates * H && R.dim(2) == H, "R has shape ",
-            shape_str(R.shape()), ", expected [", dirs, ", ", gates * H, ", ", H, "]");
+            shape_text(R.shape()), ", expected [", dirs, ", ", gates * H, ", ", H, "]");
   const std::vector<double> x = X.to_double_vector(), w = W.to_double_vector(), rr = R.to_double_vector();
   std::vector<double> bias(size_t(dirs * 2 * gates * H), 0.0);
   if (const Tensor* B = ctx.input(3)) {
-    ctx.check(B->rank() == 2 && B->dim(0) == dirs && B->dim(1) == 2 * gates * H, "B has shape ", shape_str(B->shape()),
-              ", expected [", dirs, ", ", 2 * gates * H, "]");
+    ctx.check(B->rank() == 2 && B->dim(0) == dirs && B->dim(1) == 2 * gates * H, "B has shape ",
+              shape_text(B->shape()), ", expected [", dirs, ", ", 2 * gates * H, "]");
     bias = B->to_double_vector();
   }
   std::vector<int64_t> lens(size_t(Bn), S);
@@ -107,13 +115,14 @@ void recurrent(KernelContext& ctx, Cell cell) {
     const Tensor* t = ctx.input(i);
     if (!t) return s;
     const Shape want = layout == 0 ? Shape{dirs, Bn, H} : Shape{Bn, dirs, H};
-    ctx.check(t->shape() == want, "initial state (input ", i, ") has shape ", shape_str(t->shape()), ", expected ",
-              shape_str(want));
+    ctx.check(t->shape() == want, "initial state (input ", i, ") has shape ", shape_text(t->shape()),
+              ", expected ", shape_text(want));
     const std::vector<double> v = t->to_double_vector();
     for (int64_t d = 0; d < dirs; ++d)
       for (int64_t b = 0; b < Bn; ++b)
         for (int64_t h = 0; h < H; ++h)
-          s[size_t((d * Bn + b) * H + h)] = layout == 0 ? v[size_t((d * Bn + b) * H + h)] : v[size_t((b * dirs + d) * H + h)];
+          s[size_t((d * Bn + b) * H + h)] =
+              layout == 0 ? v[size_t((d * Bn + b) * H + h)] : v[size_t((b * dirs + d) * H + h)];
     return s;
   };
   std::vector<double> h_state = read_state(5);
@@ -122,8 +131,8 @@ void recurrent(KernelContext& ctx, Cell cell) {
   if (cell == Cell::lstm) {
     c_state = read_state(6);
     if (const Tensor* P = ctx.input(7)) {
-      ctx.check(P->rank() == 2 && P->dim(0) == dirs && P->dim(1) == 3 * H, "P has shape ", shape_str(P->shape()),
-                ", expected [", dirs, ", ", 3 * H, "]");
+      ctx.check(P->rank() == 2 && P->dim(0) == dirs && P->dim(1) == 3 * H, "P has shape ",
+                shape_text(P->shape()), ", expected [", dirs, ", ", 3 * H, "]");
       peep = P->to_double_vector();
     }
     input_forget = ctx.attr_int("input_forget", 0) != 0;
@@ -132,9 +141,10 @@ void recurrent(KernelContext& ctx, Cell cell) {
   const float clip = ctx.attr_float("clip", 0.0f);
   const bool do_clip = ctx.has_attr("clip");
   ctx.check(!do_clip || clip > 0, "clip must be positive");
-  std::vector<std::string> defaults = cell == Cell::rnn   ? std::vector<std::string>{"Tanh"}
-                                      : cell == Cell::gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                          : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+  std::vector<std::string> defaults = cell == Cell::rnn ? std::vector<std::string>{"Tanh"}
+                                      : cell == Cell::gru
+                                          ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                          : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
   const std::vector<Activation> acts = activations(ctx, defaults, dirs);
   const size_t nact = defaults.size();
   auto cl = [&](double v) { return do_clip ? std::clamp(v, -double(clip), double(clip)) : v; };
@@ -230,9 +240,15 @@ void recurrent(KernelContext& ctx, Cell cell) {
   if (cell == Cell::lstm) write_state(2, c_state);
 }
 
-void rnn(KernelContext& ctx) { recurrent(ctx, Cell::rnn); }
-void gru(KernelContext& ctx) { recurrent(ctx, Cell::gru); }
-void lstm(KernelContext& ctx) { recurrent(ctx, Cell::lstm); }
+void rnn(KernelContext& ctx) {
+  recurrent(ctx, Cell::rnn);
+}
+void gru(KernelContext& ctx) {
+  recurrent(ctx, Cell::gru);
+}
+void lstm(KernelContext& ctx) {
+  recurrent(ctx, Cell::lstm);
+}
 
 }  // namespace
 

@@ -14,7 +14,6 @@ using namespace shape_util;
 
 namespace {
 
-
 const DataValue& seq_input(const KernelContext& ctx, size_t i) {
   const DataValue* v = ctx.input_value(i);
   if (!v || !v->is_sequence()) ctx.fail(ErrorCode::invalid_argument, "input ", i, " must be a sequence");
@@ -24,7 +23,7 @@ const DataValue& seq_input(const KernelContext& ctx, size_t i) {
 int64_t scalar_int(const KernelContext& ctx, size_t i, const char* what) {
   const Tensor& t = ctx.required_input(i);
   ctx.check((t.dtype() == DType::i32 || t.dtype() == DType::i64) && t.numel() == 1, what,
-            " must be an int32/int64 scalar, got ", t.describe());
+            " must be an int32/int64 scalar, got ", t.text());
   return t.at_int(0);
 }
 
@@ -156,8 +155,10 @@ void concat_from_sequence(KernelContext& ctx) {
   const int64_t axis = normalize_axis(ctx, ctx.required_attr_int("axis"), out_rank);
   std::vector<Tensor> parts;
   Shape out_shape = first.shape();
-  if (new_axis) out_shape.insert(out_shape.begin() + axis, 0);
-  else out_shape[size_t(axis)] = 0;
+  if (new_axis)
+    out_shape.insert(out_shape.begin() + axis, 0);
+  else
+    out_shape[size_t(axis)] = 0;
   for (const Tensor& t0 : s.sequence) {
     ctx.check(t0.dtype() == first.dtype() && t0.rank() == r, "sequence tensors differ in type or rank");
     Tensor t = t0.contiguous();
@@ -167,8 +168,8 @@ void concat_from_sequence(KernelContext& ctx) {
       t = t.reshape(ts);
     }
     for (int64_t d = 0; d < out_rank; ++d)
-      ctx.check(d == axis || t.dim(d) == out_shape[size_t(d)], "sequence tensor ", t0.describe(),
-                " does not match ", first.describe());
+      ctx.check(d == axis || t.dim(d) == out_shape[size_t(d)], "sequence tensor ", t0.text(),
+                " does not match ", first.text());
     out_shape[size_t(axis)] += t.dim(axis);
     parts.push_back(t);
   }
@@ -181,7 +182,8 @@ void concat_from_sequence(KernelContext& ctx) {
     for (const Tensor& t : parts) {
       const T* src = t.data<T>();
       const int64_t row = t.dim(axis) * inner;
-      for (int64_t o = 0; o < outer; ++o) std::copy(src + o * row, src + (o + 1) * row, dst + o * out_row + col);
+      for (int64_t o = 0; o < outer; ++o)
+        std::copy(src + o * row, src + (o + 1) * row, dst + o * out_row + col);
       col += row;
     }
   });
@@ -189,14 +191,16 @@ void concat_from_sequence(KernelContext& ctx) {
 
 void sequence_map(KernelContext& ctx) {
   const Attribute* body = ctx.attr("body");
-  ctx.check(body && body->kind == Attribute::Kind::g && body->g, "SequenceMap needs a 'body' graph attribute");
+  ctx.check(body && body->kind == Attribute::Kind::g && body->g,
+            "SequenceMap needs a 'body' graph attribute");
   const DataValue& s0 = seq_input(ctx, 0);
   const size_t n = s0.sequence.size();
   for (size_t i = 1; i < ctx.num_inputs(); ++i) {
     const DataValue* v = ctx.input_value(i);
     ctx.check(v != nullptr, "input ", i, " is missing");
     if (v->is_sequence())
-      ctx.check(v->sequence.size() == n, "input sequence ", i, " has length ", v->sequence.size(), ", expected ", n);
+      ctx.check(v->sequence.size() == n, "input sequence ", i, " has length ", v->sequence.size(),
+                ", expected ", n);
   }
   std::vector<TensorSequence> outs(ctx.num_outputs());
   for (size_t k = 0; k < n; ++k) {

@@ -19,7 +19,7 @@ namespace {
 
 std::vector<int64_t> int_input(const KernelContext& ctx, size_t i, const char* what) {
   const Tensor& t = ctx.required_input(i);
-  ctx.check(is_integer(t.dtype()) && t.rank() <= 1, what, " must be a 1-D integer tensor, got ", t.describe());
+  ctx.check(is_integer(t.dtype()) && t.rank() <= 1, what, " must be a 1-D integer tensor, got ", t.text());
   return t.to_int_vector();
 }
 
@@ -47,11 +47,11 @@ void reshape_kernel(KernelContext& ctx) {
     }
   }
   if (infer >= 0) {
-    ctx.check(known != 0 && x.numel() % known == 0, "cannot infer -1 reshaping ", x.describe(), " to ",
-              shape_str(shape));
+    ctx.check(known != 0 && x.numel() % known == 0, "cannot infer -1 reshaping ", x.text(), " to ",
+              shape_text(shape));
     shape[size_t(infer)] = x.numel() / known;
   }
-  ctx.check(shape_numel(shape) == x.numel(), "cannot reshape ", x.describe(), " to ", shape_str(shape));
+  ctx.check(shape_numel(shape) == x.numel(), "cannot reshape ", x.text(), " to ", shape_text(shape));
   set_view(ctx, x, shape);
 }
 
@@ -172,8 +172,8 @@ void concat_kernel(KernelContext& ctx) {
               dtype_name(first.dtype()));
     ctx.check(t.rank() == r, "input ", i, " has rank ", t.rank(), ", expected ", r);
     for (int64_t d = 0; d < r; ++d)
-      ctx.check(d == axis || t.dim(d) == first.dim(d), "input ", i, " has shape ", shape_str(t.shape()),
-                ", incompatible with ", shape_str(first.shape()));
+      ctx.check(d == axis || t.dim(d) == first.dim(d), "input ", i, " has shape ", shape_text(t.shape()),
+                ", incompatible with ", shape_text(first.shape()));
     out_shape[size_t(axis)] += t.dim(axis);
     ins.push_back(t.contiguous());
   }
@@ -186,7 +186,8 @@ void concat_kernel(KernelContext& ctx) {
     for (const Tensor& t : ins) {
       const T* src = t.data<T>();
       const int64_t row = t.dim(axis) * inner;
-      for (int64_t o = 0; o < outer; ++o) std::copy(src + o * row, src + (o + 1) * row, dst + o * out_row + col);
+      for (int64_t o = 0; o < outer; ++o)
+        std::copy(src + o * row, src + (o + 1) * row, dst + o * out_row + col);
       col += row;
     }
   });
@@ -244,13 +245,16 @@ void slice_kernel(KernelContext& ctx) {
   const std::vector<int64_t> starts = int_input(ctx, 1, "starts"), ends = int_input(ctx, 2, "ends");
   ctx.check(starts.size() == ends.size(), "starts and ends differ in length");
   std::vector<int64_t> axes, steps;
-  if (ctx.has_input(3)) axes = int_input(ctx, 3, "axes");
+  if (ctx.has_input(3))
+    axes = int_input(ctx, 3, "axes");
   else {
     axes.resize(starts.size());
     std::iota(axes.begin(), axes.end(), 0);
   }
-  if (ctx.has_input(4)) steps = int_input(ctx, 4, "steps");
-  else steps.assign(starts.size(), 1);
+  if (ctx.has_input(4))
+    steps = int_input(ctx, 4, "steps");
+  else
+    steps.assign(starts.size(), 1);
   ctx.check(axes.size() == starts.size() && steps.size() == starts.size(),
             "starts, ends, axes and steps must have the same length");
   Shape out_shape = x.shape();
@@ -279,8 +283,10 @@ void slice_kernel(KernelContext& ctx) {
     }
     // Overflow-safe count of s, s+step, ... before e.
     int64_t n = 0;
-    if (step > 0 && e > s) n = (e - s - 1) / step + 1;
-    else if (step < 0 && s > e) n = (s - e - 1) / (step == INT64_MIN ? INT64_MAX : -step) + 1;
+    if (step > 0 && e > s)
+      n = (e - s - 1) / step + 1;
+    else if (step < 0 && s > e)
+      n = (s - e - 1) / (step == INT64_MIN ? INT64_MAX : -step) + 1;
     out_shape[size_t(a)] = n;
     if (n > 0) base += s * st[size_t(a)];
     strides[size_t(a)] = st[size_t(a)] * step;
@@ -301,13 +307,14 @@ void pad_kernel(KernelContext& ctx) {
     axes.resize(static_cast<size_t>(r));
     std::iota(axes.begin(), axes.end(), 0);
   }
-  ctx.check(pads_in.size() == 2 * axes.size(), "pads has ", pads_in.size(), " entries for ", axes.size(), " axes");
+  ctx.check(pads_in.size() == 2 * axes.size(), "pads has ", pads_in.size(), " entries for ", axes.size(),
+            " axes");
   std::vector<int64_t> begin(size_t(r), 0), end(size_t(r), 0);
   const size_t na = axes.size();
   for (size_t i = 0; i < na; ++i) {
     const int64_t a = normalize_axis(ctx, axes[i], r);
-    ctx.check(std::abs(pads_in[i]) <= kMaxElements && std::abs(pads_in[i + na]) <= kMaxElements, "pad of axis ",
-              axes[i], " is too large");
+    ctx.check(std::abs(pads_in[i]) <= kMaxElements && std::abs(pads_in[i + na]) <= kMaxElements,
+              "pad of axis ", axes[i], " is too large");
     begin[size_t(a)] = pads_in[i];
     end[size_t(a)] = pads_in[i + na];
   }
@@ -315,7 +322,7 @@ void pad_kernel(KernelContext& ctx) {
   ctx.check(mode == "constant" || mode == "reflect" || mode == "edge" || mode == "wrap", "unknown pad mode '",
             mode, "'");
   enum class Mode { constant, reflect, edge, wrap };
-  const Mode m = mode == "constant" ? Mode::constant
+  const Mode m = mode == "constant"  ? Mode::constant
                  : mode == "reflect" ? Mode::reflect
                  : mode == "edge"    ? Mode::edge
                                      : Mode::wrap;
@@ -356,7 +363,8 @@ void pad_kernel(KernelContext& ctx) {
           } else if (m == Mode::wrap) {
             c = ((c % dim) + dim) % dim;
           } else {  // reflect
-            if (dim == 1) c = 0;
+            if (dim == 1)
+              c = 0;
             else {
               const int64_t period = 2 * (dim - 1);
               c = ((c % period) + period) % period;
@@ -413,13 +421,13 @@ void expand_kernel(KernelContext& ctx) {
 // ---- ConstantOfShape / Range ----
 void constant_of_shape_kernel(KernelContext& ctx) {
   const std::vector<int64_t> shape = int_input(ctx, 0, "shape");
-  for (int64_t d : shape) ctx.check(d >= 0, "negative dimension in shape ", shape_str(shape));
+  for (int64_t d : shape) ctx.check(d >= 0, "negative dimension in shape ", shape_text(shape));
   const Tensor* v = ctx.attr_tensor("value");
   if (!v) {
     ctx.output(0, DType::f32, shape);  // zero-filled
     return;
   }
-  ctx.check(v->numel() == 1, "value must hold one element, got ", v->describe());
+  ctx.check(v->numel() == 1, "value must hold one element, got ", v->text());
   Tensor& out = ctx.output(0, v->dtype(), shape);
   const Tensor vc = v->contiguous();
   dispatch_dtype(v->dtype(), [&]<typename T>() {
@@ -472,7 +480,7 @@ void permute_view(KernelContext& ctx, const Tensor& x, const Shape& view, const 
 
 void depth_to_space_kernel(KernelContext& ctx) {
   const Tensor x = ctx.required_input(0).contiguous();
-  ctx.check(x.rank() == 4, "DepthToSpace needs a 4-D input, got ", x.describe());
+  ctx.check(x.rank() == 4, "DepthToSpace needs a 4-D input, got ", x.text());
   const int64_t b = ctx.required_attr_int("blocksize");
   ctx.check(b > 0 && b <= (1 << 20), "blocksize must be in [1, 2^20], got ", b);
   const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
@@ -480,14 +488,17 @@ void depth_to_space_kernel(KernelContext& ctx) {
   const int64_t c = C / (b * b);
   const std::string mode = ctx.attr_string("mode", "DCR");
   const Shape out_shape{N, c, H * b, W * b};
-  if (mode == "DCR") permute_view(ctx, x, {N, b, b, c, H, W}, {0, 3, 4, 1, 5, 2}, out_shape);
-  else if (mode == "CRD") permute_view(ctx, x, {N, c, b, b, H, W}, {0, 1, 4, 2, 5, 3}, out_shape);
-  else ctx.fail(ErrorCode::invalid_argument, "unknown mode '", mode, "'");
+  if (mode == "DCR")
+    permute_view(ctx, x, {N, b, b, c, H, W}, {0, 3, 4, 1, 5, 2}, out_shape);
+  else if (mode == "CRD")
+    permute_view(ctx, x, {N, c, b, b, H, W}, {0, 1, 4, 2, 5, 3}, out_shape);
+  else
+    ctx.fail(ErrorCode::invalid_argument, "unknown mode '", mode, "'");
 }
 
 void space_to_depth_kernel(KernelContext& ctx) {
   const Tensor x = ctx.required_input(0).contiguous();
-  ctx.check(x.rank() == 4, "SpaceToDepth needs a 4-D input, got ", x.describe());
+  ctx.check(x.rank() == 4, "SpaceToDepth needs a 4-D input, got ", x.text());
   const int64_t b = ctx.required_attr_int("blocksize");
   ctx.check(b > 0 && b <= (1 << 20), "blocksize must be in [1, 2^20], got ", b);
   const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
@@ -574,7 +585,8 @@ void reverse_sequence_kernel(KernelContext& ctx) {
   ctx.check((ta == 0 && ba == 1) || (ta == 1 && ba == 0), "time_axis/batch_axis must be 0/1 or 1/0");
   const int64_t B = x.dim(ba), Tn = x.dim(ta);
   ctx.check(int64_t(lens.size()) == B, "sequence_lens has ", lens.size(), " entries for batch ", B);
-  for (int64_t l : lens) ctx.check(l >= 0 && l <= Tn, "sequence length ", l, " is out of range [0, ", Tn, "]");
+  for (int64_t l : lens)
+    ctx.check(l >= 0 && l <= Tn, "sequence length ", l, " is out of range [0, ", Tn, "]");
   Tensor& out = ctx.output(0, x.dtype(), x.shape());
   const auto st = contiguous_strides(x.shape());
   const int64_t inner = dims_product(x.shape(), 2, x.rank());
@@ -595,7 +607,7 @@ void reverse_sequence_kernel(KernelContext& ctx) {
 void compress_kernel(KernelContext& ctx) {
   Tensor x = ctx.required_input(0).contiguous();
   const Tensor cond = ctx.required_input(1).contiguous();
-  ctx.check(cond.rank() == 1, "condition must be 1-D, got ", cond.describe());
+  ctx.check(cond.rank() == 1, "condition must be 1-D, got ", cond.text());
   std::vector<bool> keep(size_t(cond.numel()));
   for (int64_t i = 0; i < cond.numel(); ++i) keep[size_t(i)] = cond.at_double(i) != 0;
   int64_t axis;
@@ -719,8 +731,8 @@ void unique_kernel(KernelContext& ctx) {
         idx_out[size_t(p)] = firsts[size_t(g)];
         cnt_out[size_t(p)] = counts[size_t(g)];
         for (int64_t o = 0; o < outer; ++o)
-          std::copy(src + (o * len + firsts[size_t(g)]) * inner, src + (o * len + firsts[size_t(g)] + 1) * inner,
-                    dy + (o * u + p) * inner);
+          std::copy(src + (o * len + firsts[size_t(g)]) * inner,
+                    src + (o * len + firsts[size_t(g)] + 1) * inner, dy + (o * u + p) * inner);
       }
       if (ctx.num_outputs() > 1 && ctx.output_requested(1)) {
         Tensor& t = ctx.output(1, DType::i64, {u});
@@ -746,7 +758,7 @@ void onehot_kernel(KernelContext& ctx) {
   const Tensor& dt = ctx.required_input(1);
   const Tensor vals = ctx.required_input(2).contiguous();
   ctx.check(dt.numel() == 1, "depth must be a scalar");
-  ctx.check(vals.numel() == 2, "values must have two elements [off, on], got ", vals.describe());
+  ctx.check(vals.numel() == 2, "values must have two elements [off, on], got ", vals.text());
   const double depth_d = dt.at_double(0);
   ctx.check(std::isfinite(depth_d) && depth_d < double(kMaxElements), "depth must be a finite size");
   const int64_t depth = int64_t(depth_d);
@@ -756,7 +768,8 @@ void onehot_kernel(KernelContext& ctx) {
   Shape out_shape = ind.shape();
   out_shape.insert(out_shape.begin() + axis, depth);
   Tensor& out = ctx.output(0, vals.dtype(), out_shape);
-  const int64_t outer = dims_product(ind.shape(), 0, axis), inner = dims_product(ind.shape(), axis, ind.rank());
+  const int64_t outer = dims_product(ind.shape(), 0, axis),
+                inner = dims_product(ind.shape(), axis, ind.rank());
   const std::vector<double> iv = ind.to_double_vector();
   dispatch_dtype(vals.dtype(), [&]<typename T>() {
     const T off = vals.data<T>()[0], on = vals.data<T>()[1];

@@ -18,7 +18,7 @@ constexpr double kPi = std::numbers::pi;
 // Reads a [.., 1|2] real/complex tensor as complex values (last dim dropped).
 std::vector<cd> read_complex(const KernelContext& ctx, const Tensor& x) {
   ctx.check(x.rank() >= 2 && (x.dim(-1) == 1 || x.dim(-1) == 2),
-            "input's last dimension must be 1 (real) or 2 (complex), got ", x.describe());
+            "input's last dimension must be 1 (real) or 2 (complex), got ", x.text());
   const std::vector<double> v = x.to_double_vector();
   const int64_t c = x.dim(-1);
   std::vector<cd> out(v.size() / size_t(c));
@@ -28,13 +28,13 @@ std::vector<cd> read_complex(const KernelContext& ctx, const Tensor& x) {
 
 int64_t scalar_int(const KernelContext& ctx, size_t i, const char* what) {
   const Tensor& t = ctx.required_input(i);
-  ctx.check(t.numel() == 1 && is_integer(t.dtype()), what, " must be an integer scalar, got ", t.describe());
+  ctx.check(t.numel() == 1 && is_integer(t.dtype()), what, " must be an integer scalar, got ", t.text());
   return t.at_int(0);
 }
 
 void dft(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
-  ctx.check(is_std_float(x.dtype()), "input must be float, got ", x.describe());
+  ctx.check(is_std_float(x.dtype()), "input must be float, got ", x.text());
   const int64_t r = x.rank();
   const bool inverse = ctx.attr_int("inverse", 0) != 0, onesided = ctx.attr_int("onesided", 0) != 0;
   int64_t axis = ctx.opset() < 20 ? ctx.attr_int("axis", 1) : -2;
@@ -60,7 +60,9 @@ void dft(KernelContext& ctx) {
   const double sign = inverse ? 1.0 : -1.0;
   for (int64_t a = 0; a < outer; ++a)
     for (int64_t b = 0; b < inner; ++b) {
-      auto in_at = [&](int64_t k) -> cd { return k < in_n ? xv[size_t((a * in_n + k) * inner + b)] : cd(0, 0); };
+      auto in_at = [&](int64_t k) -> cd {
+        return k < in_n ? xv[size_t((a * in_n + k) * inner + b)] : cd(0, 0);
+      };
       for (int64_t k = 0; k < out_n; ++k) {
         cd acc(0, 0);
         if (inverse && onesided) {
@@ -92,20 +94,23 @@ void dft(KernelContext& ctx) {
 
 void stft(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
-  ctx.check(is_std_float(x.dtype()), "signal must be float, got ", x.describe());
-  ctx.check(x.rank() == 3 && (x.dim(2) == 1 || x.dim(2) == 2), "signal must have shape [batch, length, 1|2], got ",
-            x.describe());
+  ctx.check(is_std_float(x.dtype()), "signal must be float, got ", x.text());
+  ctx.check(x.rank() == 3 && (x.dim(2) == 1 || x.dim(2) == 2),
+            "signal must have shape [batch, length, 1|2], got ", x.text());
   const int64_t step = scalar_int(ctx, 1, "frame_step");
   ctx.check(step >= 1, "frame_step must be >= 1, got ", step);
   const Tensor* win = ctx.input(2);
   if (win && win->numel() == 0 && !ctx.has_input(3)) win = nullptr;
   int64_t flen = x.dim(1);
-  if (ctx.has_input(3)) flen = scalar_int(ctx, 3, "frame_length");
-  else if (win) flen = win->numel();
+  if (ctx.has_input(3))
+    flen = scalar_int(ctx, 3, "frame_length");
+  else if (win)
+    flen = win->numel();
   ctx.check(flen >= 1 && flen <= x.dim(1), "frame_length ", flen, " must be in [1, ", x.dim(1), "]");
   std::vector<double> w(static_cast<size_t>(flen), 1.0);
   if (win) {
-    ctx.check(win->rank() == 1 && win->numel() == flen, "window must be 1-D with frame_length=", flen, " values");
+    ctx.check(win->rank() == 1 && win->numel() == flen, "window must be 1-D with frame_length=", flen,
+              " values");
     w = win->to_double_vector();
   }
   const bool onesided = ctx.attr_int("onesided", 1) != 0;
@@ -173,7 +178,8 @@ void mel_weight_matrix(KernelContext& ctx) {
   const int64_t rate = scalar_int(ctx, 2, "sample_rate");
   const Tensor& lo_t = ctx.required_input(3);
   const Tensor& hi_t = ctx.required_input(4);
-  ctx.check(bins >= 1 && dft_len >= 1 && rate >= 1, "num_mel_bins, dft_length and sample_rate must be positive");
+  ctx.check(bins >= 1 && dft_len >= 1 && rate >= 1,
+            "num_mel_bins, dft_length and sample_rate must be positive");
   const float lo = float(lo_t.at_double(0)), hi = float(hi_t.at_double(0));
   ctx.check(lo >= 0 && hi >= lo, "edge frequencies must satisfy 0 <= lower <= upper");
   const int64_t spec = dft_len / 2 + 1;
@@ -189,12 +195,14 @@ void mel_weight_matrix(KernelContext& ctx) {
   }
   std::vector<double> out(size_t(spec * bins), 0.0);
   auto at = [&](int64_t j, int64_t i) -> double& {
-    if (j < 0 || j >= spec) ctx.fail(ErrorCode::invalid_argument, "mel bin edge ", j, " outside the spectrum");
+    if (j < 0 || j >= spec)
+      ctx.fail(ErrorCode::invalid_argument, "mel bin edge ", j, " outside the spectrum");
     return out[size_t(j * bins + i)];
   };
   for (int64_t i = 0; i < bins; ++i) {
     const int64_t l = fb[size_t(i)], c = fb[size_t(i + 1)], h = fb[size_t(i + 2)];
-    if (c - l == 0) at(c, i) = 1;
+    if (c - l == 0)
+      at(c, i) = 1;
     else
       for (int64_t j = l; j <= c; ++j) at(j, i) = double(j - l) / double(c - l);
     if (h - c > 0)

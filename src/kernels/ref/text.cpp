@@ -2,8 +2,8 @@
 // RegexFullMatch, TfIdfVectorizer). Strings are UTF-8 bytes; case changes touch ASCII letters only.
 #include <algorithm>
 #include <cctype>
-#include <regex>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "kernels/ref/broadcast.h"
@@ -33,7 +33,7 @@ const Tensor& string_input(KernelContext& ctx, size_t i) {
 void string_normalizer_kernel(KernelContext& ctx) {
   const Tensor x = string_input(ctx, 0).contiguous();
   ctx.check(x.rank() == 1 || (x.rank() == 2 && x.dim(0) == 1), "input must be [C] or [1, C], got ",
-            shape_str(x.shape()));
+            shape_text(x.shape()));
   const std::string action = ctx.attr_string("case_change_action", "NONE");
   ctx.check(action == "NONE" || action == "LOWER" || action == "UPPER",
             "case_change_action must be NONE, LOWER or UPPER, got '", action, "'");
@@ -70,7 +70,9 @@ void string_concat_kernel(KernelContext& ctx) {
   });
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 // Python's str.split: with a delimiter, every occurrence splits (empty pieces
 // kept); without one, runs of whitespace split and leading whitespace is
@@ -162,7 +164,8 @@ void tfidf_rows(KernelContext& ctx, const std::vector<Key>& pool, const std::vec
   for (size_t i = 0; i < counts.size(); ++i) {
     const int64_t n = int64_t(i) + 1;
     const int64_t begin = counts[i], end = i + 1 < counts.size() ? counts[i + 1] : int64_t(pool.size());
-    ctx.check(begin >= 0 && begin <= end && end <= int64_t(pool.size()), "ngram_counts are inconsistent with the pool");
+    ctx.check(begin >= 0 && begin <= end && end <= int64_t(pool.size()),
+              "ngram_counts are inconsistent with the pool");
     const int64_t grams = (end - begin) / n;
     for (int64_t g = 0; g < grams; ++g, ++id)
       if (n >= min_n && n <= max_n)
@@ -196,9 +199,10 @@ void tfidf_rows(KernelContext& ctx, const std::vector<Key>& pool, const std::vec
 
 void tfidf_kernel(KernelContext& ctx) {
   const Tensor x = ctx.required_input(0).contiguous();
-  ctx.check(x.rank() == 1 || x.rank() == 2, "input must be [C] or [N, C], got ", shape_str(x.shape()));
+  ctx.check(x.rank() == 1 || x.rank() == 2, "input must be [C] or [N, C], got ", shape_text(x.shape()));
   const std::string mode = ctx.attr_string("mode", "");
-  ctx.check(mode == "TF" || mode == "IDF" || mode == "TFIDF", "mode must be TF, IDF or TFIDF, got '", mode, "'");
+  ctx.check(mode == "TF" || mode == "IDF" || mode == "TFIDF", "mode must be TF, IDF or TFIDF, got '", mode,
+            "'");
   const std::vector<int64_t> indexes = ctx.attr_ints("ngram_indexes");
   ctx.check(!indexes.empty(), "ngram_indexes is empty");
   int64_t out_size = 0;
@@ -211,25 +215,31 @@ void tfidf_kernel(KernelContext& ctx) {
   if (x.dtype() == DType::string) {
     const std::vector<std::string> pool = ctx.attr_strings("pool_strings");
     std::vector<std::vector<std::string>> r(static_cast<size_t>(rows));
-    for (int64_t i = 0; i < rows; ++i) r[size_t(i)].assign(x.data<std::string>() + i * cols, x.data<std::string>() + (i + 1) * cols);
+    for (int64_t i = 0; i < rows; ++i)
+      r[size_t(i)].assign(x.data<std::string>() + i * cols, x.data<std::string>() + (i + 1) * cols);
     tfidf_rows(ctx, pool, r, freq, out_size);
   } else {
-    ctx.check(x.dtype() == DType::i32 || x.dtype() == DType::i64, "input must be string, int32 or int64, got ",
-              dtype_name(x.dtype()));
+    ctx.check(x.dtype() == DType::i32 || x.dtype() == DType::i64,
+              "input must be string, int32 or int64, got ", dtype_name(x.dtype()));
     const std::vector<int64_t> pool = ctx.attr_ints("pool_int64s");
-    std::vector<std::vector<int64_t>> r(static_cast<size_t>(rows), std::vector<int64_t>(static_cast<size_t>(cols)));
+    std::vector<std::vector<int64_t>> r(static_cast<size_t>(rows),
+                                        std::vector<int64_t>(static_cast<size_t>(cols)));
     for (int64_t i = 0; i < rows * cols; ++i) r[size_t(i / cols)][size_t(i % cols)] = x.at_int(i);
     tfidf_rows(ctx, pool, r, freq, out_size);
   }
   const std::vector<float> w = ctx.attr_floats("weights");
-  ctx.check(w.empty() || int64_t(w.size()) >= out_size, "weights has ", w.size(), " entries, need ", out_size);
+  ctx.check(w.empty() || int64_t(w.size()) >= out_size, "weights has ", w.size(), " entries, need ",
+            out_size);
   Tensor& y = ctx.output(0, DType::f32, x.rank() == 1 ? Shape{out_size} : Shape{rows, out_size});
   float* py = y.data<float>();
   for (size_t p = 0; p < freq.size(); ++p) {
     const float f = float(freq[p]), wi = w.empty() ? 1.f : w[p % size_t(out_size)];
-    if (mode == "TF") py[p] = f;
-    else if (mode == "IDF") py[p] = freq[p] > 0 ? wi : 0.f;
-    else py[p] = wi * f;
+    if (mode == "TF")
+      py[p] = f;
+    else if (mode == "IDF")
+      py[p] = freq[p] > 0 ? wi : 0.f;
+    else
+      py[p] = wi * f;
   }
 }
 
