@@ -318,7 +318,8 @@ void conv_depthwise(const Conv2dParams& p, const float* x, const float* wp, cons
   (void)isa;
 #endif
 #ifdef TESSERA_CONV_X86
-  if (isa == ConvIsa::avx512f && dw3_rows_applies(p)) {
+  if (isa != ConvIsa::portable && dw3_rows_applies(p)) {
+    void (*rows_fn)(const Dw3RowsArgs&) = isa == ConvIsa::avx512f ? dw3_rows_avx512f : dw3_rows_avx2;
     // Bands of output rows whose input rows (~128 KiB) stay in L2 while the channel blocks sweep them.
     const int64_t band =
         std::max<int64_t>(1, ((int64_t(128) << 10) / int64_t(sizeof(float) * p.w * C) - 2) / p.sh);
@@ -343,7 +344,7 @@ void conv_depthwise(const Conv2dParams& p, const float* x, const float* wp, cons
                       ep.act,
                       ep.clip_min,
                       ep.clip_max};
-        dw3_rows_avx512f(a);
+        rows_fn(a);
         t += oy1 - oy0;
       }
     });

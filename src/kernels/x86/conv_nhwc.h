@@ -149,6 +149,7 @@ struct Dw3RowsArgs {
 };
 bool dw3_rows_applies(const Conv2dParams& p);
 void dw3_rows_avx512f(const Dw3RowsArgs& a);
+void dw3_rows_avx2(const Dw3RowsArgs& a);
 
 // Winograd transforms, c channels each: src = the (m+2)^2 input pixels of a tile (row-major;
 // a zero row where outside the image) -> v[xi * stride + ci]; m[xi * mstride + j] -> the
