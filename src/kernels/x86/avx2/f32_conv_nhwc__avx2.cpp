@@ -121,6 +121,21 @@ void dw_row_avx2(const DwRowArgs& a) {
         _mm256_storeu_ps(yo + cb + 8 * v, act256(s[v], a.act, a.clip_min, a.clip_max));
       }
     }
+    for (; cb + 8 <= c; cb += 8) {
+      __m256 s = a.bias ? _mm256_loadu_ps(a.bias + cb) : _mm256_setzero_ps();
+      for (int64_t r = 0; r < a.kh; ++r) {
+        const int64_t iy = a.iy0 + r * a.dh;
+        if (iy < 0 || iy >= a.h) continue;
+        for (int64_t q = 0; q < a.kw; ++q) {
+          const int64_t ix = ixb + q * a.dw;
+          if (ix < 0 || ix >= a.w) continue;
+          s = _mm256_fmadd_ps(_mm256_loadu_ps(a.x + (iy * a.w + ix) * c + cb),
+                              _mm256_loadu_ps(a.wp + (r * a.kw + q) * c + cb), s);
+        }
+      }
+      if (ro) s = _mm256_add_ps(s, _mm256_loadu_ps(ro + cb));
+      _mm256_storeu_ps(yo + cb, act256(s, a.act, a.clip_min, a.clip_max));
+    }
     for (; cb < c; ++cb) {
       float s = a.bias ? a.bias[cb] : 0.0f;
       for (int64_t r = 0; r < a.kh; ++r) {
