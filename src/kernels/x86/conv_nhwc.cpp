@@ -89,9 +89,12 @@ bool dw3_rows_applies(const Conv2dParams& p) {
 namespace {
 
 // Runs fn(begin, end) over [0, n) tasks of about equal work (`work` multiply-adds or element
-// visits in all): on the calling thread when the work is small (under ~4 us), else as pool tasks
-// of ~2 us or more, at least 4 per thread, taken dynamically, so a thread that wakes late still
-// gets a share instead of finding the work done by the others.
+// visits in all): on the calling thread when the work is small (under ~4 us), else as pool tasks taken
+// dynamically, in a guided schedule: each task takes 1/(2 * threads) of what is left, down to ~2 us of
+// work. The first tasks are long contiguous runs, so each core streams its input and output in order
+// (at two threads, with 96-pixel tasks handed out alternately, the prefetchers restarted on every task:
+// MobileNetV2's 112 x 112 pointwise convs ran 1.4-1.8x slower than in contiguous halves); the small last
+// ones keep the threads balanced when one wakes late or is preempted.
 void run_tasks(ThreadPool* pool, int64_t n, double work, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   const int64_t threads = pool ? pool->num_threads() : 1;
@@ -100,10 +103,12 @@ void run_tasks(ThreadPool* pool, int64_t n, double work, const std::function<voi
     return;
   }
   const double per_task = std::max(work / double(n), 1.0);
-  int64_t per = std::max<int64_t>(1, int64_t(double(1 << 16) / per_task));
-  per = std::min(per, std::max<int64_t>(1, n / (4 * threads)));
-  const int64_t groups = (n + per - 1) / per;
-  pool->run(groups, [&](int64_t g) { fn(g * per, std::min(n, (g + 1) * per)); });
+  const int64_t min_per = std::clamp<int64_t>(int64_t(double(1 << 16) / per_task), 1, n);
+  std::vector<int64_t> starts;  // guided task boundaries
+  for (int64_t b = 0; b < n; b += std::max(min_per, (n - b + 2 * threads - 1) / (2 * threads)))
+    starts.push_back(b);
+  starts.push_back(n);
+  pool->run(int64_t(starts.size()) - 1, [&](int64_t g) { fn(starts[size_t(g)], starts[size_t(g) + 1]); });
 }
 
 float act1(float v, Activation act, float lo, float hi) {
