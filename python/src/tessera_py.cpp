@@ -42,12 +42,18 @@ struct ExceptionClasses {
 
   PyObject* for_code(ErrorCode c) const {
     switch (c) {
-      case ErrorCode::invalid_model: return invalid_model;
-      case ErrorCode::invalid_argument: return invalid_argument;
-      case ErrorCode::unsupported: return unsupported;
-      case ErrorCode::runtime: return execution;
-      case ErrorCode::io: return file;
-      case ErrorCode::internal: return internal;
+      case ErrorCode::invalid_model:
+        return invalid_model;
+      case ErrorCode::invalid_argument:
+        return invalid_argument;
+      case ErrorCode::unsupported:
+        return unsupported;
+      case ErrorCode::runtime:
+        return execution;
+      case ErrorCode::io:
+        return file;
+      case ErrorCode::internal:
+        return internal;
     }
     return error;
   }
@@ -62,7 +68,9 @@ nb::str py_str(const std::string& s) {
   return nb::steal<nb::str>(o);
 }
 
-[[noreturn]] void raise_arg(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
+[[noreturn]] void raise_arg(const std::string& msg) {
+  throw Error(ErrorCode::invalid_argument, msg);
+}
 
 DType dtype_from(const std::string& name) {
   DType t = tessera::dtype_from_name(name);
@@ -92,7 +100,7 @@ Tensor decode_tensor(nb::handle v, const std::string& where) {
     if (dt == DType::undefined || dt == DType::string) raise_arg(where + ": bad tensor element type");
     tessera::Shape shape = shape_from(t[2]);
     ByteArray buf = nb::cast<ByteArray>(t[3]);
-    Tensor out(dt, shape);
+    Tensor out = Tensor::uninitialized(dt, shape);  // every byte is copied in below
     if (buf.nbytes() != out.nbytes())
       raise_arg(tessera::cat(where, ": ", buf.nbytes(), " bytes of data for ", out.describe()));
     if (out.nbytes()) std::memcpy(out.raw_data(), buf.data(), out.nbytes());
@@ -132,7 +140,8 @@ DataValue decode_value(nb::handle v, const std::string& where) {
     const DType elem = dtype_from(nb::cast<std::string>(t[1]));
     tessera::TensorSequence seq;
     size_t i = 0;
-    for (nb::handle item : nb::cast<nb::list>(t[2])) seq.push_back(decode_tensor(item, tessera::cat(where, "[", i++, "]")));
+    for (nb::handle item : nb::cast<nb::list>(t[2]))
+      seq.push_back(decode_tensor(item, tessera::cat(where, "[", i++, "]")));
     return DataValue::make_sequence(std::move(seq), elem);
   }
   if (tag == "n") return DataValue::make_optional_none(dtype_from(nb::cast<std::string>(t[1])));
@@ -166,12 +175,14 @@ nb::object encode_tensor(Tensor t) {
   static uint8_t empty_byte = 0;
   void* data = nbytes ? t.raw_data() : &empty_byte;
   nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>> arr(data, 1, shape, owner);
-  return nb::make_tuple("t", std::string(tessera::dtype_name(t.dtype())), shape_tuple(t.shape()), nb::cast(arr));
+  return nb::make_tuple("t", std::string(tessera::dtype_name(t.dtype())), shape_tuple(t.shape()),
+                        nb::cast(arr));
 }
 
 nb::object encode_value(DataValue v) {
   switch (v.kind) {
-    case DataValue::Kind::tensor: return encode_tensor(std::move(v.tensor));
+    case DataValue::Kind::tensor:
+      return encode_tensor(std::move(v.tensor));
     case DataValue::Kind::sequence: {
       nb::list items;
       for (Tensor& t : v.sequence) items.append(encode_tensor(std::move(t)));
@@ -179,7 +190,8 @@ nb::object encode_value(DataValue v) {
       if (elem == DType::undefined && !v.sequence.empty()) elem = v.sequence.front().dtype();
       return nb::make_tuple("q", std::string(tessera::dtype_name(elem)), items);
     }
-    default: return nb::make_tuple("n", std::string(tessera::dtype_name(v.elem_type)));
+    default:
+      return nb::make_tuple("n", std::string(tessera::dtype_name(v.elem_type)));
   }
 }
 
@@ -191,13 +203,17 @@ nb::list describe(const std::vector<tessera::ValueInfo>& infos) {
       nb::list dims;
       for (size_t i = 0; i < vi.shape.size(); ++i) {
         const std::string sym = i < vi.dim_names.size() ? vi.dim_names[i] : std::string();
-        if (vi.shape[i] >= 0) dims.append(vi.shape[i]);
-        else if (!sym.empty()) dims.append(py_str(sym));
-        else dims.append(nb::none());
+        if (vi.shape[i] >= 0)
+          dims.append(vi.shape[i]);
+        else if (!sym.empty())
+          dims.append(py_str(sym));
+        else
+          dims.append(nb::none());
       }
       shape = dims;
     }
-    out.append(nb::make_tuple(py_str(vi.name), py_str(vi.type), std::string(tessera::dtype_name(vi.dtype)), shape));
+    out.append(
+        nb::make_tuple(py_str(vi.name), py_str(vi.type), std::string(tessera::dtype_name(vi.dtype)), shape));
   }
   return out;
 }
@@ -263,8 +279,11 @@ NB_MODULE(_tessera, m) {
   m.doc() = "Tessera's C++ runtime (use the `tessera` package, not this module)";
 
   g_exc.error = new_exception(m, "Error", PyExc_RuntimeError, "A Tessera failure (base class).");
-  auto both = [](PyObject* a, PyObject* b) { return nb::make_tuple(nb::handle(a), nb::handle(b)).release().ptr(); };
-  g_exc.invalid_model = new_exception(m, "InvalidModel", g_exc.error, "The model file or graph is malformed.");
+  auto both = [](PyObject* a, PyObject* b) {
+    return nb::make_tuple(nb::handle(a), nb::handle(b)).release().ptr();
+  };
+  g_exc.invalid_model =
+      new_exception(m, "InvalidModel", g_exc.error, "The model file or graph is malformed.");
   g_exc.invalid_argument = new_exception(m, "InvalidArgument", both(g_exc.error, PyExc_ValueError),
                                          "Wrong inputs: names, shapes, element types.");
   g_exc.unsupported = new_exception(m, "Unsupported", both(g_exc.error, PyExc_NotImplementedError),
@@ -287,8 +306,9 @@ NB_MODULE(_tessera, m) {
       PyObject* inst = PyObject_CallOneArg(cls, msg);
       Py_DECREF(msg);
       if (!inst) return;
-      const std::pair<const char*, std::string> attrs[] = {
-          {"node_name", e.node_name()}, {"op_type", e.op_type()}, {"code", tessera::error_code_name(e.code())}};
+      const std::pair<const char*, std::string> attrs[] = {{"node_name", e.node_name()},
+                                                           {"op_type", e.op_type()},
+                                                           {"code", tessera::error_code_name(e.code())}};
       for (const auto& [k, v] : attrs) {
         PyObject* val = text(v);
         if (!val || PyObject_SetAttrString(inst, k, val) != 0) PyErr_Clear();
