@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "kernels/x86/conv_nhwc.h"
+#include "kernels/x86/dw3_rows_impl.h"
 
 namespace tessera::kernels::x86 {
 
@@ -17,11 +18,6 @@ inline float act1(float v, Activation act, float lo, float hi) {
   if (act == Activation::clip) return std::min(std::max(v, lo), hi);
   return v;
 }
-
-struct DwRowsEpilogue {
-  Activation act;
-  float clip_min, clip_max;
-};
 
 inline __m256 act256(__m256 v, Activation act, float lo, float hi) {
   if (act == Activation::relu) return _mm256_max_ps(v, _mm256_setzero_ps());
@@ -155,118 +151,29 @@ void dw_row_avx2(const DwRowArgs& a) {
 
 namespace {
 
-// Depthwise 3x3 for AVX2, as dw3_rows_avx512f: 8-channel blocks, the block's 9 weight vectors in registers,
-// 4-pixel tiles (16 ymm registers: 9 weights, 4 sums, the input being used).
-template <bool FULL>
-__attribute__((always_inline)) inline __m256 ld8(const float* q, __m256i m) {
-  return FULL ? _mm256_loadu_ps(q) : _mm256_maskload_ps(q, m);
-}
-
-template <bool FULL>
-__attribute__((always_inline)) inline void st8(float* q, __m256i m, __m256 v, const float* r,
-                                               const DwRowsEpilogue& ep) {
-  if (r) v = _mm256_add_ps(v, ld8<FULL>(r, m));
-  v = act256(v, ep.act, ep.clip_min, ep.clip_max);
-  if (FULL)
-    _mm256_storeu_ps(q, v);
-  else
-    _mm256_maskstore_ps(q, m, v);
-}
-
-template <int S, int PX, bool FULL>
-__attribute__((always_inline)) inline void dw3_tile8(const float* const* rows, int64_t ix, int64_t c,
-                                                     const __m256* wv, __m256 b, __m256i m, float* yo,
-                                                     const float* ro, const DwRowsEpilogue& ep) {
-  __m256 acc[PX];
-#pragma GCC unroll 8
-  for (int p = 0; p < PX; ++p) acc[p] = b;
-#pragma GCC unroll 3
-  for (int r = 0; r < 3; ++r) {
-    if (!rows[r]) continue;
-    const float* q = rows[r] + ix * c;
-#pragma GCC unroll 16
-    for (int j = 0; j < (PX - 1) * S + 3; ++j) {
-      const __m256 v = ld8<FULL>(q + j * c, m);
-#pragma GCC unroll 3
-      for (int s = 0; s < 3; ++s) {
-        const int d = j - s;
-        if (d >= 0 && d % S == 0 && d / S < PX) acc[d / S] = _mm256_fmadd_ps(v, wv[r * 3 + s], acc[d / S]);
-      }
-    }
+struct Ymm {  // vector traits for dw3_rows_impl.h
+  using vec = __m256;
+  using mask = __m256i;
+  static constexpr int kWidth = 8, kTile = 4;  // 9 weights + 4 sums + the input: 14 of 16 ymm
+  static vec load(const float* p) { return _mm256_loadu_ps(p); }
+  static vec load(const float* p, mask m) { return _mm256_maskload_ps(p, m); }
+  static void store(float* p, vec v) { _mm256_storeu_ps(p, v); }
+  static void store(float* p, mask m, vec v) { _mm256_maskstore_ps(p, m, v); }
+  static vec fma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static vec add(vec a, vec b) { return _mm256_add_ps(a, b); }
+  static vec max(vec a, vec b) { return _mm256_max_ps(a, b); }
+  static vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
+  static vec set1(float f) { return _mm256_set1_ps(f); }
+  static vec zero() { return _mm256_setzero_ps(); }
+  static mask tail_mask(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
-#pragma GCC unroll 8
-  for (int p = 0; p < PX; ++p) st8<FULL>(yo + p * c, m, acc[p], ro ? ro + p * c : nullptr, ep);
-}
-
-template <bool FULL>
-__attribute__((always_inline)) inline void dw3_edge8(const float* const* rows, int64_t ix, int64_t w,
-                                                     int64_t c, const __m256* wv, __m256 b, __m256i m,
-                                                     float* yo, const float* ro, const DwRowsEpilogue& ep) {
-  __m256 acc = b;
-#pragma GCC unroll 3
-  for (int r = 0; r < 3; ++r) {
-    if (!rows[r]) continue;
-#pragma GCC unroll 3
-    for (int s = 0; s < 3; ++s)
-      if (ix + s >= 0 && ix + s < w)
-        acc = _mm256_fmadd_ps(ld8<FULL>(rows[r] + (ix + s) * c, m), wv[r * 3 + s], acc);
-  }
-  st8<FULL>(yo, m, acc, ro, ep);
-}
-
-template <int S, bool FULL>
-void dw3_rows_block8(const Dw3RowsArgs& a, int64_t cb, __m256i m, int64_t xa, int64_t xb,
-                     const DwRowsEpilogue& ep) {
-  const int64_t c = a.c;
-  __m256 wv[9];
-#pragma GCC unroll 9
-  for (int t = 0; t < 9; ++t) wv[t] = ld8<FULL>(a.wp + t * c + cb, m);
-  const __m256 b = a.bias ? ld8<FULL>(a.bias + cb, m) : _mm256_setzero_ps();
-  for (int64_t oy = a.oy0; oy < a.oy1; ++oy) {
-    const float* rows[3];
-    for (int r = 0; r < 3; ++r) {
-      const int64_t iy = oy * a.sh - a.pad_t + r;
-      rows[r] = iy >= 0 && iy < a.h ? a.x + iy * a.w * c + cb : nullptr;
-    }
-    float* yr = a.y + oy * a.ow * c + cb;
-    const float* rr = a.residual ? a.residual + oy * a.ow * c + cb : nullptr;
-    auto at = [&](int64_t ox) { return rr ? rr + ox * c : nullptr; };
-    int64_t ox = 0;
-    for (; ox < xa; ++ox) dw3_edge8<FULL>(rows, ox * S - a.pad_l, a.w, c, wv, b, m, yr + ox * c, at(ox), ep);
-    for (; ox + 4 <= xb; ox += 4)
-      dw3_tile8<S, 4, FULL>(rows, ox * S - a.pad_l, c, wv, b, m, yr + ox * c, at(ox), ep);
-    if (ox + 2 <= xb) {
-      dw3_tile8<S, 2, FULL>(rows, ox * S - a.pad_l, c, wv, b, m, yr + ox * c, at(ox), ep);
-      ox += 2;
-    }
-    for (; ox < a.ow; ++ox)
-      dw3_edge8<FULL>(rows, ox * S - a.pad_l, a.w, c, wv, b, m, yr + ox * c, at(ox), ep);
-  }
-}
-
-template <int S>
-void dw3_rows8(const Dw3RowsArgs& a) {
-  const DwRowsEpilogue ep{a.act, a.clip_min, a.clip_max};
-  const int64_t xa = std::min(a.ow, (a.pad_l + S - 1) / S);
-  const int64_t last = a.w - 3 + a.pad_l;  // the largest ox * S whose taps end inside
-  const int64_t xb = last < 0 ? xa : std::clamp<int64_t>(last / S + 1, xa, a.ow);
-  const int64_t cfull = a.c / 8 * 8;
-  for (int64_t cb = 0; cb < cfull; cb += 8)
-    dw3_rows_block8<S, true>(a, cb, _mm256_setzero_si256(), xa, xb, ep);
-  if (cfull < a.c) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(a.c - cfull)), lane);
-    dw3_rows_block8<S, false>(a, cfull, m, xa, xb, ep);
-  }
-}
+};
 
 }  // namespace
 
 void dw3_rows_avx2(const Dw3RowsArgs& a) {
-  if (a.sw == 1)
-    dw3_rows8<1>(a);
-  else
-    dw3_rows8<2>(a);
+  dw3::run<Ymm>(a);
 }
 
 }  // namespace tessera::kernels::x86

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "kernels/x86/conv_nhwc.h"
+#include "kernels/x86/dw3_rows_impl.h"
 
 namespace tessera::kernels::x86 {
 
@@ -331,119 +332,27 @@ void dw_row_avx512f(const DwRowArgs& a) {
 
 namespace {
 
-template <bool FULL>
-__attribute__((always_inline)) inline __m512 ld16(const float* q, __mmask16 m) {
-  return FULL ? _mm512_loadu_ps(q) : _mm512_maskz_loadu_ps(m, q);
-}
-
-template <bool FULL>
-__attribute__((always_inline)) inline void st16(float* q, __mmask16 m, __m512 v, const float* r,
-                                                const ConvTileEpilogue& ep) {
-  if (r) v = _mm512_add_ps(v, ld16<FULL>(r, m));
-  v = act512(v, ep);
-  if (FULL)
-    _mm512_storeu_ps(q, v);
-  else
-    _mm512_mask_storeu_ps(q, m, v);
-}
-
-// PX outputs of one row whose taps are all inside the row; ix = the input column of the first output's
-// leftmost tap. Input column j of the tile feeds output (j - s) / S through weight s.
-template <int S, int PX, bool FULL>
-__attribute__((always_inline)) inline void dw3_tile(const float* const* rows, int64_t ix, int64_t c,
-                                                    const __m512* wv, __m512 b, __mmask16 m, float* yo,
-                                                    const float* ro, const ConvTileEpilogue& ep) {
-  __m512 acc[PX];
-#pragma GCC unroll 16
-  for (int p = 0; p < PX; ++p) acc[p] = b;
-#pragma GCC unroll 3
-  for (int r = 0; r < 3; ++r) {
-    if (!rows[r]) continue;
-    const float* q = rows[r] + ix * c;
-#pragma GCC unroll 40
-    for (int j = 0; j < (PX - 1) * S + 3; ++j) {
-      const __m512 v = ld16<FULL>(q + j * c, m);
-#pragma GCC unroll 3
-      for (int s = 0; s < 3; ++s) {
-        const int d = j - s;
-        if (d >= 0 && d % S == 0 && d / S < PX) acc[d / S] = _mm512_fmadd_ps(v, wv[r * 3 + s], acc[d / S]);
-      }
-    }
-  }
-#pragma GCC unroll 16
-  for (int p = 0; p < PX; ++p) st16<FULL>(yo + p * c, m, acc[p], ro ? ro + p * c : nullptr, ep);
-}
-
-// One output whose taps may fall in the left/right padding.
-template <bool FULL>
-__attribute__((always_inline)) inline void dw3_edge(const float* const* rows, int64_t ix, int64_t w,
-                                                    int64_t c, const __m512* wv, __m512 b, __mmask16 m,
-                                                    float* yo, const float* ro, const ConvTileEpilogue& ep) {
-  __m512 acc = b;
-#pragma GCC unroll 3
-  for (int r = 0; r < 3; ++r) {
-    if (!rows[r]) continue;
-#pragma GCC unroll 3
-    for (int s = 0; s < 3; ++s)
-      if (ix + s >= 0 && ix + s < w)
-        acc = _mm512_fmadd_ps(ld16<FULL>(rows[r] + (ix + s) * c, m), wv[r * 3 + s], acc);
-  }
-  st16<FULL>(yo, m, acc, ro, ep);
-}
-
-// All rows of a.oy0..a.oy1 for channels [cb, cb + 16) (masked by m when !FULL).
-template <int S, bool FULL>
-void dw3_rows_block(const Dw3RowsArgs& a, int64_t cb, __mmask16 m, int64_t xa, int64_t xb,
-                    const ConvTileEpilogue& ep) {
-  const int64_t c = a.c;
-  __m512 wv[9];
-#pragma GCC unroll 9
-  for (int t = 0; t < 9; ++t) wv[t] = ld16<FULL>(a.wp + t * c + cb, m);
-  const __m512 b = a.bias ? ld16<FULL>(a.bias + cb, m) : _mm512_setzero_ps();
-  for (int64_t oy = a.oy0; oy < a.oy1; ++oy) {
-    const float* rows[3];
-    for (int r = 0; r < 3; ++r) {
-      const int64_t iy = oy * a.sh - a.pad_t + r;
-      rows[r] = iy >= 0 && iy < a.h ? a.x + iy * a.w * c + cb : nullptr;
-    }
-    float* yr = a.y + oy * a.ow * c + cb;
-    const float* rr = a.residual ? a.residual + oy * a.ow * c + cb : nullptr;
-    auto at = [&](int64_t ox) { return rr ? rr + ox * c : nullptr; };
-    int64_t ox = 0;
-    for (; ox < xa; ++ox) dw3_edge<FULL>(rows, ox * S - a.pad_l, a.w, c, wv, b, m, yr + ox * c, at(ox), ep);
-    for (; ox + 8 <= xb; ox += 8)
-      dw3_tile<S, 8, FULL>(rows, ox * S - a.pad_l, c, wv, b, m, yr + ox * c, at(ox), ep);
-    if (ox + 4 <= xb) {
-      dw3_tile<S, 4, FULL>(rows, ox * S - a.pad_l, c, wv, b, m, yr + ox * c, at(ox), ep);
-      ox += 4;
-    }
-    if (ox + 2 <= xb) {
-      dw3_tile<S, 2, FULL>(rows, ox * S - a.pad_l, c, wv, b, m, yr + ox * c, at(ox), ep);
-      ox += 2;
-    }
-    for (; ox < a.ow; ++ox) dw3_edge<FULL>(rows, ox * S - a.pad_l, a.w, c, wv, b, m, yr + ox * c, at(ox), ep);
-  }
-}
-
-template <int S>
-void dw3_rows(const Dw3RowsArgs& a) {
-  const ConvTileEpilogue ep{nullptr, nullptr, 0, a.act, a.clip_min, a.clip_max};
-  // interior outputs [xa, xb): all three taps inside the row
-  const int64_t xa = std::min(a.ow, (a.pad_l + S - 1) / S);
-  const int64_t last = a.w - 3 + a.pad_l;  // the largest ox * S whose taps end inside
-  const int64_t xb = last < 0 ? xa : std::clamp<int64_t>(last / S + 1, xa, a.ow);
-  const int64_t cfull = a.c / 16 * 16;
-  for (int64_t cb = 0; cb < cfull; cb += 16) dw3_rows_block<S, true>(a, cb, 0xffff, xa, xb, ep);
-  if (cfull < a.c) dw3_rows_block<S, false>(a, cfull, __mmask16((1u << (a.c - cfull)) - 1), xa, xb, ep);
-}
+struct Zmm {  // vector traits for dw3_rows_impl.h
+  using vec = __m512;
+  using mask = __mmask16;
+  static constexpr int kWidth = 16, kTile = 8;  // 9 weights + 8 sums + the input: 18 of 32 zmm
+  static vec load(const float* p) { return _mm512_loadu_ps(p); }
+  static vec load(const float* p, mask m) { return _mm512_maskz_loadu_ps(m, p); }
+  static void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
+  static void store(float* p, mask m, vec v) { _mm512_mask_storeu_ps(p, m, v); }
+  static vec fma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static vec add(vec a, vec b) { return _mm512_add_ps(a, b); }
+  static vec max(vec a, vec b) { return _mm512_max_ps(a, b); }
+  static vec min(vec a, vec b) { return _mm512_min_ps(a, b); }
+  static vec set1(float f) { return _mm512_set1_ps(f); }
+  static vec zero() { return _mm512_setzero_ps(); }
+  static mask tail_mask(int n) { return n >= 16 ? mask(0xffff) : mask((1u << n) - 1); }
+};
 
 }  // namespace
 
 void dw3_rows_avx512f(const Dw3RowsArgs& a) {
-  if (a.sw == 1)
-    dw3_rows<1>(a);
-  else
-    dw3_rows<2>(a);
+  dw3::run<Zmm>(a);
 }
 
 void wino23_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride) {

@@ -1,0 +1,148 @@
+// Depthwise 3x3 over rows (dw3_rows_avx512f / dw3_rows_avx2), written once for any vector ISA.
+// Included only by the ISA files, which instantiate it with their vector traits and compile it with their
+// flags. V supplies: vec, mask, kWidth (floats per vector), kTile (pixels per register tile: weights, sums
+// and the input being used must fit the register file), load / store (full and masked), fma, add, max,
+// min, set1, zero, tail_mask(n).
+//
+// Channel blocks of kWidth are the outer loop over a band of output rows, so a block's input rows stay in
+// L1 from one output row to the next; the block's 9 weight vectors live in registers and each input vector
+// loaded feeds every output of the tile that uses it (at stride 1, 3 FMAs per load).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/x86/conv_nhwc.h"
+
+namespace tessera::kernels::x86::dw3 {
+
+template <class V>
+struct Epilogue {
+  Activation act;
+  typename V::vec lo, hi;
+};
+
+template <class V, bool FULL>
+inline __attribute__((always_inline)) typename V::vec load(const float* p, typename V::mask m) {
+  if constexpr (FULL)
+    return V::load(p);
+  else
+    return V::load(p, m);
+}
+
+template <class V, bool FULL>
+inline __attribute__((always_inline)) void store(float* p, typename V::mask m, typename V::vec v,
+                                                 const float* r, const Epilogue<V>& ep) {
+  if (r) v = V::add(v, load<V, FULL>(r, m));
+  if (ep.act == Activation::relu) v = V::max(v, V::zero());
+  if (ep.act == Activation::clip) v = V::min(V::max(v, ep.lo), ep.hi);
+  if constexpr (FULL)
+    V::store(p, v);
+  else
+    V::store(p, m, v);
+}
+
+// PX outputs of one row whose taps all lie inside it; ix = the input column of the first output's
+// leftmost tap. Input column j of the tile feeds output (j - s) / S through weight s.
+template <class V, int S, int PX, bool FULL>
+inline __attribute__((always_inline)) void tile(const float* const* rows, int64_t ix, int64_t c,
+                                                const typename V::vec* wv, typename V::vec b,
+                                                typename V::mask m, float* yo, const float* ro,
+                                                const Epilogue<V>& ep) {
+  typename V::vec acc[PX];
+#pragma GCC unroll 16
+  for (int p = 0; p < PX; ++p) acc[p] = b;
+#pragma GCC unroll 3
+  for (int r = 0; r < 3; ++r) {
+    if (!rows[r]) continue;
+    const float* q = rows[r] + ix * c;
+#pragma GCC unroll 40
+    for (int j = 0; j < (PX - 1) * S + 3; ++j) {
+      const typename V::vec v = load<V, FULL>(q + j * c, m);
+#pragma GCC unroll 3
+      for (int s = 0; s < 3; ++s) {
+        const int d = j - s;
+        if (d >= 0 && d % S == 0 && d / S < PX) acc[d / S] = V::fma(v, wv[r * 3 + s], acc[d / S]);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int p = 0; p < PX; ++p) store<V, FULL>(yo + p * c, m, acc[p], ro ? ro + p * c : nullptr, ep);
+}
+
+// One output whose taps may fall in the left or right padding.
+template <class V, bool FULL>
+inline __attribute__((always_inline)) void edge(const float* const* rows, int64_t ix, int64_t w, int64_t c,
+                                                const typename V::vec* wv, typename V::vec b,
+                                                typename V::mask m, float* yo, const float* ro,
+                                                const Epilogue<V>& ep) {
+  typename V::vec acc = b;
+#pragma GCC unroll 3
+  for (int r = 0; r < 3; ++r) {
+    if (!rows[r]) continue;
+#pragma GCC unroll 3
+    for (int s = 0; s < 3; ++s)
+      if (ix + s >= 0 && ix + s < w)
+        acc = V::fma(load<V, FULL>(rows[r] + (ix + s) * c, m), wv[r * 3 + s], acc);
+  }
+  store<V, FULL>(yo, m, acc, ro, ep);
+}
+
+// Rows a.oy0..a.oy1 for channels [cb, cb + kWidth) (masked by m when !FULL); outputs [xa, xb) are interior.
+template <class V, int S, bool FULL>
+void block(const Dw3RowsArgs& a, int64_t cb, typename V::mask m, int64_t xa, int64_t xb,
+           const Epilogue<V>& ep) {
+  constexpr int PX = V::kTile;
+  const int64_t c = a.c;
+  typename V::vec wv[9];
+#pragma GCC unroll 9
+  for (int t = 0; t < 9; ++t) wv[t] = load<V, FULL>(a.wp + t * c + cb, m);
+  const typename V::vec b = a.bias ? load<V, FULL>(a.bias + cb, m) : V::zero();
+  for (int64_t oy = a.oy0; oy < a.oy1; ++oy) {
+    const float* rows[3];
+    for (int r = 0; r < 3; ++r) {
+      const int64_t iy = oy * a.sh - a.pad_t + r;
+      rows[r] = iy >= 0 && iy < a.h ? a.x + iy * a.w * c + cb : nullptr;
+    }
+    float* yr = a.y + oy * a.ow * c + cb;
+    const float* rr = a.residual ? a.residual + oy * a.ow * c + cb : nullptr;
+    auto at = [&](int64_t ox) { return rr ? rr + ox * c : nullptr; };
+    auto x0 = [&](int64_t ox) { return ox * S - a.pad_l; };
+    int64_t ox = 0;
+    for (; ox < xa; ++ox) edge<V, FULL>(rows, x0(ox), a.w, c, wv, b, m, yr + ox * c, at(ox), ep);
+    for (; ox + PX <= xb; ox += PX) tile<V, S, PX, FULL>(rows, x0(ox), c, wv, b, m, yr + ox * c, at(ox), ep);
+    if constexpr (PX >= 8)
+      if (ox + PX / 2 <= xb) {
+        tile<V, S, PX / 2, FULL>(rows, x0(ox), c, wv, b, m, yr + ox * c, at(ox), ep);
+        ox += PX / 2;
+      }
+    if (ox + 2 <= xb) {
+      tile<V, S, 2, FULL>(rows, x0(ox), c, wv, b, m, yr + ox * c, at(ox), ep);
+      ox += 2;
+    }
+    for (; ox < a.ow; ++ox) edge<V, FULL>(rows, x0(ox), a.w, c, wv, b, m, yr + ox * c, at(ox), ep);
+  }
+}
+
+template <class V, int S>
+void rows(const Dw3RowsArgs& a) {
+  const Epilogue<V> ep{a.act, V::set1(a.clip_min), V::set1(a.clip_max)};
+  // interior outputs [xa, xb): all three taps inside the row
+  const int64_t xa = std::min(a.ow, (a.pad_l + S - 1) / S);
+  const int64_t last = a.w - 3 + a.pad_l;  // the largest ox * S whose taps end inside
+  const int64_t xb = last < 0 ? xa : std::clamp<int64_t>(last / S + 1, xa, a.ow);
+  const int64_t cfull = a.c / V::kWidth * V::kWidth;
+  for (int64_t cb = 0; cb < cfull; cb += V::kWidth)
+    block<V, S, true>(a, cb, V::tail_mask(V::kWidth), xa, xb, ep);
+  if (cfull < a.c) block<V, S, false>(a, cfull, V::tail_mask(int(a.c - cfull)), xa, xb, ep);
+}
+
+template <class V>
+void run(const Dw3RowsArgs& a) {
+  if (a.sw == 1)
+    rows<V, 1>(a);
+  else
+    rows<V, 2>(a);
+}
+
+}  // namespace tessera::kernels::x86::dw3
