@@ -11,19 +11,21 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <dnnl.hpp>
 #include <random>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "core/thread_pool.h"
 #include "kernels/x86/conv_nhwc.h"
 
 namespace {
+
+using tessera::bench::peak_gflops;
+using tessera::bench::settle;
 
 namespace x86 = tessera::kernels::x86;
 
@@ -90,11 +92,6 @@ struct Aligned64 {
 };
 using Floats = std::vector<float, Aligned64<float>>;
 
-double peak_gflops(int threads) {
-  const char* g = std::getenv("TESSERA_PEAK_GHZ");
-  return (g ? std::atof(g) : 3.5875) * 32.0 * threads;
-}
-
 Floats random_floats(size_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(-1, 1);
@@ -119,12 +116,6 @@ void report(benchmark::State& st, double flops, int threads) {
   st.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   st.counters["pct_peak"] = benchmark::Counter(flops * 1e-9 * 100.0 / peak_gflops(threads),
                                                benchmark::Counter::kIsIterationInvariantRate);
-}
-
-// The libraries' worker threads keep spinning a while after a call: pause so they do not hold the cores
-// while the other library is timed.
-void settle() {
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
 }
 
 x86::ConvEpilogue relu6(const float* bias) {
@@ -282,25 +273,18 @@ int main(int argc, char** argv) {
   const std::pair<const char*, Fn> kConvLibs[] = {{"BM_tessera", BM_tessera}, {"BM_onednn", BM_onednn}};
   const std::pair<const char*, Fn> kPairLibs[] = {{"BM_tessera_pair", BM_tessera_pair},
                                                   {"BM_onednn_pair", BM_onednn_pair}};
+  auto add = [](const char* lib, const char* shape, Fn fn, int i, int t) {
+    benchmark::RegisterBenchmark((std::string(lib) + "/" + shape).c_str(), fn)
+        ->Args({i, t})
+        ->ArgNames({"shape", "threads"})
+        ->UseRealTime()
+        ->MinTime(0.1);
+  };
   for (int t : {1, 2}) {
     for (int i = 0; i < int(std::size(kConvs)); ++i)
-      for (const auto& [name, fn] : kConvLibs)
-        benchmark::RegisterBenchmark((std::string(name) + "/" + kConvs[i].name).c_str(), fn)
-            ->Args({i, t})
-            ->ArgNames({"shape", "threads"})
-            ->UseRealTime()
-            ->MinTime(0.1);
+      for (const auto& [name, fn] : kConvLibs) add(name, kConvs[i].name, fn, i, t);
     for (int i = 0; i < int(std::size(kPairs)); ++i)
-      for (const auto& [name, fn] : kPairLibs)
-        benchmark::RegisterBenchmark((std::string(name) + "/" + kPairs[i].name).c_str(), fn)
-            ->Args({i, t})
-            ->ArgNames({"shape", "threads"})
-            ->UseRealTime()
-            ->MinTime(0.1);
+      for (const auto& [name, fn] : kPairLibs) add(name, kPairs[i].name, fn, i, t);
   }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return tessera::bench::run_benchmarks(argc, argv);
 }

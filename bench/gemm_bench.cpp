@@ -10,16 +10,17 @@
 #include <dnnl.h>
 #include <omp.h>
 
-#include <chrono>
-#include <cstdlib>
 #include <random>
-#include <thread>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "core/thread_pool.h"
 #include "kernels/x86/gemm.h"
 
 namespace {
+
+using tessera::bench::peak_gflops;
+using tessera::bench::settle;
 
 struct Shape {
   int64_t m, n, k;
@@ -49,11 +50,6 @@ const Shape kShapes[] = {{256, 256, 256},
 
 constexpr int kFirstModelShape = 10;
 
-double peak_gflops(int threads) {
-  const char* g = std::getenv("TESSERA_PEAK_GHZ");
-  return (g ? std::atof(g) : 3.5875) * 32.0 * threads;
-}
-
 struct Data {
   std::vector<float> a, b, c;
   explicit Data(const Shape& s) : a(size_t(s.m * s.k)), b(size_t(s.k * s.n)), c(size_t(s.m * s.n)) {
@@ -63,13 +59,6 @@ struct Data {
     for (auto& x : b) x = d(rng);
   }
 };
-
-// Each benchmark starts after a pause: the libraries' worker threads (OpenMP's, OpenBLAS's, Tessera's
-// pool) keep spinning for a while after a call, and would otherwise hold the cores while the next library
-// is timed.
-void settle() {
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
-}
 
 void report(benchmark::State& st, const Shape& s, int threads) {
   const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
@@ -195,9 +184,5 @@ int main(int argc, char** argv) {
               ->UseRealTime()
               ->MinTime(0.2);
     }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return tessera::bench::run_benchmarks(argc, argv);
 }

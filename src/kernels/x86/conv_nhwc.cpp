@@ -319,10 +319,6 @@ void conv_depthwise(const Conv2dParams& p, const float* x, const float* wp, cons
     row = dw_row_avx512f;
   else if (isa == ConvIsa::avx2)
     row = dw_row_avx2;
-#else
-  (void)isa;
-#endif
-#ifdef TESSERA_CONV_X86
   if (isa != ConvIsa::portable && dw3_rows_applies(p)) {
     void (*rows_fn)(const Dw3RowsArgs&) = isa == ConvIsa::avx512f ? dw3_rows_avx512f : dw3_rows_avx2;
     // Bands of output rows whose input rows (~128 KiB) stay in L2 while the channel blocks sweep them.
@@ -355,6 +351,8 @@ void conv_depthwise(const Conv2dParams& p, const float* x, const float* wp, cons
     });
     return;
   }
+#else
+  (void)isa;
 #endif
   run_tasks(pool, p.n * oh, double(p.n * oh * ow) * double(C * p.kh * p.kw), [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
