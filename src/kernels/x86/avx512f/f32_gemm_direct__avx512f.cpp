@@ -21,9 +21,11 @@ namespace {
 constexpr int64_t kPrefetchRows = 16;  // 16 rows of 256 B = 4 KiB ahead of the loads
 
 // far: the lines of [pf, pf + pf_step) over successive rows need ceil(pf_step / 64)
-// prefetches per row (nfar), wherever pf starts in a line
+// prefetches per row (nfar), wherever pf starts in a line.
+// Always inlined: GCC 12 otherwise splits the far branch into a `.part` function, finds it free of side
+// effects (prefetches have none it can see) and deletes the call, so no L2 prefetch was ever issued.
 template <int NV>
-inline void prefetch_row(uintptr_t pf, bool far, int nfar) {
+[[gnu::always_inline]] inline void prefetch_row(uintptr_t pf, bool far, int nfar) {
   if (far) {
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j)
