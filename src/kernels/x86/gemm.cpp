@@ -324,6 +324,13 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
               next = packed_block(pc + kc) + (jc / nr) * kc2 * nr;
               next_bytes = kc2 * nr * int64_t(sizeof(float));
             }
+            if (groups == 1) {
+              // One row group (M <= 6) streams B alone, without re-reads: the hardware prefetcher
+              // keeps up by itself, and software prefetches (into L1 or L2) only slowed it (Zen 4,
+              // 1-6 x 3072 x 768 from memory: 13-35% more GFLOP/s without them).
+              tile(ic, mc, jr, bblock, 0);
+              continue;
+            }
             for (int64_t g = 0; g < groups; ++g) {
               const int64_t r0 = group_row(g) - ic, h = base + (g < extra);
               const float* pf = next ? next + next_bytes * r0 / mc / int64_t(sizeof(float)) : nullptr;

@@ -118,7 +118,8 @@ using GemmUkr = void (*)(int64_t kc, const float* a, const float* b, float* c, i
 // Prefetch: with pf = nullptr, row p prefetches into L1 a fixed distance ahead of
 // b along the panel; otherwise row p prefetches into L2 the NR floats at
 // pf + p * pf_step bytes, so a caller can pace the warming of the next panel
-// over all the tiles that read this one.
+// over all the tiles that read this one; pf != nullptr with pf_step = 0 issues no
+// software prefetch (a lone row group streaming B: the hardware prefetcher does better alone).
 using GemmUkrDirect = void (*)(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
                                int64_t ldb, const float* pf, int64_t pf_step, float* c, int64_t ldc,
                                int64_t mr, int64_t nr, float alpha, float beta, const UkrEpilogue* ep);

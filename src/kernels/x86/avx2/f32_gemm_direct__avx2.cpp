@@ -41,10 +41,11 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
   const float* ap = a;
   const float* bp = b;
   for (int64_t p = 0; p < kc; ++p, bp += ldb, ap += cs_a, pf += pf_step) {
-    if (far)
-      _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T1);
-    else
+    if (far) {
+      if (pf_step) _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T1);
+    } else {
       _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T0);
+    }
     __m256 bv[NV];
 #pragma GCC unroll 2
     for (int j = 0; j < NV; ++j)
