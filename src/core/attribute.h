@@ -3,6 +3,8 @@
 // Graph derives from Subgraph).
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,5 +60,9 @@ struct Attribute {
     return a;
   }
 };
+
+// A node's attributes by name; std::less<> lets kernels look them up by string_view on every run
+// without building a string.
+using AttrMap = std::map<std::string, Attribute, std::less<>>;
 
 }  // namespace tessera

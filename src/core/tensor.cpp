@@ -12,11 +12,11 @@ namespace tessera {
 int64_t shape_numel(std::span<const int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    check_arg(d >= 0, "negative dimension in shape ", shape_str(shape));
+    check_arg(d >= 0, "negative dimension in shape ", shape_text(shape));
     if (d == 0) return 0;
   }
   for (int64_t d : shape) {
-    check_arg(n <= kMaxElements / d, "shape ", shape_str(shape), " has more than 2^40 elements");
+    check_arg(n <= kMaxElements / d, "shape ", shape_text(shape), " has more than 2^40 elements");
     n *= d;
   }
   return n;
@@ -107,7 +107,7 @@ bool Tensor::is_contiguous() const {
 
 Tensor Tensor::reshape(Shape shape) const {
   check(is_contiguous(), ErrorCode::internal, "reshape of a non-contiguous tensor");
-  check_arg(shape_numel(shape) == numel_, "cannot reshape ", describe(), " to ", shape_str(shape));
+  check_arg(shape_numel(shape) == numel_, "cannot reshape ", text(), " to ", shape_text(shape));
   return view(dtype_, std::move(shape), storage_, offset_);
 }
 

@@ -59,7 +59,7 @@ class Tensor {
     if (shape.empty() && v.size() != 1) shape = {int64_t(v.size())};
     Tensor t(kDTypeOf<T>, shape);
     check_arg(size_t(t.numel()) == v.size(), "from_vector: ", v.size(), " values for shape ",
-              shape_str(shape));
+              shape_text(shape));
     std::copy(v.begin(), v.end(), t.data<T>());
     return t;
   }

@@ -76,10 +76,10 @@ class Node {
   int opset = 0;       // version of the domain's opset the model imports
   std::vector<Value*> inputs;   // nullptr for an omitted optional input
   std::vector<Value*> outputs;  // nullptr for an omitted optional output
-  std::map<std::string, Attribute> attrs;
+  AttrMap attrs;
   Graph* owner = nullptr;
 
-  const Attribute* attr(const std::string& n) const {
+  const Attribute* attr(std::string_view n) const {
     auto it = attrs.find(n);
     return it == attrs.end() ? nullptr : &it->second;
   }

@@ -86,8 +86,7 @@ TEST(FusedElementwise, TunedMatchesReferenceOnRandomPrograms) {
       const int64_t b = ew_arity(op) == 2 ? int64_t(g() % uint64_t(avail)) : -1;
       prog.insert(prog.end(), {int64_t(op), dst, a, b});
     }
-    const std::map<std::string, Attribute> attrs = {{"program", attr_ints(prog)},
-                                                    {"num_registers", attr_i(n_ins - 1)}};
+    const AttrMap attrs = {{"program", attr_ints(prog)}, {"num_registers", attr_i(n_ins - 1)}};
     tessera::testing::TestKernelContext rc("FusedElementwise", inputs, attrs, 1);
     ref(rc);
     const Tensor& want = rc.outputs()[0].tensor;
@@ -118,7 +117,7 @@ TEST(FusedElementwise, TunedMatchesReferenceOnRandomPrograms) {
 TEST(FusedElementwise, BadInputsGiveErrors) {
   KernelFn tuned = backends::cpu::x86_eltwise_kernel("FusedElementwise");
   const std::vector<int64_t> prog = {int64_t(EwOp::add), -1, 0, 1};
-  const std::map<std::string, Attribute> attrs = {{"program", attr_ints(prog)}, {"num_registers", attr_i(0)}};
+  const AttrMap attrs = {{"program", attr_ints(prog)}, {"num_registers", attr_i(0)}};
   std::mt19937 g(1);
   tessera::testing::TestKernelContext c1("FusedElementwise", {rand_f32({3}, g), rand_f32({4}, g)}, attrs, 1);
   EXPECT_THROW(tuned(c1), Error);  // shapes do not broadcast

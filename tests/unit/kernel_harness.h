@@ -13,9 +13,12 @@ namespace tessera::testing {
 
 class TestKernelContext : public KernelContext {
  public:
-  TestKernelContext(std::string op, std::vector<DataValue> inputs, std::map<std::string, Attribute> attrs,
-                    size_t num_outputs, int opset = 23)
-      : op_(std::move(op)), inputs_(std::move(inputs)), attrs_(std::move(attrs)), outputs_(num_outputs),
+  TestKernelContext(std::string op, std::vector<DataValue> inputs, AttrMap attrs, size_t num_outputs,
+                    int opset = 23)
+      : op_(std::move(op)),
+        inputs_(std::move(inputs)),
+        attrs_(std::move(attrs)),
+        outputs_(num_outputs),
         opset_(opset) {}
 
   const std::string& node_name() const override { return name_; }
@@ -47,7 +50,7 @@ class TestKernelContext : public KernelContext {
  private:
   std::string name_ = "test_node", op_;
   std::vector<DataValue> inputs_;
-  std::map<std::string, Attribute> attrs_;
+  AttrMap attrs_;
   std::vector<DataValue> outputs_;
   int opset_;
 };
@@ -61,8 +64,7 @@ inline Attribute attr_floats(std::vector<float> v) { Attribute a; a.kind = Attri
 
 // Runs the reference kernel registered for op (default domain) and returns its outputs.
 inline std::vector<DataValue> run_ref(const std::string& op, std::vector<DataValue> inputs,
-                                      std::map<std::string, Attribute> attrs = {}, size_t num_outputs = 1,
-                                      int opset = 23) {
+                                      AttrMap attrs = {}, size_t num_outputs = 1, int opset = 23) {
   KernelFn fn = kernels::ref::KernelTable::instance().find("", op);
   if (!fn) throw Error(ErrorCode::unsupported, "no reference kernel for " + op);
   TestKernelContext ctx(op, std::move(inputs), std::move(attrs), num_outputs, opset);

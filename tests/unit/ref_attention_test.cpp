@@ -155,7 +155,7 @@ TEST(RefAttention, ShapeInferenceMatchesKernels) {
   {
     Tensor q = rand_tensor({2, 3, 8}, 1), k = rand_tensor({2, 5, 4}, 2), v = rand_tensor({2, 5, 6}, 3);
     Tensor pk = rand_tensor({2, 2, 4, 2}, 4), pv = rand_tensor({2, 2, 4, 3}, 5);
-    std::map<std::string, Attribute> at{{"q_num_heads", attr_i(4)}, {"kv_num_heads", attr_i(2)}};
+    AttrMap at{{"q_num_heads", attr_i(4)}, {"kv_num_heads", attr_i(2)}};
     auto out = run_ref("Attention", {q, k, v, DataValue(), pk, pv}, at, 4);
     auto ty = infer_node("Attention",
                          {{DType::f32, {2, 3, 8}}, {DType::f32, {2, 5, 4}}, {DType::f32, {2, 5, 6}}, {DType::f32, {}, nullptr, false},
@@ -164,7 +164,7 @@ TEST(RefAttention, ShapeInferenceMatchesKernels) {
     for (size_t i = 0; i < 4; ++i) EXPECT_EQ(static_shape(ty[i]), out[i].tensor.shape()) << i;
   }
   {
-    std::map<std::string, Attribute> at{{"q_num_heads", attr_i(4)}, {"kv_num_heads", attr_i(2)}, {"update_rule", attr_s("linear")}};
+    AttrMap at{{"q_num_heads", attr_i(4)}, {"kv_num_heads", attr_i(2)}, {"update_rule", attr_s("linear")}};
     auto out = run_ref("LinearAttention", {rand_tensor({2, 3, 8}, 1), rand_tensor({2, 3, 4}, 2), rand_tensor({2, 3, 6}, 3)}, at, 2);
     auto ty = infer_node("LinearAttention", {{DType::f32, {2, 3, 8}}, {DType::f32, {2, 3, 4}}, {DType::f32, {2, 3, 6}}}, at, 2);
     for (size_t i = 0; i < 2; ++i) EXPECT_EQ(static_shape(ty[i]), out[i].tensor.shape()) << i;

@@ -14,7 +14,7 @@ using testing::attr_i;
 using testing::attr_s;
 using testing::run_ref;
 
-Tensor cast(const Tensor& x, int64_t onnx_to, std::map<std::string, Attribute> attrs = {}) {
+Tensor cast(const Tensor& x, int64_t onnx_to, AttrMap attrs = {}) {
   attrs["to"] = attr_i(onnx_to);
   return run_ref("Cast", {x}, attrs)[0].tensor;
 }

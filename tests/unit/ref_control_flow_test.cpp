@@ -33,8 +33,8 @@ Attribute graph(std::shared_ptr<LambdaGraph> g) {
   return a;
 }
 
-std::vector<DataValue> run(const std::string& op, std::vector<DataValue> in, std::map<std::string, Attribute> attrs,
-                           size_t nout, int opset = 23) {
+std::vector<DataValue> run(const std::string& op, std::vector<DataValue> in, AttrMap attrs, size_t nout,
+                           int opset = 23) {
   LambdaContext ctx(op, std::move(in), std::move(attrs), nout, opset);
   kernels::ref::KernelTable::instance().find("", op)(ctx);
   return std::move(ctx.outputs());
@@ -98,11 +98,11 @@ TEST(RefControlFlow, ScanAxesAndDirections) {
   });
   const Tensor x = Tensor::from_vector<float>({1, 2, 3, 10, 20, 30}, {2, 3});
   const Tensor init = Tensor::from_vector<float>({0, 0});
-  std::map<std::string, Attribute> at{{"body", graph(body)},
-                                      {"num_scan_inputs", testing::attr_i(1)},
-                                      {"scan_input_axes", testing::attr_ints({1})},
-                                      {"scan_input_directions", testing::attr_ints({1})},
-                                      {"scan_output_axes", testing::attr_ints({-1})}};
+  AttrMap at{{"body", graph(body)},
+             {"num_scan_inputs", testing::attr_i(1)},
+             {"scan_input_axes", testing::attr_ints({1})},
+             {"scan_input_directions", testing::attr_ints({1})},
+             {"scan_output_axes", testing::attr_ints({-1})}};
   auto y = run("Scan", {init, x}, at, 2);
   EXPECT_EQ(y[0].tensor.to_double_vector(), (std::vector<double>{6, 60}));
   ASSERT_EQ(y[1].tensor.shape(), (Shape{2, 3}));
@@ -111,7 +111,7 @@ TEST(RefControlFlow, ScanAxesAndDirections) {
   y = run("Scan", {init, x}, at, 2);
   EXPECT_EQ(y[1].tensor.to_double_vector(), (std::vector<double>{6, 5, 3, 60, 50, 30}));
   // Scan-8: batch dimension first, optional sequence_lens input.
-  std::map<std::string, Attribute> at8{{"body", graph(body)}, {"num_scan_inputs", testing::attr_i(1)}};
+  AttrMap at8{{"body", graph(body)}, {"num_scan_inputs", testing::attr_i(1)}};
   const Tensor x8 = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {1, 3, 2});
   auto y8 = run("Scan", {DataValue(), Tensor::from_vector<float>({0, 0}, {1, 2}), x8}, at8, 2, 8);
   EXPECT_EQ(y8[0].tensor.to_double_vector(), (std::vector<double>{9, 12}));

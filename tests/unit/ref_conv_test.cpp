@@ -124,8 +124,10 @@ TEST(RefConv, ConvTransposeIsAdjointOfConv) {
                         Case{{1, 3, 10, 11}, 3, 2, 3, {3, 2}, {2, 1}, {0, 1, 2, 0}}}) {
     Tensor x = rand_tensor(c.x, seed++);
     Tensor w = rand_tensor({c.m, c.x[1] / c.group, c.k, c.k}, seed++);
-    std::map<std::string, Attribute> at{{"group", attr_i(c.group)}, {"strides", ints(c.strides)},
-                                        {"dilations", ints(c.dil)}, {"pads", ints(c.pads)}};
+    AttrMap at{{"group", attr_i(c.group)},
+               {"strides", ints(c.strides)},
+               {"dilations", ints(c.dil)},
+               {"pads", ints(c.pads)}};
     auto y = run_ref("Conv", {x, w}, at);
     Tensor r = rand_tensor(y[0].tensor.shape(), seed++);
     // ConvTranspose's W is [C_in_of_transpose = M, C/group, k, k]: the same tensor.
@@ -195,7 +197,7 @@ TEST(RefConv, Col2ImIsAdjointOfIm2Col) {
 
 TEST(RefConv, DeformConvWithZeroOffsetsIsConv) {
   Tensor x = rand_tensor({2, 4, 6, 5}, 1), w = rand_tensor({6, 2, 3, 2}, 2), b = rand_tensor({6}, 3);
-  std::map<std::string, Attribute> at{{"group", attr_i(2)}, {"pads", ints({1, 0, 1, 1})}, {"strides", ints({1, 2})}};
+  AttrMap at{{"group", attr_i(2)}, {"pads", ints({1, 0, 1, 1})}, {"strides", ints({1, 2})}};
   auto conv = run_ref("Conv", {x, w, b}, at);
   const Shape os = conv[0].tensor.shape();
   at["offset_group"] = attr_i(2);
@@ -220,7 +222,7 @@ TEST(RefConv, ShapeInferenceMatchesKernels) {
   struct Case {
     std::string op;
     std::vector<Shape> in;
-    std::map<std::string, Attribute> attrs;
+    AttrMap attrs;
   };
   const std::vector<Case> cases = {
       {"Conv", {{2, 4, 9, 8}, {6, 2, 3, 2}}, {{"group", attr_i(2)}, {"strides", ints({2, 3})}, {"pads", ints({1, 0, 2, 1})}}},
@@ -256,7 +258,7 @@ TEST(RefConv, ShapeInferenceMatchesKernels) {
 TEST(RefConv, CausalConvWithStateStreams) {
   // Running two halves with the carried state equals one run over the whole sequence.
   Tensor x = rand_tensor({2, 3, 8}, 1), w = rand_tensor({3, 1, 4}, 2), b = rand_tensor({3}, 3);
-  std::map<std::string, Attribute> at{{"activation", attr_s("silu")}};
+  AttrMap at{{"activation", attr_s("silu")}};
   auto whole = run_ref("CausalConvWithState", {x, w, b}, at, 2);
   const auto vx = vals(x);
   std::vector<float> h1, h2;

@@ -218,7 +218,7 @@ TEST(RefElementwise, BinaryFloatBroadcasting) {
     for (const auto& [sa, sb] : shapes) {
       const Tensor a = random_f32(sa, 0.5f, 3.f, seed++);
       const Tensor b = random_f32(sb, 0.5f, 3.f, seed++);
-      std::map<std::string, Attribute> attrs;
+      AttrMap attrs;
       if (std::string(c.op) == "Mod") attrs["fmod"] = attr_i(1);
       const Tensor y = run_ref(c.op, {a, b}, attrs)[0].tensor;
       const Shape out = broadcast_shape(sa, sb);

@@ -183,7 +183,7 @@ TEST(RefLinalg, ShapeInferenceMatchesKernels) {
   struct Case {
     std::string op;
     std::vector<Shape> in;
-    std::map<std::string, Attribute> attrs;
+    AttrMap attrs;
   };
   const std::vector<Case> cases = {
       {"MatMul", {{2, 1, 3, 5}, {4, 5, 7}}, {}},

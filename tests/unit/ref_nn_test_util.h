@@ -59,8 +59,7 @@ struct InferInput {
   bool present = true;
 };
 inline std::vector<ir::TypeInfo> infer_node(const std::string& op, const std::vector<InferInput>& inputs,
-                                            std::map<std::string, Attribute> attrs, size_t num_outputs = 1,
-                                            int opset = 23) {
+                                            AttrMap attrs, size_t num_outputs = 1, int opset = 23) {
   ir::Graph g;
   ir::Node* n = g.add_node(op, "n");
   n->opset = opset;

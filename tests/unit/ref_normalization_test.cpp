@@ -175,8 +175,7 @@ TEST(RefNormalization, ShapeInference) {
   for (const char* op : {"RMSNormalization", "LpNormalization", "MeanVarianceNormalization", "LRN"}) {
     std::vector<InferInput> in{{DType::f32, {2, 3, 4, 4}}};
     if (std::string(op) == "RMSNormalization") in.push_back({DType::f32, {4}});
-    auto t = infer_node(op, in, std::string(op) == "LRN" ? std::map<std::string, Attribute>{{"size", attr_i(3)}}
-                                                          : std::map<std::string, Attribute>{});
+    auto t = infer_node(op, in, std::string(op) == "LRN" ? AttrMap{{"size", attr_i(3)}} : AttrMap{});
     EXPECT_EQ(static_shape(t[0]), (Shape{2, 3, 4, 4})) << op;
   }
   EXPECT_THROW(infer_node("GroupNormalization", {{DType::f32, {2, 6, 4}}, {DType::f32, {6}}, {DType::f32, {6}}},

@@ -64,8 +64,11 @@ TEST(RefPool, MaxAndAveragePool2d) {
   uint32_t seed = 1;
   for (const PoolCase& c : cases) {
     Tensor x = rand_tensor(c.x, seed++);
-    std::map<std::string, Attribute> at{{"kernel_shape", ints({c.kh, c.kw})}, {"strides", ints(c.strides)},
-                                        {"pads", ints(c.pads)}, {"dilations", ints(c.dil)}, {"ceil_mode", attr_i(c.ceil)}};
+    AttrMap at{{"kernel_shape", ints({c.kh, c.kw})},
+               {"strides", ints(c.strides)},
+               {"pads", ints(c.pads)},
+               {"dilations", ints(c.dil)},
+               {"ceil_mode", attr_i(c.ceil)}};
     for (int include = 0; include < 2; ++include) {
       std::vector<double> mx, avg, arg;
       int64_t oh, ow;
@@ -139,7 +142,7 @@ TEST(RefPool, LpPoolAndGlobalPools) {
 
 TEST(RefPool, MaxUnpoolInvertsMaxPool) {
   Tensor x = rand_tensor({1, 2, 4, 6}, 6);
-  std::map<std::string, Attribute> at{{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}};
+  AttrMap at{{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}};
   auto mp = run_ref("MaxPool", {x}, at, 2);
   auto up = run_ref("MaxUnpool", {mp[0].tensor, mp[1].tensor}, at);
   ASSERT_EQ(up[0].tensor.shape(), x.shape());
@@ -186,7 +189,7 @@ TEST(RefPool, ShapeInferenceMatchesKernels) {
   struct Case {
     std::string op;
     Shape x;
-    std::map<std::string, Attribute> attrs;
+    AttrMap attrs;
   };
   const std::vector<Case> cases = {
       {"MaxPool", {1, 1, 4, 4}, {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}, {"ceil_mode", attr_i(1)}}},

@@ -90,7 +90,7 @@ TEST(RefRnn, GruLayoutAndSequenceLens) {
   const Tensor w = Tensor::from_vector(randf(size_t(3 * H * I), 9), {1, 3 * H, I});
   const Tensor r = Tensor::from_vector(randf(size_t(3 * H * H), 10), {1, 3 * H, H});
   const Tensor lens = Tensor::from_vector<int32_t>({4, 2, 0});
-  std::map<std::string, Attribute> at{{"linear_before_reset", attr_i(1)}};
+  AttrMap at{{"linear_before_reset", attr_i(1)}};
   auto y0 = run_ref("GRU", {Tensor::from_vector(xv, {S, B, I}), w, r, DataValue(), lens}, at, 2);
   // Steps past a batch entry's length are zero; Y_h is its last valid step.
   for (int64_t h = 0; h < H; ++h) {

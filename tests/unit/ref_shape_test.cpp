@@ -246,8 +246,8 @@ using ir::TypeInfo;
 struct OneNode {
   ir::Graph g;
   ir::Node* n;
-  OneNode(const std::string& op, TypeInfo x, std::vector<std::optional<Tensor>> consts,
-          std::map<std::string, Attribute> attrs = {}, int outputs = 1) {
+  OneNode(const std::string& op, TypeInfo x, std::vector<std::optional<Tensor>> consts, AttrMap attrs = {},
+          int outputs = 1) {
     n = g.add_node(op, "n");
     ir::Value* in = g.add_value("x");
     in->type = std::move(x);

@@ -70,7 +70,7 @@ TEST(RefText, RegexFullMatch) {
 
 TEST(RefText, TfIdfVectorizerCountsSkipGrams) {
   // pool: 1-grams {2, 3}, 2-grams {(5,6), (7,8)}; output slots in pool order.
-  std::map<std::string, Attribute> attrs = {
+  AttrMap attrs = {
       {"mode", attr_s("TF")},
       {"min_gram_length", attr_i(1)},
       {"max_gram_length", attr_i(2)},

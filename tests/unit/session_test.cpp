@@ -141,7 +141,7 @@ Attribute gattr(std::shared_ptr<ir::Graph> g) {
 
 // Builds a node with one output named `out` in graph g.
 ir::Value* node(ir::Graph& g, const std::string& op, const std::string& out, std::vector<ir::Value*> ins,
-                std::map<std::string, Attribute> attrs = {}) {
+                AttrMap attrs = {}) {
   ir::Node* n = g.add_node(op, out + "_node");
   n->domain = kDom;
   n->opset = 1;

@@ -36,8 +36,8 @@ Tensor rand_f32(const Shape& s, std::mt19937& g, float scale = 1.0f) {
 }
 
 // The reference kernel's and the x86 kernel's outputs for the same node (the latter made contiguous).
-std::pair<Tensor, Tensor> ref_and_x86(const std::vector<DataValue>& in,
-                                      const std::map<std::string, Attribute>& attrs, ThreadPool* pool) {
+std::pair<Tensor, Tensor> ref_and_x86(const std::vector<DataValue>& in, const AttrMap& attrs,
+                                      ThreadPool* pool) {
   tessera::testing::TestKernelContext rc("FusedAttention", in, attrs, 1);
   kernels::ref::KernelTable::instance().find("tessera", "FusedAttention")(rc);
   PoolCtx tc("FusedAttention", in, attrs, 1);
@@ -57,8 +57,7 @@ void check_case(const Shape& lead, int64_t lq, int64_t lk, int64_t d, int64_t dv
                                rand_f32(kt ? with(kl, {d, lk}) : with(kl, {lk, d}), g),
                                rand_f32(with(lead, {lk, dv}), g)};
   if (mask_shape) in.push_back(rand_f32(*mask_shape, g, 3.0f));
-  const std::map<std::string, Attribute> attrs = {{"scale", attr_f(0.125f)},
-                                                  {"k_transposed", attr_i(kt ? 1 : 0)}};
+  const AttrMap attrs = {{"scale", attr_f(0.125f)}, {"k_transposed", attr_i(kt ? 1 : 0)}};
   const auto [want, got] = ref_and_x86(in, attrs, pool);
   ASSERT_EQ(got.shape(), want.shape());
   double worst = 0;
@@ -115,10 +114,10 @@ TEST(X86Attention, WhereConditionThenMask) {
                                        rand_f32({2, 3, lk, 16}, g)};
           in.push_back(with_mask ? DataValue(rand_f32({2, 1, 1, lk}, g)) : DataValue());
           in.push_back(cond);
-          const std::map<std::string, Attribute> attrs = {{"scale", attr_f(0.25f)},
-                                                          {"k_transposed", attr_i(1)},
-                                                          {"keep_where", attr_i(keep)},
-                                                          {"fill", attr_f(-1e4f)}};
+          const AttrMap attrs = {{"scale", attr_f(0.25f)},
+                                 {"k_transposed", attr_i(1)},
+                                 {"keep_where", attr_i(keep)},
+                                 {"fill", attr_f(-1e4f)}};
           const auto [want, got] = ref_and_x86(in, attrs, &pool);
           ASSERT_EQ(got.shape(), want.shape());
           for (int64_t i = 0; i < want.numel(); ++i)
@@ -130,8 +129,8 @@ TEST(X86Attention, WhereConditionThenMask) {
 
 // Transposes folded in by fuse_attention: q_perm / k_perm / v_perm read the inputs through strided views
 // (heads split off [B, L, H, D], ViT's [L, B*H, D]), out_perm writes the result transposed in place.
-void check_perm_case(const std::vector<DataValue>& in, const std::map<std::string, Attribute>& attrs,
-                     ThreadPool* pool, const char* what) {
+void check_perm_case(const std::vector<DataValue>& in, const AttrMap& attrs, ThreadPool* pool,
+                     const char* what) {
   const auto [want, got] = ref_and_x86(in, attrs, pool);
   ASSERT_EQ(got.shape(), want.shape()) << what;
   for (int64_t i = 0; i < want.numel(); ++i)
@@ -195,7 +194,7 @@ TEST(X86Attention, FallsBackForBroadcastLeadingDims) {
 
 TEST(X86Attention, BadShapesGiveErrors) {
   std::mt19937 g(4);
-  const std::map<std::string, Attribute> attrs = {{"k_transposed", attr_i(1)}};
+  const AttrMap attrs = {{"k_transposed", attr_i(1)}};
   PoolCtx c("FusedAttention", {rand_f32({2, 4, 8}, g), rand_f32({2, 7, 6}, g), rand_f32({2, 6, 8}, g)}, attrs,
             1);
   EXPECT_THROW(backends::cpu::x86_fused_attention_kernel()(c), Error);  // D 8 vs Kt's 7

@@ -213,9 +213,8 @@ ThreadPool& test_pool() {
   return p;
 }
 
-std::vector<DataValue> run_tuned(const std::string& op, std::vector<DataValue> in,
-                                 std::map<std::string, Attribute> attrs = {}, size_t nout = 1, int opset = 23,
-                                 bool threaded = false) {
+std::vector<DataValue> run_tuned(const std::string& op, std::vector<DataValue> in, AttrMap attrs = {},
+                                 size_t nout = 1, int opset = 23, bool threaded = false) {
   KernelFn fn = backends::cpu::x86_eltwise_kernel(op);
   EXPECT_NE(fn, nullptr) << op;
   PoolCtx ctx(op, std::move(in), std::move(attrs), nout, opset);
@@ -335,14 +334,14 @@ TEST(X86Eltwise, LayerNormMatchesRef) {
         const Tensor x = rand_f32({5, len}, g, -4.0f, 6.0f), s = rand_f32({len}, g), b = rand_f32({len}, g);
         std::vector<DataValue> in = {x, s};
         if (with_bias) in.push_back(b);
-        const std::map<std::string, Attribute> at = {{"epsilon", attr_f(1e-3f)}};
+        const AttrMap at = {{"epsilon", attr_f(1e-3f)}};
         const auto want = tessera::testing::run_ref("LayerNormalization", in, at);
         const auto got = run_tuned("LayerNormalization", in, at, 1, 23, true);
         expect_close(got[0].tensor, want[0].tensor, 1e-5, 2e-5, "LayerNorm " + x.describe());
       }
     // axis 1 of a rank-3 input normalizes over the last two dims
     const Tensor x = rand_f32({3, 4, 5}, g), s = rand_f32({4, 5}, g), b = rand_f32({4, 5}, g);
-    const std::map<std::string, Attribute> at = {{"axis", attr_i(1)}};
+    const AttrMap at = {{"axis", attr_i(1)}};
     expect_close(run_tuned("LayerNormalization", {x, s, b}, at)[0].tensor,
                  tessera::testing::run_ref("LayerNormalization", {x, s, b}, at)[0].tensor, 1e-5, 2e-5,
                  "LayerNorm axis 1");
@@ -392,7 +391,7 @@ TEST(X86Eltwise, TransposeMatchesRef) {
     ForceIsa force(isa);
     for (const auto& [shape, perm] : cases) {
       const Tensor x = rand_f32(shape, g);
-      std::map<std::string, Attribute> at;
+      AttrMap at;
       if (!perm.empty()) at["perm"] = attr_ints(perm);
       const auto want = tessera::testing::run_ref("Transpose", {x}, at);
       for (bool threaded : {false, true}) {
@@ -422,7 +421,7 @@ TEST(X86Eltwise, Timing) {
   struct Case {
     std::string op;
     std::vector<DataValue> in;
-    std::map<std::string, Attribute> at;
+    AttrMap at;
   };
   const Tensor act = rand_f32({128, 3072}, g), h = rand_f32({128, 768}, g), row = rand_f32({768}, g),
                sc = rand_f32({12, 128, 128}, g), q = rand_f32({1, 128, 12, 64}, g);

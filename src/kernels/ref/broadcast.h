@@ -32,7 +32,7 @@ inline Shape broadcast_shape(const std::vector<Shape>& shapes) {
       const int64_t d = s[i];
       int64_t& o = out[off + i];
       if (d == o || d == 1) continue;
-      check_arg(o == 1, "shapes cannot broadcast: ", shape_str(shapes.front()), " and ", shape_str(s),
+      check_arg(o == 1, "shapes cannot broadcast: ", shape_text(shapes.front()), " and ", shape_text(s),
                 " (dimension ", d, " vs ", o, ")");
       o = d;
     }
@@ -59,7 +59,7 @@ class BroadcastIndexer {
     strides_.assign(n_ * rank, 0);
     for (size_t k = 0; k < n_; ++k) {
       const Shape& s = inputs[k];
-      check_arg(broadcasts_to(s, out_), "shape ", shape_str(s), " does not broadcast to ", shape_str(out_));
+      check_arg(broadcasts_to(s, out_), "shape ", shape_text(s), " does not broadcast to ", shape_text(out_));
       const size_t off = rank - s.size();
       int64_t stride = 1;
       for (size_t i = s.size(); i-- > 0;) {

@@ -254,8 +254,8 @@ void fused_elementwise(KernelContext& ctx) {
 // exactly theirs).
 class SubCall : public KernelContext {
  public:
-  SubCall(const KernelContext& parent, std::string op, std::vector<DataValue> in,
-          std::map<std::string, Attribute> attrs = {}, std::string domain = "")
+  SubCall(const KernelContext& parent, std::string op, std::vector<DataValue> in, AttrMap attrs = {},
+          std::string domain = "")
       : parent_(parent),
         op_(std::move(op)),
         domain_(std::move(domain)),
@@ -295,7 +295,7 @@ class SubCall : public KernelContext {
   const KernelContext& parent_;
   std::string op_, domain_;
   std::vector<DataValue> in_;
-  std::map<std::string, Attribute> attrs_;
+  AttrMap attrs_;
   std::vector<DataValue> out_;
 };
 
@@ -349,20 +349,20 @@ void fused_pw_dw_conv(KernelContext& ctx) {
   const auto attr_f = Attribute::of_float;
   const auto attr_ints = Attribute::of_ints;
   auto optional = [&](size_t i) { return ctx.input(i) ? DataValue(*ctx.input(i)) : DataValue(); };
-  const std::map<std::string, Attribute> pw = {{"layout", attr_s("NHWC")},
-                                               {"kernel_shape", attr_ints({1, 1})},
-                                               {"weight_shape", attr_ints({e, x.dim(3), 1, 1})},
-                                               {"activation", attr_s(ctx.attr_string("pw_activation", ""))},
-                                               {"clip_min", attr_f(ctx.attr_float("pw_clip_min", 0))},
-                                               {"clip_max", attr_f(ctx.attr_float("pw_clip_max", 0))}};
+  const AttrMap pw = {{"layout", attr_s("NHWC")},
+                      {"kernel_shape", attr_ints({1, 1})},
+                      {"weight_shape", attr_ints({e, x.dim(3), 1, 1})},
+                      {"activation", attr_s(ctx.attr_string("pw_activation", ""))},
+                      {"clip_min", attr_f(ctx.attr_float("pw_clip_min", 0))},
+                      {"clip_max", attr_f(ctx.attr_float("pw_clip_max", 0))}};
   const Tensor t = SubCall(ctx, "FusedConv", {x, ctx.required_input(1), optional(2)}, pw, "tessera").run();
-  std::map<std::string, Attribute> dw = {{"layout", attr_s("NHWC")},
-                                         {"group", attr_i(e)},
-                                         {"kernel_shape", attr_ints(ks)},
-                                         {"weight_shape", attr_ints({e, 1, ks[0], ks[1]})},
-                                         {"activation", attr_s(ctx.attr_string("activation", ""))},
-                                         {"clip_min", attr_f(ctx.attr_float("clip_min", 0))},
-                                         {"clip_max", attr_f(ctx.attr_float("clip_max", 0))}};
+  AttrMap dw = {{"layout", attr_s("NHWC")},
+                {"group", attr_i(e)},
+                {"kernel_shape", attr_ints(ks)},
+                {"weight_shape", attr_ints({e, 1, ks[0], ks[1]})},
+                {"activation", attr_s(ctx.attr_string("activation", ""))},
+                {"clip_min", attr_f(ctx.attr_float("clip_min", 0))},
+                {"clip_max", attr_f(ctx.attr_float("clip_max", 0))}};
   for (const char* name : {"strides", "dilations", "pads"})
     if (const Attribute* a = ctx.attr(name)) dw[name] = *a;
   ctx.set_output(

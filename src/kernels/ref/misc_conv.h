@@ -23,7 +23,7 @@ struct ConvGeometry {
 
 inline ConvGeometry conv_geometry(const KernelContext& ctx, const Shape& xs, const Shape& ws) {
   ConvGeometry g;
-  ctx.check(xs.size() >= 3, "input must have rank >= 3 (N, C, spatial...), got ", shape_str(xs));
+  ctx.check(xs.size() >= 3, "input must have rank >= 3 (N, C, spatial...), got ", shape_text(xs));
   ctx.check(ws.size() == xs.size(), "weight rank ", ws.size(), " differs from input rank ", xs.size());
   const size_t k = xs.size() - 2;
   g.n = xs[0];

@@ -44,7 +44,7 @@ inline Shape broadcast_shape(const KernelContext& ctx, const Shape& a, const Sha
   for (size_t i = 0; i < r; ++i) {
     const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
     const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    ctx.check(da == db || da == 1 || db == 1, "shapes ", shape_str(a), " and ", shape_str(b),
+    ctx.check(da == db || da == 1 || db == 1, "shapes ", shape_text(a), " and ", shape_text(b),
               " cannot be broadcast");
     out[i] = da == 1 ? db : da;
   }
