@@ -150,17 +150,9 @@ void dw_row_portable(const DwRowArgs& a) {
     float* yo = a.y + (ox - a.ox0) * c;
     for (int64_t ch = 0; ch < c; ++ch) yo[ch] = a.bias ? a.bias[ch] : 0.0f;
     const int64_t ixb = ox * a.sw + a.ix0;
-    for (int64_t r = 0; r < a.kh; ++r) {
-      const int64_t iy = a.iy0 + r * a.dh;
-      if (iy < 0 || iy >= a.h) continue;
-      for (int64_t q = 0; q < a.kw; ++q) {
-        const int64_t ix = ixb + q * a.dw;
-        if (ix < 0 || ix >= a.w) continue;
-        const float* xp = a.x + (iy * a.w + ix) * c;
-        const float* wp = a.wp + (r * a.kw + q) * c;
-        for (int64_t ch = 0; ch < c; ++ch) yo[ch] += xp[ch] * wp[ch];
-      }
-    }
+    for_each_dw_tap(a, ixb, [&](int64_t xo, int64_t wo) {
+      for (int64_t ch = 0; ch < c; ++ch) yo[ch] += a.x[xo + ch] * a.wp[wo + ch];
+    });
     const float* ro = a.residual ? a.residual + (ox - a.ox0) * c : nullptr;
     for (int64_t ch = 0; ch < c; ++ch)
       yo[ch] = act1(yo[ch] + (ro ? ro[ch] : 0.0f), a.act, a.clip_min, a.clip_max);

@@ -130,6 +130,20 @@ struct DwRowArgs {
 };
 void dw_row_avx512f(const DwRowArgs& a);
 
+// Calls f(x_off, w_off) for each tap of output column ixb's window (ixb = ox * sw + ix0) that falls inside
+// the image: channel 0 of its input pixel at a.x + x_off, of its weights at a.wp + w_off.
+template <typename F>
+inline void for_each_dw_tap(const DwRowArgs& a, int64_t ixb, F&& f) {
+  for (int64_t r = 0; r < a.kh; ++r) {
+    const int64_t iy = a.iy0 + r * a.dh;
+    if (iy < 0 || iy >= a.h) continue;
+    for (int64_t q = 0; q < a.kw; ++q) {
+      const int64_t ix = ixb + q * a.dw;
+      if (ix >= 0 && ix < a.w) f((iy * a.w + ix) * a.c, (r * a.kw + q) * a.c);
+    }
+  }
+}
+
 // Depthwise 3x3, dilation 1, horizontal stride 1 or 2 (MobileNet's and EfficientNet's): output rows
 // [oy0, oy1) of one image, all columns, 16-channel blocks outermost so that a block's input rows stay in
 // L1 from one output row to the next. A block's 9 weight vectors live in registers and each input vector

@@ -94,23 +94,16 @@ namespace {
 // One output pixel's channels [cb, cb + 8 * NV) of a depthwise row.
 template <int NV>
 inline void dw_pixel_block(const DwRowArgs& a, int64_t ixb, int64_t cb, float* yo, const float* ro) {
-  const int64_t c = a.c;
   __m256 s[NV];
 #pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) s[v] = a.bias ? _mm256_loadu_ps(a.bias + cb + 8 * v) : _mm256_setzero_ps();
-  for (int64_t r = 0; r < a.kh; ++r) {
-    const int64_t iy = a.iy0 + r * a.dh;
-    if (iy < 0 || iy >= a.h) continue;
-    for (int64_t q = 0; q < a.kw; ++q) {
-      const int64_t ix = ixb + q * a.dw;
-      if (ix < 0 || ix >= a.w) continue;
-      const float* xp = a.x + (iy * a.w + ix) * c + cb;
-      const float* wp = a.wp + (r * a.kw + q) * c + cb;
+  for_each_dw_tap(a, ixb, [&](int64_t xo, int64_t wo) {
+    const float* xp = a.x + xo + cb;
+    const float* wp = a.wp + wo + cb;
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v)
-        s[v] = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 8 * v), _mm256_loadu_ps(wp + 8 * v), s[v]);
-    }
-  }
+    for (int v = 0; v < NV; ++v)
+      s[v] = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 8 * v), _mm256_loadu_ps(wp + 8 * v), s[v]);
+  });
 #pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) {
     if (ro) s[v] = _mm256_add_ps(s[v], _mm256_loadu_ps(ro + cb + 8 * v));
@@ -131,15 +124,7 @@ void dw_row_avx2(const DwRowArgs& a) {
     for (; cb + 8 <= c; cb += 8) dw_pixel_block<1>(a, ixb, cb, yo, ro);
     for (; cb < c; ++cb) {
       float s = a.bias ? a.bias[cb] : 0.0f;
-      for (int64_t r = 0; r < a.kh; ++r) {
-        const int64_t iy = a.iy0 + r * a.dh;
-        if (iy < 0 || iy >= a.h) continue;
-        for (int64_t q = 0; q < a.kw; ++q) {
-          const int64_t ix = ixb + q * a.dw;
-          if (ix < 0 || ix >= a.w) continue;
-          s += a.x[(iy * a.w + ix) * c + cb] * a.wp[(r * a.kw + q) * c + cb];
-        }
-      }
+      for_each_dw_tap(a, ixb, [&](int64_t xo, int64_t wo) { s += a.x[xo + cb] * a.wp[wo + cb]; });
       if (ro) s += ro[cb];
       yo[cb] = act1(s, a.act, a.clip_min, a.clip_max);
     }
