@@ -145,6 +145,8 @@ TEST(X86ConvNhwc, DenseMatchesReference) {
       mk(1, 144, 9, 11, 24, 1, 1, 1, 1, 0, 0, 0, 0),   // MobileNet's 24-wide projection (zmm + ymm)
       mk(1, 530, 5, 6, 23, 1, 1, 1, 1, 0, 0, 0, 0),    // 23 wide over two K blocks (accumulates)
       mk(1, 16, 7, 9, 88, 1, 1, 1, 1, 0, 0, 0, 0),     // 64 + 24
+      mk(1, 12, 5, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1),     // AVX2 strips 16 + 16 + 8 (an empty last vector)
+      mk(1, 13, 6, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1),      // 8 channels: AVX2's 12 x 8 tile, full
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)

@@ -242,7 +242,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
       if (isa == ConvIsa::avx512f)
         u = conv_ukr_avx512f(ncols);
       else if (isa == ConvIsa::avx2)
-        u = conv_ukr_avx2(pw);
+        u = conv_ukr_avx2(ncols);
 #endif
       for (size_t bi = 0; bi < blocks.size(); ++bi) {
         const KBlock& b = blocks[bi];
@@ -554,7 +554,7 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
       if (isa == ConvIsa::avx512f)
         u = conv_ukr_avx512f(ncols);
       else if (isa == ConvIsa::avx2)
-        u = conv_ukr_avx2(pw);
+        u = conv_ukr_avx2(ncols);
 #endif
       const float* rows[16];
       for (int xi = 0; xi < NX; ++xi)

@@ -110,7 +110,8 @@ struct ConvUkrInfo {
   const ConvUkr* rem = nullptr;  // rem[m], 0 < m < mr: a kernel for exactly m rows (row table stride mr)
   ConvUkr for_rows(int64_t m) const { return rem && m < mr ? rem[m] : fn; }
 };
-// For AVX-512: one kernel per width of the panel's columns (16, 24, 32, 48, 64); AVX2: 16 wide (sub-panels);
+// For AVX-512: one kernel per width of the panel's columns (16, 24, 32, 48, 64); AVX2: 8 or 24 wide, else 16
+// wide (the driver walks wider panels in strips of the kernel's width);
 // portable: 16 wide.
 ConvUkrInfo conv_ukr_avx512f(int64_t width);
 ConvUkrInfo conv_ukr_avx2(int64_t width);

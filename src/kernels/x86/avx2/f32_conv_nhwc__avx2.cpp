@@ -1,10 +1,13 @@
-// NHWC convolution micro-kernel for AVX2+FMA: 6 pixels x 16 channels (12 ymm
-// accumulators), A broadcast from the input pixel rows, B from the packed weight
-// panel (the driver walks a 64-wide panel in 16-wide strips). Also the depthwise
-// row kernel (8 channels per vector, scalar channel tail).
+// NHWC convolution micro-kernels for AVX2+FMA: an MR-pixel x 8*NV-channel tile in
+// ymm accumulators (6x16, 4x24, 12x8), A broadcast from the input pixel rows, B from
+// the packed weight panel (the driver walks a 64-wide panel in 16-wide strips);
+// masked loads and stores at the channel edge. Also the depthwise row kernel
+// (8 channels per vector, scalar channel tail).
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
+#include <utility>
 
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/dw3_rows_impl.h"
@@ -25,68 +28,89 @@ inline __m256 act256(__m256 v, Activation act, float lo, float hi) {
   return v;
 }
 
-void conv_ukr_6x16(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw, float* y,
-                   int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep) {
-  constexpr int MR = 6;
-  __m256 acc[MR][2];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+// Columns [0, n) of a vector, n in 1..8 (the channel edge of a tile).
+inline __m256i tail_mask(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// MR pixel rows x 8*NV channels; the row table holds LD pointers per tap (LD > MR: a remainder tile of a
+// wider kernel). Every loop over the tile is unrolled at compile time, so the accumulators stay in
+// registers (indexed by a run-time row, GCC kept them in memory and stored them on every k step).
+template <int MR, int NV, int LD = MR>
+void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw, float* y,
+              int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep) {
+  // a tile narrower than 8*NV (the channel edge: 0..8 valid columns per vector) loads and stores masked
+  const bool full = nr >= 8 * NV;
+  __m256i cols[NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) cols[v] = tail_mask(std::clamp<int64_t>(nr - 8 * v, 0, 8));
+  auto load = [&](const float* p, int v) { return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, cols[v]); };
+  // A single K block starts from the bias (one add per output less in the epilogue).
+  const bool bias_init = ep && ep->bias && !accumulate;
+  __m256 acc[MR][NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const __m256 b0 = bias_init ? load(ep->bias + v * 8, v) : _mm256_setzero_ps();
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) acc[i][v] = b0;
+  }
   for (int64_t t = 0; t < ntaps; ++t) {
     const float* r[MR];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) r[i] = rows[t * MR + i];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) r[i] = rows[t * LD + i];
     for (int64_t ci = 0; ci < kc; ++ci) {
-      const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
-#pragma GCC unroll 8
+      __m256 b[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) b[v] = _mm256_loadu_ps(w + v * 8);  // the panel is zero past nr
+#pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
         const __m256 a = _mm256_broadcast_ss(r[i] + ci);
-        acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
-        acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(a, b[v], acc[i][v]);
       }
       w += ldw;
     }
   }
-  for (int i = 0; i < MR && i < mr; ++i) {
+  const bool add_bias = ep && ep->bias && !bias_init;
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    if (i >= mr) break;
     float* yr = y + i * ldy;
-    if (nr == 16) {
-      __m256 s0 = acc[i][0], s1 = acc[i][1];
-      if (accumulate)
-        s0 = _mm256_add_ps(s0, _mm256_loadu_ps(yr)), s1 = _mm256_add_ps(s1, _mm256_loadu_ps(yr + 8));
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      __m256 s = acc[i][v];
+      if (accumulate) s = _mm256_add_ps(s, load(yr + v * 8, v));
       if (ep) {
-        if (ep->bias)
-          s0 = _mm256_add_ps(s0, _mm256_loadu_ps(ep->bias)),
-          s1 = _mm256_add_ps(s1, _mm256_loadu_ps(ep->bias + 8));
-        if (ep->residual) {
-          const float* rr = ep->residual + i * ep->ldr;
-          s0 = _mm256_add_ps(s0, _mm256_loadu_ps(rr)), s1 = _mm256_add_ps(s1, _mm256_loadu_ps(rr + 8));
-        }
-        s0 = act256(s0, ep->act, ep->clip_min, ep->clip_max);
-        s1 = act256(s1, ep->act, ep->clip_min, ep->clip_max);
+        if (add_bias) s = _mm256_add_ps(s, load(ep->bias + v * 8, v));
+        if (ep->residual) s = _mm256_add_ps(s, load(ep->residual + i * ep->ldr + v * 8, v));
+        s = act256(s, ep->act, ep->clip_min, ep->clip_max);
       }
-      _mm256_storeu_ps(yr, s0);
-      _mm256_storeu_ps(yr + 8, s1);
-      continue;
-    }
-    alignas(32) float tmp[16];
-    _mm256_store_ps(tmp, acc[i][0]);
-    _mm256_store_ps(tmp + 8, acc[i][1]);
-    for (int64_t j = 0; j < nr; ++j) {
-      float s = tmp[j];
-      if (accumulate) s += yr[j];
-      if (ep) {
-        if (ep->bias) s += ep->bias[j];
-        if (ep->residual) s += ep->residual[i * ep->ldr + j];
-        s = act1(s, ep->act, ep->clip_min, ep->clip_max);
-      }
-      yr[j] = s;
+      if (full)
+        _mm256_storeu_ps(yr + v * 8, s);
+      else
+        _mm256_maskstore_ps(yr + v * 8, cols[v], s);
     }
   }
 }
 
+// rem[m]: the kernel for a remainder tile of exactly m < MR rows (its FMAs cover only those rows).
+template <int NV, int LD, int... M>
+constexpr std::array<ConvUkr, sizeof...(M) + 1> rem_table(std::integer_sequence<int, M...>) {
+  return {nullptr, conv_ukr<M + 1, NV, LD>...};
+}
+constexpr auto kRem16 = rem_table<2, 6>(std::make_integer_sequence<int, 5>{});
+constexpr auto kRem24 = rem_table<3, 4>(std::make_integer_sequence<int, 3>{});
+constexpr auto kRem8 = rem_table<1, 12>(std::make_integer_sequence<int, 11>{});
+
 }  // namespace
 
-ConvUkrInfo conv_ukr_avx2(int64_t) {
-  return {conv_ukr_6x16, 6, 16};
+// 16 ymm: 6 x 16 (12 accumulators, 2 of B, 1 of A; 8 loads per 12 FMAs); 24 channels (MobileNet's)
+// as 4 x 24 (12 + 3 + 1, 7 loads per 12 FMAs; two 16-wide strips would spend 16 FMA columns on 8
+// channels); up to 8 channels as 12 x 8.
+ConvUkrInfo conv_ukr_avx2(int64_t width) {
+  if (width <= 8) return {conv_ukr<12, 1>, 12, 8, kRem8.data()};
+  if (width > 16 && width <= 24) return {conv_ukr<4, 3>, 4, 24, kRem24.data()};
+  return {conv_ukr<6, 2>, 6, 16, kRem16.data()};
 }
 
 namespace {
