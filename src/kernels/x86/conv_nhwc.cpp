@@ -521,6 +521,9 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
   if (isa == ConvIsa::avx512f) {
     win = MT == 4 ? wino43_in_avx512f : wino23_in_avx512f;
     wout = MT == 4 ? wino43_out_avx512f : wino23_out_avx512f;
+  } else if (isa == ConvIsa::avx2) {
+    win = MT == 4 ? wino43_in_avx2 : wino23_in_avx2;
+    wout = MT == 4 ? wino43_out_avx2 : wino23_out_avx2;
   }
 #endif
   run_tasks(pool, ngroups * np, double(ntiles) * NX * double(C) * double(OC), [&](int64_t tb, int64_t te) {

@@ -180,6 +180,10 @@ void wino23_in_avx512f(const float* const* src, int64_t c, float* v, int64_t str
 void wino23_out_avx512f(const float* m, int64_t mstride, int64_t n, const WinoOut& o);
 void wino43_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride);
 void wino43_out_avx512f(const float* m, int64_t mstride, int64_t n, const WinoOut& o);
+void wino23_in_avx2(const float* const* src, int64_t c, float* v, int64_t stride);
+void wino23_out_avx2(const float* m, int64_t mstride, int64_t n, const WinoOut& o);
+void wino43_in_avx2(const float* const* src, int64_t c, float* v, int64_t stride);
+void wino43_out_avx2(const float* m, int64_t mstride, int64_t n, const WinoOut& o);
 void dw_row_avx2(const DwRowArgs& a);
 
 }  // namespace tessera::kernels::x86

@@ -11,6 +11,7 @@
 
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/dw3_rows_impl.h"
+#include "kernels/x86/wino_impl.h"
 
 namespace tessera::kernels::x86 {
 
@@ -157,7 +158,7 @@ void dw_row_avx2(const DwRowArgs& a) {
 
 namespace {
 
-struct Ymm {  // vector traits for dw3_rows_impl.h
+struct Ymm {  // vector traits for dw3_rows_impl.h and wino_impl.h
   using vec = __m256;
   using mask = __m256i;
   static constexpr int kWidth = 8, kTile = 4;  // 9 weights + 4 sums + the input: 14 of 16 ymm
@@ -166,7 +167,10 @@ struct Ymm {  // vector traits for dw3_rows_impl.h
   static void store(float* p, vec v) { _mm256_storeu_ps(p, v); }
   static void store(float* p, mask m, vec v) { _mm256_maskstore_ps(p, m, v); }
   static vec fma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static vec fnma(vec a, vec b, vec c) { return _mm256_fnmadd_ps(a, b, c); }
   static vec add(vec a, vec b) { return _mm256_add_ps(a, b); }
+  static vec sub(vec a, vec b) { return _mm256_sub_ps(a, b); }
+  static vec mul(vec a, vec b) { return _mm256_mul_ps(a, b); }
   static vec max(vec a, vec b) { return _mm256_max_ps(a, b); }
   static vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
   static vec set1(float f) { return _mm256_set1_ps(f); }
@@ -180,6 +184,19 @@ struct Ymm {  // vector traits for dw3_rows_impl.h
 
 void dw3_rows_avx2(const Dw3RowsArgs& a) {
   dw3::run<Ymm>(a);
+}
+
+void wino23_in_avx2(const float* const* src, int64_t c, float* v, int64_t stride) {
+  wino::in23<Ymm>(src, c, v, stride);
+}
+void wino23_out_avx2(const float* m, int64_t mstride, int64_t n, const WinoOut& o) {
+  wino::out23<Ymm>(m, mstride, n, o);
+}
+void wino43_in_avx2(const float* const* src, int64_t c, float* v, int64_t stride) {
+  wino::in43<Ymm>(src, c, v, stride);
+}
+void wino43_out_avx2(const float* m, int64_t mstride, int64_t n, const WinoOut& o) {
+  wino::out43<Ymm>(m, mstride, n, o);
 }
 
 }  // namespace tessera::kernels::x86

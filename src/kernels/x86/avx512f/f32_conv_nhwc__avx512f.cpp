@@ -10,6 +10,7 @@
 
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/dw3_rows_impl.h"
+#include "kernels/x86/wino_impl.h"
 
 namespace tessera::kernels::x86 {
 
@@ -332,7 +333,7 @@ void dw_row_avx512f(const DwRowArgs& a) {
 
 namespace {
 
-struct Zmm {  // vector traits for dw3_rows_impl.h
+struct Zmm {  // vector traits for dw3_rows_impl.h and wino_impl.h
   using vec = __m512;
   using mask = __mmask16;
   static constexpr int kWidth = 16, kTile = 8;  // 9 weights + 8 sums + the input: 18 of 32 zmm
@@ -341,7 +342,10 @@ struct Zmm {  // vector traits for dw3_rows_impl.h
   static void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
   static void store(float* p, mask m, vec v) { _mm512_mask_storeu_ps(p, m, v); }
   static vec fma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static vec fnma(vec a, vec b, vec c) { return _mm512_fnmadd_ps(a, b, c); }
   static vec add(vec a, vec b) { return _mm512_add_ps(a, b); }
+  static vec sub(vec a, vec b) { return _mm512_sub_ps(a, b); }
+  static vec mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
   static vec max(vec a, vec b) { return _mm512_max_ps(a, b); }
   static vec min(vec a, vec b) { return _mm512_min_ps(a, b); }
   static vec set1(float f) { return _mm512_set1_ps(f); }
@@ -356,141 +360,16 @@ void dw3_rows_avx512f(const Dw3RowsArgs& a) {
 }
 
 void wino23_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride) {
-  for (int64_t cb = 0; cb < c; cb += 16) {
-    const int64_t n = c - cb;
-    const __mmask16 m = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
-    __m512 d[16], t[16];
-#pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) d[k] = _mm512_maskz_loadu_ps(m, src[k] + cb);
-      // rows: t = B^T d
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      t[0 * 4 + j] = _mm512_sub_ps(d[0 * 4 + j], d[2 * 4 + j]);
-      t[1 * 4 + j] = _mm512_add_ps(d[1 * 4 + j], d[2 * 4 + j]);
-      t[2 * 4 + j] = _mm512_sub_ps(d[2 * 4 + j], d[1 * 4 + j]);
-      t[3 * 4 + j] = _mm512_sub_ps(d[1 * 4 + j], d[3 * 4 + j]);
-    }
-    // columns: v = t B
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      _mm512_mask_storeu_ps(v + (i * 4 + 0) * stride + cb, m, _mm512_sub_ps(t[i * 4 + 0], t[i * 4 + 2]));
-      _mm512_mask_storeu_ps(v + (i * 4 + 1) * stride + cb, m, _mm512_add_ps(t[i * 4 + 1], t[i * 4 + 2]));
-      _mm512_mask_storeu_ps(v + (i * 4 + 2) * stride + cb, m, _mm512_sub_ps(t[i * 4 + 2], t[i * 4 + 1]));
-      _mm512_mask_storeu_ps(v + (i * 4 + 3) * stride + cb, m, _mm512_sub_ps(t[i * 4 + 1], t[i * 4 + 3]));
-    }
-  }
+  wino::in23<Zmm>(src, c, v, stride);
 }
-
-void wino23_out_avx512f(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
-  const ConvTileEpilogue ep{nullptr, nullptr, 0, o.act, o.clip_min, o.clip_max};
-  for (int64_t cb = 0; cb < n; cb += 16) {
-    const int64_t rest = n - cb;
-    const __mmask16 m = rest >= 16 ? __mmask16(0xffff) : __mmask16((1u << rest) - 1);
-    __m512 d[16], u[8];
-#pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) d[k] = _mm512_maskz_loadu_ps(m, mp + k * mstride + cb);
-      // rows: u = A^T M (2 x 4)
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      u[0 * 4 + j] = _mm512_add_ps(_mm512_add_ps(d[0 * 4 + j], d[1 * 4 + j]), d[2 * 4 + j]);
-      u[1 * 4 + j] = _mm512_sub_ps(_mm512_sub_ps(d[1 * 4 + j], d[2 * 4 + j]), d[3 * 4 + j]);
-    }
-    const __m512 b = o.bias ? _mm512_maskz_loadu_ps(m, o.bias + cb) : _mm512_setzero_ps();
-#pragma GCC unroll 2
-    for (int i = 0; i < 2; ++i) {
-      __m512 r[2];
-      r[0] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(u[i * 4 + 0], u[i * 4 + 1]), u[i * 4 + 2]), b);
-      r[1] = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(u[i * 4 + 1], u[i * 4 + 2]), u[i * 4 + 3]), b);
-#pragma GCC unroll 2
-      for (int j = 0; j < 2; ++j) {
-        float* yp = o.y[i * 2 + j];
-        if (!yp) continue;
-        __m512 val = r[j];
-        if (o.res[i * 2 + j]) val = _mm512_add_ps(val, _mm512_maskz_loadu_ps(m, o.res[i * 2 + j] + cb));
-        _mm512_mask_storeu_ps(yp + cb, m, act512(val, ep));
-      }
-    }
-  }
+void wino23_out_avx512f(const float* m, int64_t mstride, int64_t n, const WinoOut& o) {
+  wino::out23<Zmm>(m, mstride, n, o);
 }
-
-namespace {
-// B^T x for 6 values of F(4x4, 3x3).
-inline void bt6(const __m512* d, __m512* t) {
-  const __m512 four = _mm512_set1_ps(4.0f), five = _mm512_set1_ps(-5.0f), two = _mm512_set1_ps(2.0f);
-  t[0] = _mm512_fmadd_ps(four, d[0], _mm512_fmadd_ps(five, d[2], d[4]));
-  const __m512 a = _mm512_fnmadd_ps(four, d[2], d[4]), b = _mm512_fnmadd_ps(four, d[1], d[3]);
-  t[1] = _mm512_add_ps(a, b);
-  t[2] = _mm512_sub_ps(a, b);
-  const __m512 c = _mm512_sub_ps(d[4], d[2]), e = _mm512_mul_ps(two, _mm512_sub_ps(d[3], d[1]));
-  t[3] = _mm512_add_ps(c, e);
-  t[4] = _mm512_sub_ps(c, e);
-  t[5] = _mm512_fmadd_ps(four, d[1], _mm512_fmadd_ps(five, d[3], d[5]));
-}
-// A^T x: 6 values -> 4.
-inline void at6(const __m512* m, __m512* o) {
-  const __m512 p = _mm512_add_ps(m[1], m[2]), q = _mm512_sub_ps(m[1], m[2]);
-  const __m512 r = _mm512_add_ps(m[3], m[4]), s = _mm512_sub_ps(m[3], m[4]);
-  o[0] = _mm512_add_ps(_mm512_add_ps(m[0], p), r);
-  o[1] = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), s, q);
-  o[2] = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), r, p);
-  o[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), s, q), m[5]);
-}
-}  // namespace
-
 void wino43_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride) {
-  for (int64_t cb = 0; cb < c; cb += 16) {
-    const int64_t n = c - cb;
-    const __mmask16 m = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
-    __m512 t[36];  // t[i * 6 + j] = (B^T d)[i][j]
-#pragma GCC unroll 6
-    for (int j = 0; j < 6; ++j) {
-      __m512 d[6], r[6];
-#pragma GCC unroll 6
-      for (int k = 0; k < 6; ++k) d[k] = _mm512_maskz_loadu_ps(m, src[k * 6 + j] + cb);
-      bt6(d, r);
-#pragma GCC unroll 6
-      for (int i = 0; i < 6; ++i) t[i * 6 + j] = r[i];
-    }
-#pragma GCC unroll 6
-    for (int i = 0; i < 6; ++i) {
-      __m512 r[6];
-      bt6(t + i * 6, r);
-#pragma GCC unroll 6
-      for (int j = 0; j < 6; ++j) _mm512_mask_storeu_ps(v + (i * 6 + j) * stride + cb, m, r[j]);
-    }
-  }
+  wino::in43<Zmm>(src, c, v, stride);
 }
-
-void wino43_out_avx512f(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
-  const ConvTileEpilogue ep{nullptr, nullptr, 0, o.act, o.clip_min, o.clip_max};
-  for (int64_t cb = 0; cb < n; cb += 16) {
-    const int64_t rest = n - cb;
-    const __mmask16 m = rest >= 16 ? __mmask16(0xffff) : __mmask16((1u << rest) - 1);
-    __m512 u[24];  // u[i * 6 + q] = (A^T M)[i][q]
-#pragma GCC unroll 6
-    for (int q = 0; q < 6; ++q) {
-      __m512 d[6], r[4];
-#pragma GCC unroll 6
-      for (int k = 0; k < 6; ++k) d[k] = _mm512_maskz_loadu_ps(m, mp + (k * 6 + q) * mstride + cb);
-      at6(d, r);
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) u[i * 6 + q] = r[i];
-    }
-    const __m512 b = o.bias ? _mm512_maskz_loadu_ps(m, o.bias + cb) : _mm512_setzero_ps();
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      __m512 r[4];
-      at6(u + i * 6, r);
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        float* yp = o.y[i * 4 + k];
-        if (!yp) continue;
-        __m512 val = _mm512_add_ps(r[k], b);
-        if (o.res[i * 4 + k]) val = _mm512_add_ps(val, _mm512_maskz_loadu_ps(m, o.res[i * 4 + k] + cb));
-        _mm512_mask_storeu_ps(yp + cb, m, act512(val, ep));
-      }
-    }
-  }
+void wino43_out_avx512f(const float* m, int64_t mstride, int64_t n, const WinoOut& o) {
+  wino::out43<Zmm>(m, mstride, n, o);
 }
 
 }  // namespace tessera::kernels::x86
