@@ -30,14 +30,18 @@ bool conv_isa_available(ConvIsa isa) {
          (isa == ConvIsa::avx512f && conv_isa() == ConvIsa::avx512f);
 }
 
+int64_t conv_panel() {
+  return conv_isa() == ConvIsa::avx512f ? 64 : 16;
+}
+
 int64_t conv_nhwc_panel_width(int64_t oc, int64_t panel) {
-  const int64_t rest = oc - panel * kConvPanel;
-  return std::min<int64_t>(kConvPanel, (rest + 15) / 16 * 16);
+  const int64_t rest = oc - panel * conv_panel();
+  return std::min<int64_t>(conv_panel(), (rest + 15) / 16 * 16);
 }
 
 size_t conv_nhwc_packed_floats(int64_t oc, int64_t k) {
-  const int64_t full = oc / kConvPanel;
-  return size_t(full * kConvPanel * k + (oc % kConvPanel ? conv_nhwc_panel_width(oc, full) * k : 0));
+  const int64_t full = oc / conv_panel();
+  return size_t(full * conv_panel() * k + (oc % conv_panel() ? conv_nhwc_panel_width(oc, full) * k : 0));
 }
 
 void conv_nhwc_pack_weights(const float* w, int64_t oc, int64_t c, int64_t kh, int64_t kw, float* out) {
@@ -45,17 +49,17 @@ void conv_nhwc_pack_weights(const float* w, int64_t oc, int64_t c, int64_t kh, i
   // channels: a transpose. Copy a tile (the panel's channels x a block of input channels, all taps) out
   // of the weights row by row, then write whole panel rows from it: both sides stream, the tile
   // (~64 KiB) stays in L2.
-  const int64_t taps = kh * kw, k = c * taps, np = (oc + kConvPanel - 1) / kConvPanel;
+  const int64_t taps = kh * kw, k = c * taps, np = (oc + conv_panel() - 1) / conv_panel();
   std::vector<float> tile;
   for (int64_t j = 0; j < np; ++j) {
     const int64_t pw = conv_nhwc_panel_width(oc, j);
     const int64_t cb = std::max<int64_t>(1, 16384 / (taps * pw));
-    float* panel = out + j * kConvPanel * k;
+    float* panel = out + j * conv_panel() * k;
     tile.resize(size_t(pw * cb * taps));
     for (int64_t c0 = 0; c0 < c; c0 += cb) {
       const int64_t c1 = std::min(c, c0 + cb), span = (c1 - c0) * taps;
       for (int64_t q = 0; q < pw; ++q) {
-        const int64_t o = j * kConvPanel + q;
+        const int64_t o = j * conv_panel() + q;
         float* tq = tile.data() + q * span;
         if (o < oc)
           std::copy(w + o * k + c0 * taps, w + o * k + c1 * taps, tq);
@@ -73,8 +77,8 @@ void conv_nhwc_pack_weights(const float* w, int64_t oc, int64_t c, int64_t kh, i
 }
 
 float conv_nhwc_packed_at(const float* packed, int64_t oc, int64_t k, int64_t o, int64_t row) {
-  const int64_t j = o / kConvPanel, pw = conv_nhwc_panel_width(oc, j);
-  return packed[j * kConvPanel * k + row * pw + (o - j * kConvPanel)];
+  const int64_t j = o / conv_panel(), pw = conv_nhwc_panel_width(oc, j);
+  return packed[j * conv_panel() * k + row * pw + (o - j * conv_panel())];
 }
 
 void dw_nhwc_pack_weights(const float* w, int64_t c, int64_t kh, int64_t kw, float* out) {
@@ -187,7 +191,9 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
                 ThreadPool* pool, ConvIsa isa) {
   const int64_t C = p.c, OC = p.oc, taps = p.kh * p.kw, K = taps * C;
   const int64_t oh = p.oh(), ow = p.ow(), M = p.n * oh * ow;
-  const int64_t np = (OC + kConvPanel - 1) / kConvPanel;
+  // Tasks cover blocks of 64 output channels; a block is one panel (AVX-512) or four 16-wide ones
+  // (AVX2, portable), which a tile walks one after the other while its input rows are in L1.
+  const int64_t P = conv_panel(), np = (OC + kConvBlock - 1) / kConvBlock;
   // Few channels (a stem): one "tap" per kernel row, its kw*C inputs contiguous in NHWC
   // (the packing's K order is (r, s, ci)); a row that crosses the left/right padding is
   // copied with zeros into a per-thread buffer.
@@ -235,19 +241,18 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
           }
         }
       }
-      const int64_t pw = conv_nhwc_panel_width(OC, j), ncols = std::min(pw, OC - j * kConvPanel);
-      const float* panel = wp + j * kConvPanel * K;
+      const int64_t ncols = std::min(kConvBlock, OC - j * kConvBlock);
       ConvUkrInfo u{conv_ukr_portable, 4, 16};
 #ifdef TESSERA_CONV_X86
       if (isa == ConvIsa::avx512f)
-        u = conv_ukr_avx512f(ncols);
+        u = conv_ukr_avx512f(std::min(P, ncols));
       else if (isa == ConvIsa::avx2)
         u = conv_ukr_avx2(ncols);
 #endif
       for (size_t bi = 0; bi < blocks.size(); ++bi) {
         const KBlock& b = blocks[bi];
         const bool last = bi + 1 == blocks.size();
-        const float* wb = panel + (b.t0 * cc + b.c0) * pw;
+        const int64_t row0 = b.t0 * cc + b.c0;  // the block's first row of K
         for (int64_t mt = m0; mt < m1; mt += u.mr) {
           const int64_t mr = std::min(u.mr, m1 - mt);
           for (int64_t t = b.t0; row_taps && t < b.t1; ++t) {
@@ -286,14 +291,15 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
             }
           }
           for (int64_t j0 = 0; j0 < ncols; j0 += u.nr) {
-            const int64_t col = j * kConvPanel + j0;
+            const int64_t col = j * kConvBlock + j0, pj = col / P, pw = conv_nhwc_panel_width(OC, pj);
+            const float* wb = wp + pj * P * K + row0 * pw + col % P;
             ConvTileEpilogue te_{ep.bias ? ep.bias + col : nullptr,
                                  ep.residual ? ep.residual + mt * OC + col : nullptr,
                                  OC,
                                  ep.act,
                                  ep.clip_min,
                                  ep.clip_max};
-            u.for_rows(mr)(rows, b.t1 - b.t0, b.c1 - b.c0, wb + j0, pw, y + mt * OC + col, OC, mr,
+            u.for_rows(mr)(rows, b.t1 - b.t0, b.c1 - b.c0, wb, pw, y + mt * OC + col, OC, mr,
                            std::min(u.nr, ncols - j0), bi > 0, last ? &te_ : nullptr);
           }
         }
@@ -507,7 +513,7 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
   const int MT = mt_ == 4 ? 4 : 2, A = MT + 2, NX = A * A;
   const int64_t C = p.c, OC = p.oc, oh = p.oh(), ow = p.ow();
   const int64_t th = (oh + MT - 1) / MT, tw = (ow + MT - 1) / MT, per_img = th * tw, ntiles = p.n * per_img;
-  const int64_t np = (OC + kConvPanel - 1) / kConvPanel, K = NX * C;
+  const int64_t np = (OC + conv_panel() - 1) / conv_panel(), K = NX * C;
   const int64_t threads = pool ? pool->num_threads() : 1;
   int64_t T = MT == 4 ? 12 : 24;  // tiles per task: a multiple of every MR
   while (T > 6 && ((ntiles + T - 1) / T) * np < 4 * threads) T -= 6;
@@ -530,7 +536,7 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
     if (tl_zeros.size() < size_t(C)) tl_zeros.assign(size_t(C), 0.0f);
     const float* zeros = tl_zeros.data();
     float* V = tl_wino_v.get(size_t(NX * T * C));
-    float* M = tl_wino_m.get(size_t(NX * T * kConvPanel));
+    float* M = tl_wino_m.get(size_t(NX * T * conv_panel()));
     int64_t have = -1;  // the group whose transformed input V holds
     for (int64_t task = tb; task < te; ++task) {
       const int64_t q = task / np, j = task % np;
@@ -550,8 +556,8 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
         }
         have = q;
       }
-      const int64_t pw = conv_nhwc_panel_width(OC, j), ncols = std::min(pw, OC - j * kConvPanel);
-      const float* panel = up + j * kConvPanel * K;
+      const int64_t pw = conv_nhwc_panel_width(OC, j), ncols = std::min(pw, OC - j * conv_panel());
+      const float* panel = up + j * conv_panel() * K;
       ConvUkrInfo u{conv_ukr_portable, 4, 16};
 #ifdef TESSERA_CONV_X86
       if (isa == ConvIsa::avx512f)
@@ -572,7 +578,7 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
                              std::min(u.nr, ncols - j0), bi > 0, nullptr);
           }
         }
-      const int64_t col = j * kConvPanel;
+      const int64_t col = j * conv_panel();
       for (int64_t tl = 0; tl < nt; ++tl) {
         const int64_t t = t0 + tl, img = t / per_img, ty = t % per_img / tw, tx = t % tw;
         WinoOut o{};

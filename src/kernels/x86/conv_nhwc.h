@@ -3,13 +3,13 @@
 //
 // Dense convolution (group 1) is an implicit GEMM: M = output pixels, N = output
 // channels, K = kh*kw*C. Weights are packed once (at session creation) into
-// panels of up to 64 output channels; a micro-kernel keeps an MR-pixel x
+// panels of up to conv_panel() output channels; a micro-kernel keeps an MR-pixel x
 // (16*NV)-channel tile in registers and reads each input pixel's C channels
 // straight from the NHWC tensor through a small table of row pointers (a row
 // that falls in the padding points at a zero row), so nothing is im2col'ed.
 //
-// Packed weights: panel j holds output channels [64j, 64j + pw_j) with
-// pw_j = min(64, round_up(OC - 64j, 16)); it is K x pw_j row-major, row
+// Packed weights (P = conv_panel()): panel j holds output channels [Pj, Pj + pw_j) with
+// pw_j = min(P, round_up(OC - Pj, 16)); it is K x pw_j row-major, row
 // k = (r*kw + s)*C + ci; columns at or past OC are zero. Panels follow each other.
 //
 // Depthwise (group == C == OC): weights packed as [kh*kw][C]; vectorized over channels.
@@ -28,7 +28,12 @@ enum class ConvIsa : uint8_t { portable, avx2, avx512f };
 ConvIsa conv_isa();
 bool conv_isa_available(ConvIsa isa);
 
-constexpr int64_t kConvPanel = 64;
+// Packed panel width: 64 output channels where the best ISA is AVX-512 (one 6 x 64 zmm tile reads a
+// panel row), else 16 (AVX2's 6 x 16 tile reads its weights contiguously: strips of a 64-wide panel
+// streamed from memory 12% slower on Zen 3). The convolution drivers hand out blocks of kConvBlock
+// output channels (one panel, or four) either way.
+int64_t conv_panel();
+constexpr int64_t kConvBlock = 64;
 int64_t conv_nhwc_panel_width(int64_t oc, int64_t panel);
 size_t conv_nhwc_packed_floats(int64_t oc, int64_t k);
 // w: [oc, c, kh, kw] (ONNX, group 1) -> out (conv_nhwc_packed_floats(oc, c*kh*kw) floats).
@@ -110,8 +115,8 @@ struct ConvUkrInfo {
   const ConvUkr* rem = nullptr;  // rem[m], 0 < m < mr: a kernel for exactly m rows (row table stride mr)
   ConvUkr for_rows(int64_t m) const { return rem && m < mr ? rem[m] : fn; }
 };
-// For AVX-512: one kernel per width of the panel's columns (16, 24, 32, 48, 64); AVX2: 8 or 24 wide, else 16
-// wide (the driver walks wider panels in strips of the kernel's width);
+// For AVX-512: one kernel per width of the panel's columns (16, 24, 32, 48, 64); AVX2: 8 wide for at most
+// 8 columns, else 16 wide (the driver walks wider blocks in strips of the kernel's width);
 // portable: 16 wide.
 ConvUkrInfo conv_ukr_avx512f(int64_t width);
 ConvUkrInfo conv_ukr_avx2(int64_t width);

@@ -1,6 +1,6 @@
 // NHWC convolution micro-kernels for AVX2+FMA: an MR-pixel x 8*NV-channel tile in
-// ymm accumulators (6x16, 4x24, 12x8), A broadcast from the input pixel rows, B from
-// the packed weight panel (the driver walks a 64-wide panel in 16-wide strips);
+// ymm accumulators (6x16, 12x8), A broadcast from the input pixel rows, B from
+// the packed weight panel (16 wide, or strips of a wider one);
 // masked loads and stores at the channel edge. Also the depthwise row kernel
 // (8 channels per vector, scalar channel tail).
 #include <immintrin.h>
@@ -100,17 +100,14 @@ constexpr std::array<ConvUkr, sizeof...(M) + 1> rem_table(std::integer_sequence<
   return {nullptr, conv_ukr<M + 1, NV, LD>...};
 }
 constexpr auto kRem16 = rem_table<2, 6>(std::make_integer_sequence<int, 5>{});
-constexpr auto kRem24 = rem_table<3, 4>(std::make_integer_sequence<int, 3>{});
 constexpr auto kRem8 = rem_table<1, 12>(std::make_integer_sequence<int, 11>{});
 
 }  // namespace
 
-// 16 ymm: 6 x 16 (12 accumulators, 2 of B, 1 of A; 8 loads per 12 FMAs); 24 channels (MobileNet's)
-// as 4 x 24 (12 + 3 + 1, 7 loads per 12 FMAs; two 16-wide strips would spend 16 FMA columns on 8
-// channels); up to 8 channels as 12 x 8.
+// 16 ymm: 6 x 16 (12 accumulators, 2 of B, 1 of A: 8 loads per 12 FMAs); up to 8 channels as 12 x 8.
+// (A 4 x 24 tile needs 24 contiguous weight columns, which the 16-wide panels of AVX2 do not hold.)
 ConvUkrInfo conv_ukr_avx2(int64_t width) {
   if (width <= 8) return {conv_ukr<12, 1>, 12, 8, kRem8.data()};
-  if (width > 16 && width <= 24) return {conv_ukr<4, 3>, 4, 24, kRem24.data()};
   return {conv_ukr<6, 2>, 6, 16, kRem16.data()};
 }
 
