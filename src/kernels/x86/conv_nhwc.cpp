@@ -31,7 +31,8 @@ bool conv_isa_available(ConvIsa isa) {
 }
 
 int64_t conv_panel() {
-  return conv_isa() == ConvIsa::avx512f ? 64 : 16;
+  static const int64_t p = conv_isa() == ConvIsa::avx512f ? 64 : 16;
+  return p;
 }
 
 int64_t conv_nhwc_panel_width(int64_t oc, int64_t panel) {

@@ -5,6 +5,7 @@
 // companion for CPUs without AVX-512 (see f32_gemm_direct__avx512f.cpp).
 #include <immintrin.h>
 
+#include <array>
 #include <cstdint>
 
 #include "kernels/x86/gemm.h"
@@ -20,14 +21,23 @@ inline __m256i lane_mask(int64_t w) {  // lanes [0, w) set, w clamped to [0, 8]
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(w < 0 ? 0 : w > 8 ? 8 : w)), idx);
 }
 
-template <int MR, int NV>
+// FULL: nr == 8 * NV, plain loads and stores. Edge tiles (FULL false) mask B's and C's columns past nr:
+// vmaskmovps is slow on AMD (a masked store is several micro-ops) and its masks would hold two of the 16
+// ymm registers through the K loop, so full tiles, nearly all of them, get their own instantiation.
+template <int MR, int NV, bool FULL>
 void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
                  const float* pf_b, int64_t pf_bytes, float* c, int64_t ldc, int64_t /*mr == MR*/, int64_t nr,
                  float alpha, float beta, const UkrEpilogue* ep) {
   static_assert(MR >= 1 && MR <= 6 && NV >= 1 && NV <= 2);
   __m256i mask[NV];
+#pragma GCC unroll 2
   for (int j = 0; j < NV; ++j) mask[j] = lane_mask(nr - 8 * j);
-  const bool full = nr == 8 * NV;
+  auto load = [&](const float* p, int j) {
+    if constexpr (FULL)
+      return _mm256_loadu_ps(p);
+    else
+      return _mm256_maskload_ps(p, mask[j]);
+  };
   __m256 acc[MR][NV];
 #pragma GCC unroll 6
   for (int i = 0; i < MR; ++i)
@@ -48,8 +58,7 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
     }
     __m256 bv[NV];
 #pragma GCC unroll 2
-    for (int j = 0; j < NV; ++j)
-      bv[j] = full ? _mm256_loadu_ps(bp + 8 * j) : _mm256_maskload_ps(bp + 8 * j, mask[j]);
+    for (int j = 0; j < NV; ++j) bv[j] = load(bp + 8 * j, j);
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
       const __m256 av = _mm256_broadcast_ss(ap + i * rs_a);
@@ -63,19 +72,21 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
     float* crow = c + i * ldc;
 #pragma GCC unroll 2
     for (int j = 0; j < NV; ++j) {
-      const __m256i m = mask[j];
       __m256 v = alpha == 1.0f ? acc[i][j] : _mm256_mul_ps(valpha, acc[i][j]);
-      if (beta != 0.0f) v = _mm256_fmadd_ps(vbeta, _mm256_maskload_ps(crow + 8 * j, m), v);
+      if (beta != 0.0f) v = _mm256_fmadd_ps(vbeta, load(crow + 8 * j, j), v);
       if (ep) {
-        if (ep->bias) v = _mm256_add_ps(v, _mm256_maskload_ps(ep->bias + 8 * j, m));
+        if (ep->bias) v = _mm256_add_ps(v, load(ep->bias + 8 * j, j));
         if (ep->row_bias) v = _mm256_add_ps(v, _mm256_set1_ps(ep->row_bias[i]));
-        if (ep->residual) v = _mm256_add_ps(v, _mm256_maskload_ps(ep->residual + i * ep->ldr + 8 * j, m));
+        if (ep->residual) v = _mm256_add_ps(v, load(ep->residual + i * ep->ldr + 8 * j, j));
         if (ep->act == Activation::relu)
           v = _mm256_max_ps(v, _mm256_setzero_ps());
         else if (ep->act == Activation::clip)
           v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(ep->clip_min)), _mm256_set1_ps(ep->clip_max));
       }
-      _mm256_maskstore_ps(crow + 8 * j, m, v);
+      if constexpr (FULL)
+        _mm256_storeu_ps(crow + 8 * j, v);
+      else
+        _mm256_maskstore_ps(crow + 8 * j, mask[j], v);
     }
   }
 }
@@ -83,18 +94,24 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
 using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*,
                           int64_t, float*, int64_t, int64_t, int64_t, float, float, const UkrEpilogue*);
 
-constexpr DirectFn kTable[6][2] = {
-    {direct_tile<1, 1>, direct_tile<1, 2>}, {direct_tile<2, 1>, direct_tile<2, 2>},
-    {direct_tile<3, 1>, direct_tile<3, 2>}, {direct_tile<4, 1>, direct_tile<4, 2>},
-    {direct_tile<5, 1>, direct_tile<5, 2>}, {direct_tile<6, 1>, direct_tile<6, 2>},
-};
+// kTable[mr - 1][nv - 1][full]
+template <int MR>
+constexpr std::array<std::array<DirectFn, 2>, 2> row_of_table() {
+  return {{{direct_tile<MR, 1, false>, direct_tile<MR, 1, true>},
+           {direct_tile<MR, 2, false>, direct_tile<MR, 2, true>}}};
+}
+constexpr std::array<std::array<DirectFn, 2>, 2> kTable[6] = {row_of_table<1>(), row_of_table<2>(),
+                                                              row_of_table<3>(), row_of_table<4>(),
+                                                              row_of_table<5>(), row_of_table<6>()};
 
 }  // namespace
 
 void f32_gemm_direct_6x16__avx2(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
                                 int64_t ldb, const float* pf, int64_t pf_step, float* c, int64_t ldc,
                                 int64_t mr, int64_t nr, float alpha, float beta, const UkrEpilogue* ep) {
-  kTable[mr - 1][(nr + 7) / 8 - 1](kc, a, rs_a, cs_a, b, ldb, pf, pf_step, c, ldc, mr, nr, alpha, beta, ep);
+  const int64_t nv = (nr + 7) / 8;
+  kTable[mr - 1][nv - 1][nr == 8 * nv](kc, a, rs_a, cs_a, b, ldb, pf, pf_step, c, ldc, mr, nr, alpha, beta,
+                                       ep);
 }
 
 }  // namespace tessera::kernels::x86
