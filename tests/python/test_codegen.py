@@ -1,9 +1,14 @@
-"""Code-generation guards for kernels whose speed hangs on instructions the compiler may drop silently.
+"""Code-generation guards for kernels whose speed hangs on instructions the compiler may drop silently, or add.
 
 GCC 12 once split the direct GEMM kernel's L2-prefetch branch into a `.part` function, judged it free of side
 effects (a prefetch has none it can see) and deleted the call: every tile wider than 16 columns lost its
 prefetch and the M = 16 GEMMs of BERT and GPT-2 ran 15-25% slower with nothing failing. This compiles the
 kernel as the release build does and counts the prefetches in the object code.
+
+The AVX2 micro-kernels once indexed their accumulator array by a run-time row in the epilogue; GCC then kept the
+array on the stack and stored all 12 accumulators on every k step (a store per FMA): GEMM and convolution ran at
+a third of their speed on CPUs without AVX-512, with every test passing. Their object code must not spill a ymm
+register to the stack.
 """
 import os
 import platform
@@ -16,15 +21,16 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FLAGS = ["-O3", "-DNDEBUG", "-std=c++20", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2",
          "-mfma", "-mf16c"]
+AVX2_FLAGS = ["-O3", "-DNDEBUG", "-std=c++20", "-mavx2", "-mfma", "-mf16c"]  # CMakeLists' _isa_flags_avx2
 
 
-def _disassemble(src: str, tmp_path) -> dict[str, str]:
+def _disassemble(src: str, tmp_path, flags=None) -> dict[str, str]:
     cxx = shutil.which(os.environ.get("CXX", "c++"))
     objdump = shutil.which("objdump")
     if platform.machine() not in ("x86_64", "AMD64") or not cxx or not objdump:
         pytest.skip("needs an x86-64 C++ compiler and objdump")
     obj = tmp_path / "k.o"
-    subprocess.run([cxx, *FLAGS, "-I", os.path.join(ROOT, "src"), "-c", os.path.join(ROOT, src), "-o", str(obj)],
+    subprocess.run([cxx, *(flags or FLAGS), "-I", os.path.join(ROOT, "src"), "-c", os.path.join(ROOT, src), "-o", str(obj)],
                    check=True)
     text = subprocess.run([objdump, "-d", "--no-show-raw-insn", "-C", str(obj)], check=True, capture_output=True,
                           text=True).stdout
@@ -46,3 +52,40 @@ def test_direct_gemm_tiles_keep_their_l2_prefetch(tmp_path):
     for name, body in tiles.items():
         assert "prefetcht1" in body, f"{name}: the far (L2) prefetch of the next B panel was compiled away"
         assert "prefetcht0" in body, f"{name}: the near (L1) prefetch along the panel was compiled away"
+
+
+# a ymm register stored to the stack frame
+_SPILL = re.compile(r"vmov[au]ps\s+%ymm\d+,-?0x[0-9a-f]+\(%r[sb]p\)")
+_INSN = re.compile(r"^\s*([0-9a-f]+):\s*(.*)$")
+_BRANCH = re.compile(r"^j(?!mp)\w+\s+([0-9a-f]+) <")  # a conditional jump
+
+
+def _fma_loops(body: str) -> list[list[str]]:
+    """The loops of a function (a backward conditional branch and the instructions from its target) whose body
+    holds an FMA (the epilogue's out-of-line blocks jump back unconditionally)."""
+    insns = [(int(m.group(1), 16), m.group(2)) for m in map(_INSN.match, body.splitlines()) if m]
+    loops = []
+    for addr, text in insns:
+        b = _BRANCH.match(text)
+        if b and int(b.group(1), 16) < addr:
+            loop = [t for a, t in insns if int(b.group(1), 16) <= a <= addr]
+            if any(t.startswith("vfmadd") for t in loop):
+                loops.append(loop)
+    return loops
+
+
+@pytest.mark.parametrize("src,kernel,count", [
+    ("src/kernels/x86/avx2/f32_gemm_ukr_6x16__avx2.cpp", "f32_gemm_ukr_6x16__avx2(", 1),
+    ("src/kernels/x86/avx2/f32_gemm_direct__avx2.cpp", "direct_tile<", 24),  # MR 1..6 x 1..2 vectors x full/edge
+    ("src/kernels/x86/avx2/f32_conv_nhwc__avx2.cpp", "conv_ukr<", 18),  # 6x16 and 12x8, their remainder rows
+])
+def test_avx2_kernels_keep_their_accumulators_in_registers(tmp_path, src, kernel, count):
+    funcs = _disassemble(src, tmp_path, AVX2_FLAGS)
+    kernels = {n: body for n, body in funcs.items() if kernel in n and "(" in n and "+0x" not in n}
+    assert len(kernels) == count, sorted(kernels)
+    for name, body in kernels.items():
+        loops = _fma_loops(body)
+        assert loops, f"{name}: no FMA loop found"
+        for loop in loops:
+            spills = [t for t in loop if _SPILL.match(t)]
+            assert not spills, f"{name}: its K loop stores {len(spills)} ymm registers to the stack, e.g. {spills[0]}"
