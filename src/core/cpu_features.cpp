@@ -6,6 +6,9 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__)
+#include <unistd.h>
+#endif
 
 namespace tessera {
 
@@ -37,6 +40,10 @@ CpuFeatures detect() {
   unsigned a1, b1, c1, d1;
   __cpuid_count(7, 1, a1, b1, c1, d1);
   f.avx512bf16 = zmm_ok && ((a1 >> 5) & 1);
+#endif
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
+  if (const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 > 0) f.l1d_bytes = l1;
+  if (const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0) f.l2_bytes = l2;
 #endif
   if (const char* isa = std::getenv("TESSERA_ISA")) {
     if (std::strcmp(isa, "portable") == 0) f = CpuFeatures{};
