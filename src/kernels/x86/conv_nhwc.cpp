@@ -250,59 +250,70 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
       else if (isa == ConvIsa::avx2)
         u = conv_ukr_avx2(ncols);
 #endif
+      // AVX2 over 16-wide panels: columns past the block's last multiple of 16, when at most 8 (OC = 24, 40 ...)
+      const int64_t tail8 = isa == ConvIsa::avx2 && P == 16 && ncols > 16 && ncols % 16 <= 8 ? ncols % 16 : 0;
       for (size_t bi = 0; bi < blocks.size(); ++bi) {
         const KBlock& b = blocks[bi];
         const bool last = bi + 1 == blocks.size();
         const int64_t row0 = b.t0 * cc + b.c0;  // the block's first row of K
-        for (int64_t mt = m0; mt < m1; mt += u.mr) {
-          const int64_t mr = std::min(u.mr, m1 - mt);
-          for (int64_t t = b.t0; row_taps && t < b.t1; ++t) {
-            const float** rt = rows + (t - b.t0) * u.mr;
-            for (int64_t i = 0; i < u.mr; ++i) {
-              const int64_t li = mt - m0 + i, iy = iy0[li] + t * p.dh, ix = ix0[li];
-              if (i >= mr || iy < 0 || iy >= p.h) {
-                rt[i] = zeros;
-              } else if (ix >= 0 && ix + p.kw <= p.w) {
-                rt[i] = base[li] + (iy * p.w + ix) * C;
-              } else {
-                float* e = edge + ((t - b.t0) * 16 + i) * cc;
-                for (int64_t s = 0; s < p.kw; ++s) {
-                  const int64_t xs = ix + s;
-                  if (xs >= 0 && xs < p.w)
-                    std::memcpy(e + s * C, base[li] + (iy * p.w + xs) * C, size_t(C) * sizeof(float));
-                  else
-                    std::memset(e + s * C, 0, size_t(C) * sizeof(float));
+        // tiles of k.mr pixels over the block's columns [j_begin, j_end)
+        auto tiles = [&](const ConvUkrInfo& k, int64_t j_begin, int64_t j_end) {
+          for (int64_t mt = m0; mt < m1; mt += k.mr) {
+            const int64_t mr = std::min(k.mr, m1 - mt);
+            for (int64_t t = b.t0; row_taps && t < b.t1; ++t) {
+              const float** rt = rows + (t - b.t0) * k.mr;
+              for (int64_t i = 0; i < k.mr; ++i) {
+                const int64_t li = mt - m0 + i, iy = iy0[li] + t * p.dh, ix = ix0[li];
+                if (i >= mr || iy < 0 || iy >= p.h) {
+                  rt[i] = zeros;
+                } else if (ix >= 0 && ix + p.kw <= p.w) {
+                  rt[i] = base[li] + (iy * p.w + ix) * C;
+                } else {
+                  float* e = edge + ((t - b.t0) * 16 + i) * cc;
+                  for (int64_t s = 0; s < p.kw; ++s) {
+                    const int64_t xs = ix + s;
+                    if (xs >= 0 && xs < p.w)
+                      std::memcpy(e + s * C, base[li] + (iy * p.w + xs) * C, size_t(C) * sizeof(float));
+                    else
+                      std::memset(e + s * C, 0, size_t(C) * sizeof(float));
+                  }
+                  rt[i] = e;
                 }
-                rt[i] = e;
               }
             }
-          }
-          for (int64_t i = 0; pointwise && i < u.mr; ++i) rows[i] = i < mr ? x + (mt + i) * C + b.c0 : zeros;
-          for (int64_t t = b.t0; !row_taps && !pointwise && t < b.t1; ++t) {
-            const int64_t r = t / p.kw, s = t % p.kw;
-            const float** rt = rows + (t - b.t0) * u.mr;
-            for (int64_t i = 0; i < u.mr; ++i) {
-              if (i >= mr) {
-                rt[i] = zeros;
-                continue;
+            for (int64_t i = 0; pointwise && i < k.mr; ++i) rows[i] = i < mr ? x + (mt + i) * C + b.c0 : zeros;
+            for (int64_t t = b.t0; !row_taps && !pointwise && t < b.t1; ++t) {
+              const int64_t r = t / p.kw, s = t % p.kw;
+              const float** rt = rows + (t - b.t0) * k.mr;
+              for (int64_t i = 0; i < k.mr; ++i) {
+                if (i >= mr) {
+                  rt[i] = zeros;
+                  continue;
+                }
+                const int64_t li = mt - m0 + i, iy = iy0[li] + r * p.dh, ix = ix0[li] + s * p.dw;
+                rt[i] = (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) ? base[li] + (iy * p.w + ix) * C + b.c0
+                                                                     : zeros;
               }
-              const int64_t li = mt - m0 + i, iy = iy0[li] + r * p.dh, ix = ix0[li] + s * p.dw;
-              rt[i] = (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) ? base[li] + (iy * p.w + ix) * C + b.c0
-                                                                   : zeros;
+            }
+            for (int64_t j0 = j_begin; j0 < j_end; j0 += k.nr) {
+              const int64_t col = j * kConvBlock + j0, pj = col / P, pw = conv_nhwc_panel_width(OC, pj);
+              const float* wb = wp + pj * P * K + row0 * pw + col % P;
+              ConvTileEpilogue te_{ep.bias ? ep.bias + col : nullptr,
+                                   ep.residual ? ep.residual + mt * OC + col : nullptr,
+                                   OC,
+                                   ep.act,
+                                   ep.clip_min,
+                                   ep.clip_max};
+              k.for_rows(mr)(rows, b.t1 - b.t0, b.c1 - b.c0, wb, pw, y + mt * OC + col, OC, mr,
+                             std::min(k.nr, j_end - j0), bi > 0, last ? &te_ : nullptr);
             }
           }
-          for (int64_t j0 = 0; j0 < ncols; j0 += u.nr) {
-            const int64_t col = j * kConvBlock + j0, pj = col / P, pw = conv_nhwc_panel_width(OC, pj);
-            const float* wb = wp + pj * P * K + row0 * pw + col % P;
-            ConvTileEpilogue te_{ep.bias ? ep.bias + col : nullptr,
-                                 ep.residual ? ep.residual + mt * OC + col : nullptr,
-                                 OC,
-                                 ep.act,
-                                 ep.clip_min,
-                                 ep.clip_max};
-            u.for_rows(mr)(rows, b.t1 - b.t0, b.c1 - b.c0, wb, pw, y + mt * OC + col, OC, mr,
-                           std::min(u.nr, ncols - j0), bi > 0, last ? &te_ : nullptr);
-          }
+        };
+        if (tail8 > 0) {  // a last panel of at most 8 columns: 12 x 8 tiles, not 6 x 16 ones half wasted
+          tiles(u, 0, ncols - tail8);
+          tiles(conv_ukr_avx2(8), ncols - tail8, ncols);
+        } else {
+          tiles(u, 0, ncols);
         }
       }
     }
