@@ -195,6 +195,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
   // Tasks cover blocks of 64 output channels; a block is one panel (AVX-512) or four 16-wide ones
   // (AVX2, portable), which a tile walks one after the other while its input rows are in L1.
   const int64_t P = conv_panel(), np = (OC + kConvBlock - 1) / kConvBlock;
+  const int64_t last_panel = (OC - 1) / P, last_pw = conv_nhwc_panel_width(OC, last_panel);  // others: P wide
   // Few channels (a stem): one "tap" per kernel row, its kw*C inputs contiguous in NHWC
   // (the packing's K order is (r, s, ci)); a row that crosses the left/right padding is
   // copied with zeros into a per-thread buffer.
@@ -296,7 +297,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
               }
             }
             for (int64_t j0 = j_begin; j0 < j_end; j0 += k.nr) {
-              const int64_t col = j * kConvBlock + j0, pj = col / P, pw = conv_nhwc_panel_width(OC, pj);
+              const int64_t col = j * kConvBlock + j0, pj = col / P, pw = pj < last_panel ? P : last_pw;
               const float* wb = wp + pj * P * K + row0 * pw + col % P;
               ConvTileEpilogue te_{ep.bias ? ep.bias + col : nullptr,
                                    ep.residual ? ep.residual + mt * OC + col : nullptr,
