@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "kernels/x86/conv_nhwc.h"
+#include "kernels/x86/vec_masked.h"
 
 namespace tessera::kernels::x86::dw3 {
 
@@ -22,13 +23,7 @@ struct Epilogue {
   typename V::vec lo, hi;
 };
 
-template <class V, bool FULL>
-inline __attribute__((always_inline)) typename V::vec load(const float* p, typename V::mask m) {
-  if constexpr (FULL)
-    return V::load(p);
-  else
-    return V::load(p, m);
-}
+using vec::load;
 
 template <class V, bool FULL>
 inline __attribute__((always_inline)) void store(float* p, typename V::mask m, typename V::vec v,
@@ -36,10 +31,7 @@ inline __attribute__((always_inline)) void store(float* p, typename V::mask m, t
   if (r) v = V::add(v, load<V, FULL>(r, m));
   if (ep.act == Activation::relu) v = V::max(v, V::zero());
   if (ep.act == Activation::clip) v = V::min(V::max(v, ep.lo), ep.hi);
-  if constexpr (FULL)
-    V::store(p, v);
-  else
-    V::store(p, m, v);
+  vec::store<V, FULL>(p, m, v);
 }
 
 // PX outputs of one row whose taps all lie inside it; ix = the input column of the first output's

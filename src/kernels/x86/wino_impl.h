@@ -10,24 +10,12 @@
 #include <cstdint>
 
 #include "kernels/x86/conv_nhwc.h"
+#include "kernels/x86/vec_masked.h"
 
 namespace tessera::kernels::x86::wino {
 
-template <class V, bool FULL>
-inline __attribute__((always_inline)) typename V::vec ld(const float* p, typename V::mask m) {
-  if constexpr (FULL)
-    return V::load(p);
-  else
-    return V::load(p, m);
-}
-
-template <class V, bool FULL>
-inline __attribute__((always_inline)) void st(float* p, typename V::mask m, typename V::vec v) {
-  if constexpr (FULL)
-    V::store(p, v);
-  else
-    V::store(p, m, v);
-}
+using vec::load;
+using vec::store;
 
 template <class V>
 inline __attribute__((always_inline)) typename V::vec act(typename V::vec v, const WinoOut& o) {
@@ -50,7 +38,7 @@ void in23(const float* const* src, int64_t c, float* v, int64_t stride) {
   blocks<V>(c, [&]<bool FULL>(int64_t cb, typename V::mask m) {
     vec d[16], t[16];
 #pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) d[k] = ld<V, FULL>(src[k] + cb, m);
+    for (int k = 0; k < 16; ++k) d[k] = load<V, FULL>(src[k] + cb, m);
     // rows: t = B^T d
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
@@ -62,10 +50,10 @@ void in23(const float* const* src, int64_t c, float* v, int64_t stride) {
     // columns: v = t B
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) {
-      st<V, FULL>(v + (i * 4 + 0) * stride + cb, m, V::sub(t[i * 4 + 0], t[i * 4 + 2]));
-      st<V, FULL>(v + (i * 4 + 1) * stride + cb, m, V::add(t[i * 4 + 1], t[i * 4 + 2]));
-      st<V, FULL>(v + (i * 4 + 2) * stride + cb, m, V::sub(t[i * 4 + 2], t[i * 4 + 1]));
-      st<V, FULL>(v + (i * 4 + 3) * stride + cb, m, V::sub(t[i * 4 + 1], t[i * 4 + 3]));
+      store<V, FULL>(v + (i * 4 + 0) * stride + cb, m, V::sub(t[i * 4 + 0], t[i * 4 + 2]));
+      store<V, FULL>(v + (i * 4 + 1) * stride + cb, m, V::add(t[i * 4 + 1], t[i * 4 + 2]));
+      store<V, FULL>(v + (i * 4 + 2) * stride + cb, m, V::sub(t[i * 4 + 2], t[i * 4 + 1]));
+      store<V, FULL>(v + (i * 4 + 3) * stride + cb, m, V::sub(t[i * 4 + 1], t[i * 4 + 3]));
     }
   });
 }
@@ -76,14 +64,14 @@ void out23(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
   blocks<V>(n, [&]<bool FULL>(int64_t cb, typename V::mask m) {
     vec d[16], u[8];
 #pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) d[k] = ld<V, FULL>(mp + k * mstride + cb, m);
+    for (int k = 0; k < 16; ++k) d[k] = load<V, FULL>(mp + k * mstride + cb, m);
     // rows: u = A^T M (2 x 4)
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       u[0 * 4 + j] = V::add(V::add(d[0 * 4 + j], d[1 * 4 + j]), d[2 * 4 + j]);
       u[1 * 4 + j] = V::sub(V::sub(d[1 * 4 + j], d[2 * 4 + j]), d[3 * 4 + j]);
     }
-    const vec b = o.bias ? ld<V, FULL>(o.bias + cb, m) : V::zero();
+    const vec b = o.bias ? load<V, FULL>(o.bias + cb, m) : V::zero();
 #pragma GCC unroll 2
     for (int i = 0; i < 2; ++i) {
       vec r[2];
@@ -94,8 +82,8 @@ void out23(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
         float* yp = o.y[i * 2 + j];
         if (!yp) continue;
         vec val = r[j];
-        if (o.res[i * 2 + j]) val = V::add(val, ld<V, FULL>(o.res[i * 2 + j] + cb, m));
-        st<V, FULL>(yp + cb, m, act<V>(val, o));
+        if (o.res[i * 2 + j]) val = V::add(val, load<V, FULL>(o.res[i * 2 + j] + cb, m));
+        store<V, FULL>(yp + cb, m, act<V>(val, o));
       }
     }
   });
@@ -137,7 +125,7 @@ void in43(const float* const* src, int64_t c, float* v, int64_t stride) {
     for (int j = 0; j < 6; ++j) {
       vec d[6], r[6];
 #pragma GCC unroll 6
-      for (int k = 0; k < 6; ++k) d[k] = ld<V, FULL>(src[k * 6 + j] + cb, m);
+      for (int k = 0; k < 6; ++k) d[k] = load<V, FULL>(src[k * 6 + j] + cb, m);
       bt6<V>(d, r);
 #pragma GCC unroll 6
       for (int i = 0; i < 6; ++i) t[i * 6 + j] = r[i];
@@ -147,7 +135,7 @@ void in43(const float* const* src, int64_t c, float* v, int64_t stride) {
       vec r[6];
       bt6<V>(t + i * 6, r);
 #pragma GCC unroll 6
-      for (int j = 0; j < 6; ++j) st<V, FULL>(v + (i * 6 + j) * stride + cb, m, r[j]);
+      for (int j = 0; j < 6; ++j) store<V, FULL>(v + (i * 6 + j) * stride + cb, m, r[j]);
     }
   });
 }
@@ -161,12 +149,12 @@ void out43(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
     for (int q = 0; q < 6; ++q) {
       vec d[6], r[4];
 #pragma GCC unroll 6
-      for (int k = 0; k < 6; ++k) d[k] = ld<V, FULL>(mp + (k * 6 + q) * mstride + cb, m);
+      for (int k = 0; k < 6; ++k) d[k] = load<V, FULL>(mp + (k * 6 + q) * mstride + cb, m);
       at6<V>(d, r);
 #pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) u[i * 6 + q] = r[i];
     }
-    const vec b = o.bias ? ld<V, FULL>(o.bias + cb, m) : V::zero();
+    const vec b = o.bias ? load<V, FULL>(o.bias + cb, m) : V::zero();
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) {
       vec r[4];
@@ -176,8 +164,8 @@ void out43(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
         float* yp = o.y[i * 4 + k];
         if (!yp) continue;
         vec val = V::add(r[k], b);
-        if (o.res[i * 4 + k]) val = V::add(val, ld<V, FULL>(o.res[i * 4 + k] + cb, m));
-        st<V, FULL>(yp + cb, m, act<V>(val, o));
+        if (o.res[i * 4 + k]) val = V::add(val, load<V, FULL>(o.res[i * 4 + k] + cb, m));
+        store<V, FULL>(yp + cb, m, act<V>(val, o));
       }
     }
   });
