@@ -41,8 +41,7 @@ CpuFeatures detect() {
   __cpuid_count(7, 1, a1, b1, c1, d1);
   f.avx512bf16 = zmm_ok && ((a1 >> 5) & 1);
 #endif
-#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
-  if (const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 > 0) f.l1d_bytes = l1;
+#if defined(_SC_LEVEL2_CACHE_SIZE)
   if (const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0) f.l2_bytes = l2;
 #endif
   if (const char* isa = std::getenv("TESSERA_ISA")) {

@@ -9,8 +9,8 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512vnni = false, avx512bf16 = false;
-  // Per-core data cache sizes in bytes (the OS's report; 32 KiB / 1 MiB where it gives none).
-  long l1d_bytes = 32 << 10, l2_bytes = 1 << 20;
+  // Per-core L2 size in bytes (the OS's report; 1 MiB where it gives none): GEMM cache blocking.
+  long l2_bytes = 1 << 20;
   // What the avx512f kernel folders are compiled for (-mavx512f/bw/vl/dq): dispatch to them needs all four.
   bool avx512_core() const { return avx512f && avx512bw && avx512vl && avx512dq; }
   std::string describe() const;

@@ -29,7 +29,7 @@ inline __m256 act256(__m256 v, Activation act, float lo, float hi) {
   return v;
 }
 
-// Columns [0, n) of a vector, n in 1..8 (the channel edge of a tile).
+// Columns [0, n) of a vector, n in 0..8 (the channel edge of a tile).
 inline __m256i tail_mask(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
@@ -200,9 +200,7 @@ struct Ymm {  // vector traits for dw3_rows_impl.h and wino_impl.h
   static vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
   static vec set1(float f) { return _mm256_set1_ps(f); }
   static vec zero() { return _mm256_setzero_ps(); }
-  static mask tail_mask(int n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  }
+  static mask tail_mask(int n) { return x86::tail_mask(n); }
 };
 
 }  // namespace
