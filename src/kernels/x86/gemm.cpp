@@ -232,8 +232,9 @@ void gemm_range(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_beg
               u.fn(kc, asl, bp, tile, nr, mr, nr, 0.0f, nullptr);
               ukr_store_tile(tile, nr, cptr, pr.ldc, mrr, nrr, beta, uepp);
             }
-            if (last) apply_tile_act(ep.act, cptr, pr.ldc, mrr, nrr);
           }
+          // this sliver's rows of the NC block are final: the tile-pass activation in one call per row
+          if (last) apply_tile_act(ep.act, pr.c + (ic + ir) * pr.ldc + jc, pr.ldc, mrr, nc);
         }
       }
     }
@@ -300,7 +301,10 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
         }
         u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb, pf,
                  pf_step, pr.c + row * pr.ldc + col, pr.ldc, h, w, ep.alpha, beta, uepp);
-        if (last) apply_tile_act(ep.act, pr.c + row * pr.ldc + col, pr.ldc, h, w);
+      };
+      // rows [row, row + h) of this NC block are final: their tile-pass activation in one call per row
+      auto finish_rows = [&](int64_t row, int64_t h) {
+        if (last) apply_tile_act(ep.act, pr.c + row * pr.ldc + jc, pr.ldc, h, nc);
       };
       for (int64_t ic = m_begin; ic < m_end; ic += MC) {
         const int64_t mc = std::min(MC, m_end - ic);
@@ -312,6 +316,7 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
           // itself, and software prefetches (into L1 or L2) only slowed it (Zen 4, 1-6 x 3072 x 768 from
           // memory: 13-35% more GFLOP/s without them).
           for (int64_t jr = 0; jr < nc; jr += nr) tile(ic, mc, jr, bblock, 0);
+          finish_rows(ic, mc);
         } else if (small && pr.packed) {
           // A prepacked B streams from memory once, panel after panel (the next K
           // block's first panel follows the last), every row group per panel: the
@@ -335,6 +340,7 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
               tile(ic + r0, h, jr, pf, std::max<int64_t>(1, next_bytes * h / mc / kc));
             }
           }
+          finish_rows(ic, mc);
         } else if (small) {
           // B in place: the first row group streams the panel in (prefetching ahead
           // along it); the others find it in cache and warm the next panel meanwhile
@@ -343,9 +349,12 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
             for (int64_t g = 0; g < groups; ++g)
               tile(group_row(g), base + (g < extra), jr, g ? next : nullptr, ldb * int64_t(sizeof(float)));
           }
+          finish_rows(ic, mc);
         } else {
-          for (int64_t g = 0; g < groups; ++g)
+          for (int64_t g = 0; g < groups; ++g) {
             for (int64_t jr = 0; jr < nc; jr += nr) tile(group_row(g), base + (g < extra), jr, nullptr, 0);
+            finish_rows(group_row(g), base + (g < extra));
+          }
         }
       }
     }

@@ -22,7 +22,9 @@
 namespace tessera::kernels::x86 {
 
 // relu and clip run inside the micro-kernels; the GELUs (eltwise.h's, same error bounds) run over each
-// finished tile of C while it is still in L1. Convolutions take none, relu, clip.
+// row group's finished run of an NC block while it is still in L1/L2 (one call per row of up to NC
+// columns: per 16-column tile, the call overhead doubled the GELU's cost). Convolutions take none, relu,
+// clip.
 enum class Activation : uint8_t { none, relu, clip, gelu_erf, gelu_tanh };
 
 struct GemmEpilogue {
