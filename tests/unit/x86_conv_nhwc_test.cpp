@@ -234,15 +234,19 @@ TEST(X86ConvNhwc, MaxPoolMatchesReferenceAndPropagatesNaN) {
   for (const Case& cs : {Case{1, 64, 12, 12, 3, 2, 1, 1, 1, 1, 1}, Case{2, 5, 7, 9, 2, 2, 1, 0, 0, 1, 1},
                          Case{1, 19, 8, 8, 3, 1, 2, 2, 2, 2, 2}, Case{1, 3, 5, 5, 5, 3, 1, 0, 2, 1, 0},
                          Case{6, 1, 9, 7, 3, 2, 1, 1, 0, 1, 1},        // 1 channel: NCHW MaxPool
-                         Case{2, 64, 40, 40, 3, 1, 1, 1, 1, 1, 1}}) {  // large enough for both threads
+                         Case{2, 64, 40, 40, 3, 1, 1, 1, 1, 1, 1},     // large enough for both threads
+                         Case{1, 100, 6, 7, 3, 2, 1, 1, 1, 1, 1},      // 4-vector blocks, then 1, then a tail
+                         Case{1, 37, 5, 5, 2, 1, 1, 0, 0, 1, 1}}) {
+   for (ConvIsa isa : isas()) {
     PoolParams pp;
     pp.g = mk(cs.n, cs.c, cs.h, cs.w, cs.c, cs.k, cs.k, cs.s, cs.d, cs.pt, cs.pl, cs.pb, cs.pr);
     pp.oh = pp.g.oh(), pp.ow = pp.g.ow();
     std::vector<float> x(size_t(cs.n * cs.h * cs.w * cs.c));
     for (auto& e : x) e = d(rng);
     x[3] = std::numeric_limits<float>::quiet_NaN();
+    x[x.size() / 2] = std::numeric_limits<float>::quiet_NaN();  // a NaN inside a vector block
     std::vector<float> y(size_t(cs.n * pp.oh * pp.ow * cs.c), 7.f);
-    pool2d_nhwc_f32(pp, x.data(), y.data(), &pool);
+    pool2d_nhwc_f32(pp, x.data(), y.data(), &pool, isa);
     for (int64_t b = 0; b < cs.n; ++b)
       for (int64_t oy = 0; oy < pp.oh; ++oy)
         for (int64_t ox = 0; ox < pp.ow; ++ox)
@@ -259,10 +263,11 @@ TEST(X86ConvNhwc, MaxPoolMatchesReferenceAndPropagatesNaN) {
               }
             const float got = y[size_t(((b * pp.oh + oy) * pp.ow + ox) * cs.c + ch)];
             if (nan)
-              ASSERT_TRUE(std::isnan(got));
+              ASSERT_TRUE(std::isnan(got)) << int(isa);
             else
-              ASSERT_EQ(got, m);
+              ASSERT_EQ(got, m) << int(isa);
           }
+   }
   }
 }
 

@@ -715,27 +715,44 @@ void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, 
   });
 }
 
-void pool2d_nhwc_f32(const PoolParams& pp, const float* x, float* y, ThreadPool* pool) {
+void pool2d_nhwc_f32(const PoolParams& pp, const float* x, float* y, ThreadPool* pool, ConvIsa isa) {
   const Conv2dParams& p = pp.g;
   const int64_t oh = pp.oh, ow = pp.ow, C = p.c;
+  void (*max_taps)(const float* const*, int64_t, int64_t, float*) = nullptr;
+#ifdef TESSERA_CONV_X86
+  if (isa == ConvIsa::avx512f && conv_isa_available(isa))
+    max_taps = max_pool_taps_avx512f;
+  else if (isa == ConvIsa::avx2 && conv_isa_available(isa))
+    max_taps = max_pool_taps_avx2;
+#else
+  (void)isa;
+#endif
   run_tasks(pool, p.n * oh, double(p.n * oh * ow) * double(C * p.kh * p.kw), [&](int64_t b, int64_t e) {
+    thread_local std::vector<const float*> taps;
+    taps.resize(size_t(p.kh * p.kw));
     for (int64_t t = b; t < e; ++t) {
       const int64_t img = t / oh, oy = t % oh;
       const float* xi = x + img * p.h * p.w * C;
       for (int64_t ox = 0; ox < ow; ++ox) {
         float* yo = y + (t * ow + ox) * C;
-        for (int64_t ch = 0; ch < C; ++ch) yo[ch] = -std::numeric_limits<float>::infinity();
+        int64_t n = 0;  // the window's taps inside the image (padding is skipped, not -inf)
         for (int64_t r = 0; r < p.kh; ++r) {
           const int64_t iy = oy * p.sh - p.pad_t + r * p.dh;
           if (iy < 0 || iy >= p.h) continue;
           for (int64_t s = 0; s < p.kw; ++s) {
             const int64_t ix = ox * p.sw - p.pad_l + s * p.dw;
-            if (ix < 0 || ix >= p.w) continue;
-            const float* xp = xi + (iy * p.w + ix) * C;
-            // NaN propagates: a NaN in x is taken, and a NaN in y is never replaced.
-            for (int64_t ch = 0; ch < C; ++ch)
-              yo[ch] = (xp[ch] > yo[ch] || xp[ch] != xp[ch]) ? xp[ch] : yo[ch];
+            if (ix >= 0 && ix < p.w) taps[size_t(n++)] = xi + (iy * p.w + ix) * C;
           }
+        }
+        if (max_taps) {
+          max_taps(taps.data(), n, C, yo);
+          continue;
+        }
+        for (int64_t ch = 0; ch < C; ++ch) yo[ch] = -std::numeric_limits<float>::infinity();
+        for (int64_t i = 0; i < n; ++i) {
+          const float* xp = taps[size_t(i)];
+          // NaN propagates: a NaN in x is taken, and a NaN in y is never replaced.
+          for (int64_t ch = 0; ch < C; ++ch) yo[ch] = (xp[ch] > yo[ch] || xp[ch] != xp[ch]) ? xp[ch] : yo[ch];
         }
       }
     }

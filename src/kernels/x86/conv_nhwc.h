@@ -90,7 +90,10 @@ struct PoolParams {
   bool is_max = true;
   bool count_include_pad = false;
 };
-void pool2d_nhwc_f32(const PoolParams& p, const float* x, float* y, ThreadPool* pool);
+void pool2d_nhwc_f32(const PoolParams& p, const float* x, float* y, ThreadPool* pool, ConvIsa isa);
+inline void pool2d_nhwc_f32(const PoolParams& p, const float* x, float* y, ThreadPool* pool) {
+  pool2d_nhwc_f32(p, x, y, pool, conv_isa());
+}
 
 // y[b][c] = mean over the h*w pixels of x[b][.][c] (x NHWC, y [n, c]).
 void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, float* y, ThreadPool* pool);
@@ -135,6 +138,9 @@ struct DwRowArgs {
   float clip_min, clip_max;
 };
 void dw_row_avx512f(const DwRowArgs& a);
+// Max pooling of one output pixel: y[ch] = max over its ntaps input pixels (pool_impl.h).
+void max_pool_taps_avx512f(const float* const* taps, int64_t ntaps, int64_t c, float* y);
+void max_pool_taps_avx2(const float* const* taps, int64_t ntaps, int64_t c, float* y);
 
 // Calls f(x_off, w_off) for each tap of output column ixb's window (ixb = ox * sw + ix0) that falls inside
 // the image: channel 0 of its input pixel at a.x + x_off, of its weights at a.wp + w_off.

@@ -11,6 +11,7 @@
 
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/dw3_rows_impl.h"
+#include "kernels/x86/pool_impl.h"
 #include "kernels/x86/wino_impl.h"
 
 namespace tessera::kernels::x86 {
@@ -183,7 +184,7 @@ void dw_row_avx2(const DwRowArgs& a) {
 
 namespace {
 
-struct Ymm {  // vector traits for dw3_rows_impl.h and wino_impl.h
+struct Ymm {  // vector traits for dw3_rows_impl.h, wino_impl.h and pool_impl.h
   using vec = __m256;
   using mask = __m256i;
   static constexpr int kWidth = 8, kTile = 4;  // 9 weights + 4 sums + the input: 14 of 16 ymm
@@ -198,6 +199,10 @@ struct Ymm {  // vector traits for dw3_rows_impl.h and wino_impl.h
   static vec mul(vec a, vec b) { return _mm256_mul_ps(a, b); }
   static vec max(vec a, vec b) { return _mm256_max_ps(a, b); }
   static vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
+  // max(a, x) where a NaN in either stays NaN (vmaxps alone returns x when either is NaN)
+  static vec max_keep_nan(vec a, vec x) {
+    return _mm256_blendv_ps(_mm256_max_ps(a, x), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+  }
   static vec set1(float f) { return _mm256_set1_ps(f); }
   static vec zero() { return _mm256_setzero_ps(); }
   static mask tail_mask(int n) { return x86::tail_mask(n); }
@@ -207,6 +212,10 @@ struct Ymm {  // vector traits for dw3_rows_impl.h and wino_impl.h
 
 void dw3_rows_avx2(const Dw3RowsArgs& a) {
   dw3::run<Ymm>(a);
+}
+
+void max_pool_taps_avx2(const float* const* taps, int64_t ntaps, int64_t c, float* y) {
+  pool::max_taps<Ymm>(taps, ntaps, c, y);
 }
 
 void wino23_in_avx2(const float* const* src, int64_t c, float* v, int64_t stride) {

@@ -10,6 +10,7 @@
 
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/dw3_rows_impl.h"
+#include "kernels/x86/pool_impl.h"
 #include "kernels/x86/wino_impl.h"
 
 namespace tessera::kernels::x86 {
@@ -333,7 +334,7 @@ void dw_row_avx512f(const DwRowArgs& a) {
 
 namespace {
 
-struct Zmm {  // vector traits for dw3_rows_impl.h and wino_impl.h
+struct Zmm {  // vector traits for dw3_rows_impl.h, wino_impl.h and pool_impl.h
   using vec = __m512;
   using mask = __mmask16;
   static constexpr int kWidth = 16, kTile = 8;  // 9 weights + 8 sums + the input: 18 of 32 zmm
@@ -348,6 +349,10 @@ struct Zmm {  // vector traits for dw3_rows_impl.h and wino_impl.h
   static vec mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
   static vec max(vec a, vec b) { return _mm512_max_ps(a, b); }
   static vec min(vec a, vec b) { return _mm512_min_ps(a, b); }
+  // max(a, x) where a NaN in either stays NaN (vmaxps alone returns x when either is NaN)
+  static vec max_keep_nan(vec a, vec x) {
+    return _mm512_mask_mov_ps(_mm512_max_ps(a, x), _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
+  }
   static vec set1(float f) { return _mm512_set1_ps(f); }
   static vec zero() { return _mm512_setzero_ps(); }
   static mask tail_mask(int n) { return n >= 16 ? mask(0xffff) : mask((1u << n) - 1); }
@@ -357,6 +362,10 @@ struct Zmm {  // vector traits for dw3_rows_impl.h and wino_impl.h
 
 void dw3_rows_avx512f(const Dw3RowsArgs& a) {
   dw3::run<Zmm>(a);
+}
+
+void max_pool_taps_avx512f(const float* const* taps, int64_t ntaps, int64_t c, float* y) {
+  pool::max_taps<Zmm>(taps, ntaps, c, y);
 }
 
 void wino23_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride) {
