@@ -47,6 +47,7 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
 #pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) cols[v] = tail_mask(std::clamp<int64_t>(nr - 8 * v, 0, 8));
   auto load = [&](const float* p, int v) { return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, cols[v]); };
+  prefetch_tile_rows<MR>(y, ldy, mr, nr, ep);
   // A single K block starts from the bias (one add per output less in the epilogue).
   const bool bias_init = ep && ep->bias && !accumulate;
   __m256 acc[MR][NV];

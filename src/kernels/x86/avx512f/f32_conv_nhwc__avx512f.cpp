@@ -30,6 +30,7 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
               int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep) {
   const int64_t tail = nr - (NV - 1) * 16;
   const __mmask16 last = tail >= 16 ? __mmask16(0xffff) : __mmask16((1u << tail) - 1);
+  prefetch_tile_rows<MR>(y, ldy, mr, nr, ep);
   // A single K block starts from the bias (one add per output less in the epilogue: short-K
   // pointwise convs spend a fair share of their time there).
   const bool bias_init = ep && ep->bias && !accumulate;
@@ -115,6 +116,7 @@ template <int MR, int LD = MR>
 void conv_ukr_zy(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw, float* y,
                  int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep) {
   const __mmask8 ym = __mmask8((1u << (nr - 16)) - 1);  // 1..8 columns past the first 16
+  prefetch_tile_rows<MR>(y, ldy, mr, nr, ep);
   const bool bias_init = ep && ep->bias && !accumulate;
   const __m512 bz = bias_init ? _mm512_loadu_ps(ep->bias) : _mm512_setzero_ps();
   const __m256 by = bias_init ? _mm256_maskz_loadu_ps(ym, ep->bias + 16) : _mm256_setzero_ps();
