@@ -259,6 +259,8 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
         const int64_t row0 = b.t0 * cc + b.c0;  // the block's first row of K
         // tiles of k.mr pixels over the block's columns [j_begin, j_end)
         auto tiles = [&](const ConvUkrInfo& k, int64_t j_begin, int64_t j_end) {
+          // one call walks a tile row's whole panels where the kernel can (ConvUkrInfo::panels)
+          const bool multi_panel = k.panels && k.nr == P && blocks.size() == 1;
           for (int64_t mt = m0; mt < m1; mt += k.mr) {
             const int64_t mr = std::min(k.mr, m1 - mt);
             for (int64_t t = b.t0; row_taps && t < b.t1; ++t) {
@@ -296,8 +298,13 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
                                                                      : zeros;
               }
             }
-            for (int64_t j0 = j_begin; j0 < j_end; j0 += k.nr) {
+            for (int64_t j0 = j_begin, span = 0; j0 < j_end; j0 += span) {
               const int64_t col = j * kConvBlock + j0, pj = col / P, pw = pj < last_panel ? P : last_pw;
+              span = std::min(k.nr, j_end - j0);
+              if (multi_panel && pw == P) {  // the run of whole panels from here, in one call
+                const int64_t full_end = last_pw == P ? j_end : std::min(j_end, last_panel * P - j * kConvBlock);
+                if (j0 + k.nr <= full_end) span = (full_end - j0) / k.nr * k.nr;
+              }
               const float* wb = wp + pj * P * K + row0 * pw + col % P;
               ConvTileEpilogue te_{ep.bias ? ep.bias + col : nullptr,
                                    ep.residual ? ep.residual + mt * OC + col : nullptr,
@@ -306,7 +313,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
                                    ep.clip_min,
                                    ep.clip_max};
               k.for_rows(mr)(rows, b.t1 - b.t0, b.c1 - b.c0, wb, pw, y + mt * OC + col, OC, mr,
-                             std::min(k.nr, j_end - j0), bi > 0, last ? &te_ : nullptr);
+                             span, bi > 0, last ? &te_ : nullptr);
             }
           }
         };

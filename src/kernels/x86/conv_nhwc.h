@@ -136,6 +136,9 @@ struct ConvUkrInfo {
   ConvUkr fn;
   int64_t mr, nr;
   const ConvUkr* rem = nullptr;  // rem[m], 0 < m < mr: a kernel for exactly m rows (row table stride mr)
+  // The kernels also take nr > this nr over consecutive panels exactly nr wide when the K block is the whole
+  // K: the next panel's weights start ldw * ntaps * kc floats after this one's (one call per tile row).
+  bool panels = false;
   ConvUkr for_rows(int64_t m) const { return rem && m < mr ? rem[m] : fn; }
 };
 // For AVX-512: one kernel per width of the panel's columns (16, 24, 32, 48, 64); AVX2: 8 wide for at most

@@ -39,8 +39,10 @@ inline __m256i tail_mask(int64_t n) {
 // wider kernel). Every loop over the tile is unrolled at compile time, so the accumulators stay in
 // registers (indexed by a run-time row, GCC kept them in memory and stored them on every k step).
 template <int MR, int NV, int LD = MR>
-void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw, float* y,
-              int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep) {
+inline __attribute__((always_inline)) void conv_tile(const float* const* rows, int64_t ntaps, int64_t kc,
+                                                     const float* w, int64_t ldw, float* y, int64_t ldy,
+                                                     int64_t mr, int64_t nr, bool accumulate,
+                                                     const ConvTileEpilogue* ep) {
   // a tile narrower than 8*NV (the channel edge: 0..8 valid columns per vector) loads and stores masked
   const bool full = nr >= 8 * NV;
   __m256i cols[NV];
@@ -124,6 +126,29 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
   }
 }
 
+// The 16-wide kernels also take nr past 16 when the K block is the whole K (see ConvUkrInfo::panels): they
+// walk that many columns of consecutive 16-wide panels, each ldw * ntaps * kc floats after the previous,
+// reusing the tile's input rows from L1 (short-K pointwise convs: one call per panel had the call, the
+// driver's setup and the prologue cost about as much as the 16- to 32-deep K loop).
+template <int MR, int NV, int LD = MR>
+void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw, float* y,
+              int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep) {
+  constexpr int64_t W = 8 * NV;
+  if (NV == 1 || nr <= W) {
+    conv_tile<MR, NV, LD>(rows, ntaps, kc, w, ldw, y, ldy, mr, nr, accumulate, ep);
+    return;
+  }
+  const int64_t wstep = ldw * ntaps * kc;
+  ConvTileEpilogue e = ep ? *ep : ConvTileEpilogue{};
+  for (int64_t j = 0; j < nr; j += W) {
+    conv_tile<MR, NV, LD>(rows, ntaps, kc, w, ldw, y + j, ldy, mr, std::min(W, nr - j), accumulate,
+                          ep ? &e : nullptr);
+    w += wstep;
+    if (e.bias) e.bias += W;
+    if (e.residual) e.residual += W;
+  }
+}
+
 // rem[m]: the kernel for a remainder tile of exactly m < MR rows (its FMAs cover only those rows).
 template <int NV, int LD, int... M>
 constexpr std::array<ConvUkr, sizeof...(M) + 1> rem_table(std::integer_sequence<int, M...>) {
@@ -138,7 +163,7 @@ constexpr auto kRem8 = rem_table<1, 12>(std::make_integer_sequence<int, 11>{});
 // (A 4 x 24 tile needs 24 contiguous weight columns, which the 16-wide panels of AVX2 do not hold.)
 ConvUkrInfo conv_ukr_avx2(int64_t width) {
   if (width <= 8) return {conv_ukr<12, 1>, 12, 8, kRem8.data()};
-  return {conv_ukr<6, 2>, 6, 16, kRem16.data()};
+  return {conv_ukr<6, 2>, 6, 16, kRem16.data(), /*panels=*/true};
 }
 
 namespace {
