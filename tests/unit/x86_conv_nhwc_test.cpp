@@ -233,41 +233,41 @@ TEST(X86ConvNhwc, MaxPoolMatchesReferenceAndPropagatesNaN) {
   };
   for (const Case& cs : {Case{1, 64, 12, 12, 3, 2, 1, 1, 1, 1, 1}, Case{2, 5, 7, 9, 2, 2, 1, 0, 0, 1, 1},
                          Case{1, 19, 8, 8, 3, 1, 2, 2, 2, 2, 2}, Case{1, 3, 5, 5, 5, 3, 1, 0, 2, 1, 0},
-                         Case{6, 1, 9, 7, 3, 2, 1, 1, 0, 1, 1},        // 1 channel: NCHW MaxPool
-                         Case{2, 64, 40, 40, 3, 1, 1, 1, 1, 1, 1},     // large enough for both threads
-                         Case{1, 100, 6, 7, 3, 2, 1, 1, 1, 1, 1},      // 4-vector blocks, then 1, then a tail
+                         Case{6, 1, 9, 7, 3, 2, 1, 1, 0, 1, 1},     // 1 channel: NCHW MaxPool
+                         Case{2, 64, 40, 40, 3, 1, 1, 1, 1, 1, 1},  // large enough for both threads
+                         Case{1, 100, 6, 7, 3, 2, 1, 1, 1, 1, 1},   // 4-vector blocks, then 1, then a tail
                          Case{1, 37, 5, 5, 2, 1, 1, 0, 0, 1, 1}}) {
-   for (ConvIsa isa : isas()) {
-    PoolParams pp;
-    pp.g = mk(cs.n, cs.c, cs.h, cs.w, cs.c, cs.k, cs.k, cs.s, cs.d, cs.pt, cs.pl, cs.pb, cs.pr);
-    pp.oh = pp.g.oh(), pp.ow = pp.g.ow();
-    std::vector<float> x(size_t(cs.n * cs.h * cs.w * cs.c));
-    for (auto& e : x) e = d(rng);
-    x[3] = std::numeric_limits<float>::quiet_NaN();
-    x[x.size() / 2] = std::numeric_limits<float>::quiet_NaN();  // a NaN inside a vector block
-    std::vector<float> y(size_t(cs.n * pp.oh * pp.ow * cs.c), 7.f);
-    pool2d_nhwc_f32(pp, x.data(), y.data(), &pool, isa);
-    for (int64_t b = 0; b < cs.n; ++b)
-      for (int64_t oy = 0; oy < pp.oh; ++oy)
-        for (int64_t ox = 0; ox < pp.ow; ++ox)
-          for (int64_t ch = 0; ch < cs.c; ++ch) {
-            float m = -std::numeric_limits<float>::infinity();
-            bool nan = false;
-            for (int64_t r = 0; r < cs.k; ++r)
-              for (int64_t q = 0; q < cs.k; ++q) {
-                const int64_t iy = oy * cs.s - cs.pt + r * cs.d, ix = ox * cs.s - cs.pl + q * cs.d;
-                if (iy < 0 || iy >= cs.h || ix < 0 || ix >= cs.w) continue;
-                const float v = x[size_t(((b * cs.h + iy) * cs.w + ix) * cs.c + ch)];
-                nan |= std::isnan(v);
-                m = std::max(m, v);
-              }
-            const float got = y[size_t(((b * pp.oh + oy) * pp.ow + ox) * cs.c + ch)];
-            if (nan)
-              ASSERT_TRUE(std::isnan(got)) << int(isa);
-            else
-              ASSERT_EQ(got, m) << int(isa);
-          }
-   }
+    for (ConvIsa isa : isas()) {
+      PoolParams pp;
+      pp.g = mk(cs.n, cs.c, cs.h, cs.w, cs.c, cs.k, cs.k, cs.s, cs.d, cs.pt, cs.pl, cs.pb, cs.pr);
+      pp.oh = pp.g.oh(), pp.ow = pp.g.ow();
+      std::vector<float> x(size_t(cs.n * cs.h * cs.w * cs.c));
+      for (auto& e : x) e = d(rng);
+      x[3] = std::numeric_limits<float>::quiet_NaN();
+      x[x.size() / 2] = std::numeric_limits<float>::quiet_NaN();  // a NaN inside a vector block
+      std::vector<float> y(size_t(cs.n * pp.oh * pp.ow * cs.c), 7.f);
+      pool2d_nhwc_f32(pp, x.data(), y.data(), &pool, isa);
+      for (int64_t b = 0; b < cs.n; ++b)
+        for (int64_t oy = 0; oy < pp.oh; ++oy)
+          for (int64_t ox = 0; ox < pp.ow; ++ox)
+            for (int64_t ch = 0; ch < cs.c; ++ch) {
+              float m = -std::numeric_limits<float>::infinity();
+              bool nan = false;
+              for (int64_t r = 0; r < cs.k; ++r)
+                for (int64_t q = 0; q < cs.k; ++q) {
+                  const int64_t iy = oy * cs.s - cs.pt + r * cs.d, ix = ox * cs.s - cs.pl + q * cs.d;
+                  if (iy < 0 || iy >= cs.h || ix < 0 || ix >= cs.w) continue;
+                  const float v = x[size_t(((b * cs.h + iy) * cs.w + ix) * cs.c + ch)];
+                  nan |= std::isnan(v);
+                  m = std::max(m, v);
+                }
+              const float got = y[size_t(((b * pp.oh + oy) * pp.ow + ox) * cs.c + ch)];
+              if (nan)
+                ASSERT_TRUE(std::isnan(got)) << int(isa);
+              else
+                ASSERT_EQ(got, m) << int(isa);
+            }
+    }
   }
 }
 

@@ -261,6 +261,8 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
         auto tiles = [&](const ConvUkrInfo& k, int64_t j_begin, int64_t j_end) {
           // one call walks a tile row's whole panels where the kernel can (ConvUkrInfo::panels)
           const bool multi_panel = k.panels && k.nr == P && blocks.size() == 1;
+          // where this block's whole-width panels end (the last panel may be narrower)
+          const int64_t full_end = last_pw == P ? j_end : std::min(j_end, last_panel * P - j * kConvBlock);
           for (int64_t mt = m0; mt < m1; mt += k.mr) {
             const int64_t mr = std::min(k.mr, m1 - mt);
             for (int64_t t = b.t0; row_taps && t < b.t1; ++t) {
@@ -301,10 +303,8 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
             for (int64_t j0 = j_begin, span = 0; j0 < j_end; j0 += span) {
               const int64_t col = j * kConvBlock + j0, pj = col / P, pw = pj < last_panel ? P : last_pw;
               span = std::min(k.nr, j_end - j0);
-              if (multi_panel && pw == P) {  // the run of whole panels from here, in one call
-                const int64_t full_end = last_pw == P ? j_end : std::min(j_end, last_panel * P - j * kConvBlock);
-                if (j0 + k.nr <= full_end) span = (full_end - j0) / k.nr * k.nr;
-              }
+              // the run of whole panels from here, in one call
+              if (multi_panel && j0 + k.nr <= full_end) span = (full_end - j0) / k.nr * k.nr;
               const float* wb = wp + pj * P * K + row0 * pw + col % P;
               ConvTileEpilogue te_{ep.bias ? ep.bias + col : nullptr,
                                    ep.residual ? ep.residual + mt * OC + col : nullptr,
@@ -722,17 +722,29 @@ void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, 
   });
 }
 
+namespace {
+
+// The portable max_pool_taps: a NaN in x is taken, and a NaN in y is never replaced.
+void max_pool_taps_portable(const float* const* taps, int64_t ntaps, int64_t c, float* y) {
+  for (int64_t ch = 0; ch < c; ++ch) y[ch] = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < ntaps; ++i) {
+    const float* xp = taps[i];
+    for (int64_t ch = 0; ch < c; ++ch) y[ch] = (xp[ch] > y[ch] || xp[ch] != xp[ch]) ? xp[ch] : y[ch];
+  }
+}
+
+}  // namespace
+
 void pool2d_nhwc_f32(const PoolParams& pp, const float* x, float* y, ThreadPool* pool, ConvIsa isa) {
+  if (!conv_isa_available(isa)) isa = ConvIsa::portable;
   const Conv2dParams& p = pp.g;
   const int64_t oh = pp.oh, ow = pp.ow, C = p.c;
-  void (*max_taps)(const float* const*, int64_t, int64_t, float*) = nullptr;
+  void (*max_taps)(const float* const*, int64_t, int64_t, float*) = max_pool_taps_portable;
 #ifdef TESSERA_CONV_X86
-  if (isa == ConvIsa::avx512f && conv_isa_available(isa))
+  if (isa == ConvIsa::avx512f)
     max_taps = max_pool_taps_avx512f;
-  else if (isa == ConvIsa::avx2 && conv_isa_available(isa))
+  else if (isa == ConvIsa::avx2)
     max_taps = max_pool_taps_avx2;
-#else
-  (void)isa;
 #endif
   run_tasks(pool, p.n * oh, double(p.n * oh * ow) * double(C * p.kh * p.kw), [&](int64_t b, int64_t e) {
     thread_local std::vector<const float*> taps;
@@ -751,16 +763,7 @@ void pool2d_nhwc_f32(const PoolParams& pp, const float* x, float* y, ThreadPool*
             if (ix >= 0 && ix < p.w) taps[size_t(n++)] = xi + (iy * p.w + ix) * C;
           }
         }
-        if (max_taps) {
-          max_taps(taps.data(), n, C, yo);
-          continue;
-        }
-        for (int64_t ch = 0; ch < C; ++ch) yo[ch] = -std::numeric_limits<float>::infinity();
-        for (int64_t i = 0; i < n; ++i) {
-          const float* xp = taps[size_t(i)];
-          // NaN propagates: a NaN in x is taken, and a NaN in y is never replaced.
-          for (int64_t ch = 0; ch < C; ++ch) yo[ch] = (xp[ch] > yo[ch] || xp[ch] != xp[ch]) ? xp[ch] : yo[ch];
-        }
+        max_taps(taps.data(), n, C, yo);
       }
     }
   });

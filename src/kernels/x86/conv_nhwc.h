@@ -15,9 +15,10 @@
 // Depthwise (group == C == OC): weights packed as [kh*kw][C]; vectorized over channels.
 #pragma once
 
+#include <xmmintrin.h>
+
 #include <cstddef>
 #include <cstdint>
-#include <xmmintrin.h>
 
 #include "core/thread_pool.h"
 #include "kernels/x86/conv2d.h"
@@ -112,7 +113,8 @@ struct ConvTileEpilogue {
 // pointwise convs need it most: their K loop is about as long as that trip (ResNet-50's 56x56 64->256
 // with its residual, output and residual streamed from memory: 1.35x; without a residual 1.2x).
 template <int MR>
-inline void prefetch_tile_rows(const float* y, int64_t ldy, int64_t mr, int64_t nr, const ConvTileEpilogue* ep) {
+inline void prefetch_tile_rows(const float* y, int64_t ldy, int64_t mr, int64_t nr,
+                               const ConvTileEpilogue* ep) {
   const float* res = ep ? ep->residual : nullptr;
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
