@@ -5,10 +5,7 @@
 
 namespace tessera {
 
-// Blocks of at least this size are 2 MiB-aligned and advised as transparent huge pages (Linux). A weight
-// streamed from memory on 4 KiB pages crosses a page every 16 rows of a 64-wide packed panel; on 2 MiB
-// pages the TLB misses vanish and the hardware prefetchers run on: measured on Zen 4 with weights cycled
-// through 128 MiB (bench/gemm_bench *_cold), M = 16 GEMM 9-15% faster, M = 1 GEMV 1.5x.
+// The transparent huge page size (Linux, x86-64): see HugePagesScope.
 inline constexpr size_t kHugePageBytes = size_t(2) << 20;
 
 // Returns `bytes` (rounded up to 64) of 64-byte-aligned memory, or nullptr if none is left; free with
@@ -32,18 +29,37 @@ class AlignedScratch {
   size_t n_ = 0;
 };
 
-// While one is alive, this thread's allocations stay on ordinary pages: for data read from cache many
-// times over (convolution filters), which gains nothing from huge pages, while each fresh 2 MiB page costs
-// session creation (a new VM backs it on first touch) and cannot reuse the 4 KiB pages just freed.
-class OrdinaryPagesScope {
+// Transparent huge pages for weights a kernel streams from memory. On 4 KiB pages a 64-wide packed panel
+// crosses a page every 16 rows; on 2 MiB pages the TLB misses vanish and the hardware prefetchers run on —
+// measured on Zen 4 with weights cycled through 128 MiB (bench/gemm_bench *_cold): M = 16 GEMM 9-15%
+// faster, M = 1 GEMV 1.5x; a GPT-2 decode step on the Zen 3 VM 3-5%. Everything else stays on ordinary
+// pages: data read from cache many times over gains nothing.
+//
+// When: a fresh 2 MiB page cannot reuse the 4 KiB pages just freed, and on a VM that hands free memory back
+// to its host each one costs a host fault on first touch — bert_base's session creation took 1.6-4.8 s
+// instead of 0.7 on the Zen 3 VM with its packed weights advised before they were written. So by default
+// (`lazy`) the weights are written on ordinary pages and advised afterwards: khugepaged collapses them in
+// the background (about 16 MiB every 10 s with Linux's defaults), at no cost to session creation.
+// TESSERA_HUGE_PAGES=1 (`eager`) advises at allocation: huge pages from the first run, where they are cheap
+// to fault in (bare metal); TESSERA_HUGE_PAGES=0 never.
+enum class HugePagePolicy { off, lazy, eager };
+HugePagePolicy huge_page_policy();
+
+// While one is alive, this thread's allocations of kHugePageBytes or more are 2 MiB-aligned (advised at
+// once under `eager`). Pair each with advise_huge_pages once its contents are written.
+class HugePagesScope {
  public:
-  OrdinaryPagesScope();
-  ~OrdinaryPagesScope();
-  OrdinaryPagesScope(const OrdinaryPagesScope&) = delete;
-  OrdinaryPagesScope& operator=(const OrdinaryPagesScope&) = delete;
+  HugePagesScope();
+  ~HugePagesScope();
+  HugePagesScope(const HugePagesScope&) = delete;
+  HugePagesScope& operator=(const HugePagesScope&) = delete;
 
  private:
   bool prev_;
 };
+
+// Under `lazy`, advises a block allocated in a HugePagesScope as huge pages; otherwise (and for blocks that
+// are small or not 2 MiB-aligned) does nothing.
+void advise_huge_pages(void* p, size_t bytes);
 
 }  // namespace tessera

@@ -6,6 +6,7 @@
 //     A: [..., K], W: [K, N] constant, b: [N] constant, R: the output's shape (a transformer's
 //     residual stream)
 //   Gemm(A, B, C; transA=0, transB, alpha, beta) [-> Add(., R)] [-> act]   C constant [N] / [1, N] / scalar
+#include "core/memory.h"
 #include "kernels/x86/gemm.h"
 #include "passes/pass_manager.h"
 #include "passes/rewrite_util.h"
@@ -137,8 +138,13 @@ void rewrite(ir::Graph& g, Match& m) {
   using kernels::x86::PackedB;
   const int64_t k = m.k, n = m.n;
   const size_t floats = PackedB::packed_floats(k, n, PackedB::native_kc(), PackedB::native_nr());
-  Tensor pt = Tensor::uninitialized(DType::f32, {int64_t(floats)});  // packed in place: no second copy
+  Tensor pt;
+  {
+    const HugePagesScope huge;  // a decoder's GEMMs stream the weights (core/memory.h)
+    pt = Tensor::uninitialized(DType::f32, {int64_t(floats)});  // packed in place: no second copy
+  }
   PackedB::pack_into(pt.data<float>(), m.weights.data<float>(), m.trans_b ? k : n, m.trans_b, k, n);
+  advise_huge_pages(pt.data<float>(), floats * sizeof(float));
   ir::Value* pv = g.add_value(g.unique_name(m.root->inputs[1]->name + "_packed"));
   pv->initializer = pt;
   pv->type = ir::TypeInfo::tensor_of(pt);

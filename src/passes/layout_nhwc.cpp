@@ -11,7 +11,6 @@
 #include <map>
 #include <set>
 
-#include "core/memory.h"
 #include "kernels/x86/conv_nhwc.h"
 #include "passes/pass_manager.h"
 #include "passes/rewrite_util.h"
@@ -167,8 +166,7 @@ void layout_nhwc(ir::Graph& g) {
       const int64_t floats = wino    ? int64_t(kernels::x86::wino_packed_floats(oc, cg, wm))
                              : dense ? int64_t(kernels::x86::conv_nhwc_packed_floats(oc, cg * kh * kw))
                                      : oc * kh * kw;
-      // the packers write every element; filters are reused from cache: no huge pages (core/memory.h)
-      const OrdinaryPagesScope ordinary_pages;
+      // the packers write every element; filters are reused from cache: ordinary pages (core/memory.h)
       Tensor packed = Tensor::uninitialized(DType::f32, {floats});
       if (wino)
         kernels::x86::wino_pack_weights(wt.data<float>(), oc, cg, wm, packed.data<float>());

@@ -561,10 +561,15 @@ PackedB PackedB::pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int6
   p.kc_ = native_kc();
   p.nr_ = native_nr();
   p.size_ = packed_floats(k, n, p.kc_, p.nr_) * sizeof(float);
-  float* buf = static_cast<float*>(allocate_aligned(p.size_));
+  float* buf = nullptr;
+  {
+    const HugePagesScope huge;  // weights a small-M GEMM streams from memory (core/memory.h)
+    buf = static_cast<float*>(allocate_aligned(p.size_));
+  }
   check(buf != nullptr, ErrorCode::runtime, "out of memory packing GEMM weights");
   p.data_ = std::shared_ptr<const float>(buf, [](const float* q) { std::free(const_cast<float*>(q)); });
   pack_into(buf, b, ldb, trans_b, k, n);
+  advise_huge_pages(buf, p.size_);
   return p;
 }
 
