@@ -259,10 +259,23 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
         const int64_t row0 = b.t0 * cc + b.c0;  // the block's first row of K
         // tiles of k.mr pixels over the block's columns [j_begin, j_end)
         auto tiles = [&](const ConvUkrInfo& k, int64_t j_begin, int64_t j_end) {
-          // one call walks a tile row's whole panels where the kernel can (ConvUkrInfo::panels)
+          // The column spans of a tile row, the same for every tile: each span's first output column, width
+          // and weights. One call walks a tile row's whole panels where the kernel can
+          // (ConvUkrInfo::panels); the last panel may be narrower than P.
+          struct Span {
+            int64_t col, width, ldw;
+            const float* w;
+          };
+          Span spans[kConvBlock / 8];
+          int64_t nspans = 0;
           const bool multi_panel = k.panels && k.nr == P && blocks.size() == 1;
-          // where this block's whole-width panels end (the last panel may be narrower)
           const int64_t full_end = last_pw == P ? j_end : std::min(j_end, last_panel * P - j * kConvBlock);
+          for (int64_t j0 = j_begin, span = 0; j0 < j_end; j0 += span) {
+            const int64_t col = j * kConvBlock + j0, pj = col / P, pw = pj < last_panel ? P : last_pw;
+            span = std::min(k.nr, j_end - j0);
+            if (multi_panel && j0 + k.nr <= full_end) span = (full_end - j0) / k.nr * k.nr;
+            spans[nspans++] = {col, span, pw, wp + pj * P * K + row0 * pw + col % P};
+          }
           for (int64_t mt = m0; mt < m1; mt += k.mr) {
             const int64_t mr = std::min(k.mr, m1 - mt);
             for (int64_t t = b.t0; row_taps && t < b.t1; ++t) {
@@ -300,20 +313,17 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
                                                                      : zeros;
               }
             }
-            for (int64_t j0 = j_begin, span = 0; j0 < j_end; j0 += span) {
-              const int64_t col = j * kConvBlock + j0, pj = col / P, pw = pj < last_panel ? P : last_pw;
-              span = std::min(k.nr, j_end - j0);
-              // the run of whole panels from here, in one call
-              if (multi_panel && j0 + k.nr <= full_end) span = (full_end - j0) / k.nr * k.nr;
-              const float* wb = wp + pj * P * K + row0 * pw + col % P;
-              ConvTileEpilogue te_{ep.bias ? ep.bias + col : nullptr,
-                                   ep.residual ? ep.residual + mt * OC + col : nullptr,
+            const ConvUkr fn = k.for_rows(mr);
+            for (int64_t si = 0; si < nspans; ++si) {
+              const Span& sp = spans[si];
+              ConvTileEpilogue te_{ep.bias ? ep.bias + sp.col : nullptr,
+                                   ep.residual ? ep.residual + mt * OC + sp.col : nullptr,
                                    OC,
                                    ep.act,
                                    ep.clip_min,
                                    ep.clip_max};
-              k.for_rows(mr)(rows, b.t1 - b.t0, b.c1 - b.c0, wb, pw, y + mt * OC + col, OC, mr,
-                             span, bi > 0, last ? &te_ : nullptr);
+              fn(rows, b.t1 - b.t0, b.c1 - b.c0, sp.w, sp.ldw, y + mt * OC + sp.col, OC, mr, sp.width, bi > 0,
+                 last ? &te_ : nullptr);
             }
           }
         };
