@@ -188,6 +188,63 @@ thread_local std::vector<float> tl_zeros;
 thread_local std::vector<const float*> tl_rows;
 thread_local std::vector<float> tl_edge;
 
+// One tile's pixels for the row-table builders: each pixel's top-left input position and image base, the
+// rows it has (mr of ld), and the K block's taps [t0, t1) from channel c0.
+struct TileRows {
+  const int64_t* iy0;
+  const int64_t* ix0;
+  const float* const* base;
+  int64_t mr, ld, t0, t1, c0;
+};
+
+// The row table of a tile, rows[(t - t0) * ld + i]: pixel i's input at tap t, or `zeros` outside the image.
+// Separate functions with the geometry in locals: inside the driver's lambda every pointer stored to the
+// table could alias the captured values, and each was reloaded per row (a third of a stem conv's time).
+void fill_taps(const TileRows& tr, const Conv2dParams& p, int64_t c, const float* zeros,
+               const float** __restrict rows) {
+  const int64_t h = p.h, w = p.w, kw = p.kw, dh = p.dh, dw = p.dw;
+  for (int64_t t = tr.t0; t < tr.t1; ++t) {
+    const int64_t r = t / kw, s = t % kw;
+    const float** rt = rows + (t - tr.t0) * tr.ld;
+    for (int64_t i = 0; i < tr.ld; ++i) {
+      if (i >= tr.mr) {
+        rt[i] = zeros;
+        continue;
+      }
+      const int64_t iy = tr.iy0[i] + r * dh, ix = tr.ix0[i] + s * dw;
+      rt[i] = iy >= 0 && iy < h && ix >= 0 && ix < w ? tr.base[i] + (iy * w + ix) * c + tr.c0 : zeros;
+    }
+  }
+}
+
+// Row-tap form (one "tap" per kernel row, its kw * c inputs contiguous): a row that crosses the left or
+// right padding is copied with zeros into `edge` ([taps][16][cc]).
+void fill_row_taps(const TileRows& tr, const Conv2dParams& p, int64_t c, int64_t cc, const float* zeros,
+                   float* __restrict edge, const float** __restrict rows) {
+  const int64_t h = p.h, w = p.w, kw = p.kw, dh = p.dh;
+  for (int64_t t = tr.t0; t < tr.t1; ++t) {
+    const float** rt = rows + (t - tr.t0) * tr.ld;
+    for (int64_t i = 0; i < tr.ld; ++i) {
+      const int64_t iy = tr.iy0[i] + t * dh, ix = tr.ix0[i];
+      if (i >= tr.mr || iy < 0 || iy >= h) {
+        rt[i] = zeros;
+      } else if (ix >= 0 && ix + kw <= w) {
+        rt[i] = tr.base[i] + (iy * w + ix) * c;
+      } else {
+        float* e = edge + ((t - tr.t0) * 16 + i) * cc;
+        for (int64_t s = 0; s < kw; ++s) {
+          const int64_t xs = ix + s;
+          if (xs >= 0 && xs < w)
+            std::memcpy(e + s * c, tr.base[i] + (iy * w + xs) * c, size_t(c) * sizeof(float));
+          else
+            std::memset(e + s * c, 0, size_t(c) * sizeof(float));
+        }
+        rt[i] = e;
+      }
+    }
+  }
+}
+
 void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep, float* y,
                 ThreadPool* pool, ConvIsa isa) {
   const int64_t C = p.c, OC = p.oc, taps = p.kh * p.kw, K = taps * C;
@@ -278,41 +335,13 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
           }
           for (int64_t mt = m0; mt < m1; mt += k.mr) {
             const int64_t mr = std::min(k.mr, m1 - mt);
-            for (int64_t t = b.t0; row_taps && t < b.t1; ++t) {
-              const float** rt = rows + (t - b.t0) * k.mr;
-              for (int64_t i = 0; i < k.mr; ++i) {
-                const int64_t li = mt - m0 + i, iy = iy0[li] + t * p.dh, ix = ix0[li];
-                if (i >= mr || iy < 0 || iy >= p.h) {
-                  rt[i] = zeros;
-                } else if (ix >= 0 && ix + p.kw <= p.w) {
-                  rt[i] = base[li] + (iy * p.w + ix) * C;
-                } else {
-                  float* e = edge + ((t - b.t0) * 16 + i) * cc;
-                  for (int64_t s = 0; s < p.kw; ++s) {
-                    const int64_t xs = ix + s;
-                    if (xs >= 0 && xs < p.w)
-                      std::memcpy(e + s * C, base[li] + (iy * p.w + xs) * C, size_t(C) * sizeof(float));
-                    else
-                      std::memset(e + s * C, 0, size_t(C) * sizeof(float));
-                  }
-                  rt[i] = e;
-                }
-              }
-            }
-            for (int64_t i = 0; pointwise && i < k.mr; ++i) rows[i] = i < mr ? x + (mt + i) * C + b.c0 : zeros;
-            for (int64_t t = b.t0; !row_taps && !pointwise && t < b.t1; ++t) {
-              const int64_t r = t / p.kw, s = t % p.kw;
-              const float** rt = rows + (t - b.t0) * k.mr;
-              for (int64_t i = 0; i < k.mr; ++i) {
-                if (i >= mr) {
-                  rt[i] = zeros;
-                  continue;
-                }
-                const int64_t li = mt - m0 + i, iy = iy0[li] + r * p.dh, ix = ix0[li] + s * p.dw;
-                rt[i] = (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) ? base[li] + (iy * p.w + ix) * C + b.c0
-                                                                     : zeros;
-              }
-            }
+            const TileRows tr{iy0 + (mt - m0), ix0 + (mt - m0), base + (mt - m0), mr, k.mr, b.t0, b.t1, b.c0};
+            if (pointwise)
+              for (int64_t i = 0; i < k.mr; ++i) rows[i] = i < mr ? x + (mt + i) * C + b.c0 : zeros;
+            else if (row_taps)
+              fill_row_taps(tr, p, C, cc, zeros, edge, rows);
+            else
+              fill_taps(tr, p, C, zeros, rows);
             const ConvUkr fn = k.for_rows(mr);
             for (int64_t si = 0; si < nspans; ++si) {
               const Span& sp = spans[si];
