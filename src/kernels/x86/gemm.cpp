@@ -34,6 +34,7 @@ struct UkrInfo {
   bool (*available)();
   GemmUkrDirect direct;  // direct-A companion, or nullptr
   GemvRows gemv;         // M = 1 over an unpacked B, or nullptr
+  GemvPanels panels;     // M = 1 over prepacked panels, or nullptr
 };
 
 bool has_avx512f() {
@@ -50,7 +51,7 @@ bool has_portable() {
 const std::vector<UkrInfo>& ukr_table() {
   static const std::vector<UkrInfo> table = [] {
     std::vector<UkrInfo> t;
-#define GEMM_UKR(name, isa, MR, NR) t.push_back({#name, name, MR, NR, has_##isa, nullptr, nullptr});
+#define GEMM_UKR(name, isa, MR, NR) t.push_back({#name, name, MR, NR, has_##isa, nullptr, nullptr, nullptr});
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
 #define GEMM_UKR(name, isa, MR, NR)
@@ -60,6 +61,9 @@ const std::vector<UkrInfo>& ukr_table() {
 #define GEMM_UKR_GEMV(ukr, gname) \
   for (UkrInfo & u : t)           \
     if (std::string_view(u.name) == #ukr) u.gemv = gname;
+#define GEMM_UKR_PANELS(ukr, pname) \
+  for (UkrInfo & u : t)             \
+    if (std::string_view(u.name) == #ukr) u.panels = pname;
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
     return t;
@@ -286,21 +290,23 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
       }
       // pf: where this tile's K loop prefetches into L2, pf_step bytes per row of K
       // (nullptr: into L1 ahead along its own panel)
+      // the epilogue of the tile at (row, col) on the last K block, else nullptr
+      UkrEpilogue uep{};
+      auto epilogue = [&](int64_t row, int64_t col) -> const UkrEpilogue* {
+        if (!last || !has_post) return nullptr;
+        uep.bias = ep.bias ? ep.bias + col : nullptr;
+        uep.row_bias = ep.row_bias ? ep.row_bias + row : nullptr;
+        uep.residual = ep.residual ? ep.residual + row * ep.ldr + col : nullptr;
+        uep.ldr = ep.ldr;
+        uep.act = kernel_act(ep.act);
+        uep.clip_min = ep.clip_min;
+        uep.clip_max = ep.clip_max;
+        return &uep;
+      };
       auto tile = [&](int64_t row, int64_t h, int64_t jr, const float* pf, int64_t pf_step) {
         const int64_t col = jc + jr, w = std::min(nr, nc - jr);
-        UkrEpilogue uep{}, *uepp = nullptr;
-        if (last && has_post) {
-          uep.bias = ep.bias ? ep.bias + col : nullptr;
-          uep.row_bias = ep.row_bias ? ep.row_bias + row : nullptr;
-          uep.residual = ep.residual ? ep.residual + row * ep.ldr + col : nullptr;
-          uep.ldr = ep.ldr;
-          uep.act = kernel_act(ep.act);
-          uep.clip_min = ep.clip_min;
-          uep.clip_max = ep.clip_max;
-          uepp = &uep;
-        }
         u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb, pf,
-                 pf_step, pr.c + row * pr.ldc + col, pr.ldc, h, w, ep.alpha, beta, uepp);
+                 pf_step, pr.c + row * pr.ldc + col, pr.ldc, h, w, ep.alpha, beta, epilogue(row, col));
       };
       // rows [row, row + h) of this NC block are final: their tile-pass activation in one call per row
       auto finish_rows = [&](int64_t row, int64_t h) {
@@ -314,8 +320,16 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
         if (small && pr.packed && groups == 1) {
           // One row group (M <= 6) streams B alone, without re-reads: the hardware prefetcher keeps up by
           // itself, and software prefetches (into L1 or L2) only slowed it (Zen 4, 1-6 x 3072 x 768 from
-          // memory: 13-35% more GFLOP/s without them).
-          for (int64_t jr = 0; jr < nc; jr += nr) tile(ic, mc, jr, bblock, 0);
+          // memory: 13-35% more GFLOP/s without them). One row reads several whole panels at once
+          // (gemv_panels_impl.h); the last, narrower panel goes to the tile kernel.
+          int64_t jr = 0;
+          if (mc == 1 && u.panels) {
+            const int64_t whole = nc / nr;
+            u.panels(kc, pr.a + ic * rs_a + pc * cs_a, cs_a, bblock, pstride, whole, pr.c + ic * pr.ldc + jc,
+                     ep.alpha, beta, epilogue(ic, jc));
+            jr = whole * nr;
+          }
+          for (; jr < nc; jr += nr) tile(ic, mc, jr, bblock, 0);
           finish_rows(ic, mc);
         } else if (small && pr.packed) {
           // A prepacked B streams from memory once, panel after panel (the next K

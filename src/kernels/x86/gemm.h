@@ -130,6 +130,14 @@ using GemmUkrDirect = void (*)(int64_t kc, const float* a, int64_t rs_a, int64_t
 using GemvRows = void (*)(int64_t k, const float* x, int64_t incx, const float* b, int64_t ldb, int64_t n,
                           float* y);
 
+// M = 1 over npanels whole prepacked panels (rows of the kernel's NR floats, panels pstride floats apart):
+// c[0 : npanels * NR] (+)= alpha * sum_p a[p * cs_a] * panel row p, then beta and ep as the direct kernel.
+using GemvPanels = void (*)(int64_t kc, const float* a, int64_t cs_a, const float* b, int64_t pstride,
+                            int64_t npanels, float* c, float alpha, float beta, const UkrEpilogue* ep);
+
+#define GEMM_UKR_PANELS(ukr, name)                                                                       \
+  void name(int64_t kc, const float* a, int64_t cs_a, const float* b, int64_t pstride, int64_t npanels, \
+            float* c, float alpha, float beta, const UkrEpilogue* ep);
 #define GEMM_UKR_GEMV(ukr, name) \
   void name(int64_t k, const float* x, int64_t incx, const float* b, int64_t ldb, int64_t n, float* y);
 #define GEMM_UKR(name, isa, MR, NR)                                                                    \

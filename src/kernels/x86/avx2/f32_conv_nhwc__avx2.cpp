@@ -9,6 +9,7 @@
 #include <array>
 #include <utility>
 
+#include "kernels/x86/avx2/ymm_traits.h"
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/dw3_rows_impl.h"
 #include "kernels/x86/pool_impl.h"
@@ -30,11 +31,6 @@ inline __m256 act256(__m256 v, Activation act, float lo, float hi) {
   return v;
 }
 
-// Columns [0, n) of a vector, n in 0..8 (the channel edge of a tile).
-inline __m256i tail_mask(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 // MR pixel rows x 8*NV channels; the row table holds LD pointers per tap (LD > MR: a remainder tile of a
 // wider kernel). Every loop over the tile is unrolled at compile time, so the accumulators stay in
 // registers (indexed by a run-time row, GCC kept them in memory and stored them on every k step).
@@ -47,7 +43,7 @@ inline __attribute__((always_inline)) void conv_tile(const float* const* rows, i
   const bool full = nr >= 8 * NV;
   __m256i cols[NV];
 #pragma GCC unroll 4
-  for (int v = 0; v < NV; ++v) cols[v] = tail_mask(std::clamp<int64_t>(nr - 8 * v, 0, 8));
+  for (int v = 0; v < NV; ++v) cols[v] = Ymm::tail_mask(int(std::clamp<int64_t>(nr - 8 * v, 0, 8)));
   auto load = [&](const float* p, int v) { return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, cols[v]); };
   prefetch_tile_rows<MR>(y, ldy, mr, nr, ep);
   // A single K block starts from the bias (one add per output less in the epilogue).
@@ -211,33 +207,6 @@ void dw_row_avx2(const DwRowArgs& a) {
   }
 }
 
-namespace {
-
-struct Ymm {  // vector traits for dw3_rows_impl.h, wino_impl.h and pool_impl.h
-  using vec = __m256;
-  using mask = __m256i;
-  static constexpr int kWidth = 8, kTile = 4;  // 9 weights + 4 sums + the input: 14 of 16 ymm
-  static vec load(const float* p) { return _mm256_loadu_ps(p); }
-  static vec load(const float* p, mask m) { return _mm256_maskload_ps(p, m); }
-  static void store(float* p, vec v) { _mm256_storeu_ps(p, v); }
-  static void store(float* p, mask m, vec v) { _mm256_maskstore_ps(p, m, v); }
-  static vec fma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
-  static vec fnma(vec a, vec b, vec c) { return _mm256_fnmadd_ps(a, b, c); }
-  static vec add(vec a, vec b) { return _mm256_add_ps(a, b); }
-  static vec sub(vec a, vec b) { return _mm256_sub_ps(a, b); }
-  static vec mul(vec a, vec b) { return _mm256_mul_ps(a, b); }
-  static vec max(vec a, vec b) { return _mm256_max_ps(a, b); }
-  static vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
-  // max(a, x) where a NaN in either stays NaN (vmaxps alone returns x when either is NaN)
-  static vec max_keep_nan(vec a, vec x) {
-    return _mm256_blendv_ps(_mm256_max_ps(a, x), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
-  }
-  static vec set1(float f) { return _mm256_set1_ps(f); }
-  static vec zero() { return _mm256_setzero_ps(); }
-  static mask tail_mask(int n) { return x86::tail_mask(n); }
-};
-
-}  // namespace
 
 void dw3_rows_avx2(const Dw3RowsArgs& a) {
   dw3::run<Ymm>(a);

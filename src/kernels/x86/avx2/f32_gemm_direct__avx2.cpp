@@ -8,7 +8,9 @@
 #include <array>
 #include <cstdint>
 
+#include "kernels/x86/avx2/ymm_traits.h"
 #include "kernels/x86/gemm.h"
+#include "kernels/x86/gemv_panels_impl.h"
 
 namespace tessera::kernels::x86 {
 
@@ -168,6 +170,15 @@ void f32_gemv_rows__avx2(int64_t k, const float* x, int64_t incx, const float* b
       _mm256_maskstore_ps(y + j, tail, _mm256_fmadd_ps(x0, _mm256_maskload_ps(b0 + j, tail), acc));
     }
   }
+}
+
+}  // namespace tessera::kernels::x86
+
+namespace tessera::kernels::x86 {
+
+void f32_gemv_panels_16__avx2(int64_t kc, const float* a, int64_t cs_a, const float* b, int64_t pstride, int64_t npanels,
+        float* c, float alpha, float beta, const UkrEpilogue* ep) {
+  gemv_panels::run<Ymm, 2, 4>(kc, a, cs_a, b, pstride, npanels, c, alpha, beta, ep);
 }
 
 }  // namespace tessera::kernels::x86

@@ -8,6 +8,7 @@
 #include <array>
 #include <utility>
 
+#include "kernels/x86/avx512f/zmm_traits.h"
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/dw3_rows_impl.h"
 #include "kernels/x86/pool_impl.h"
@@ -334,33 +335,6 @@ void dw_row_avx512f(const DwRowArgs& a) {
   for (; ox < end; ++ox) dw_pixels<1>(a, ox, cfull, tail, ep);
 }
 
-namespace {
-
-struct Zmm {  // vector traits for dw3_rows_impl.h, wino_impl.h and pool_impl.h
-  using vec = __m512;
-  using mask = __mmask16;
-  static constexpr int kWidth = 16, kTile = 8;  // 9 weights + 8 sums + the input: 18 of 32 zmm
-  static vec load(const float* p) { return _mm512_loadu_ps(p); }
-  static vec load(const float* p, mask m) { return _mm512_maskz_loadu_ps(m, p); }
-  static void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
-  static void store(float* p, mask m, vec v) { _mm512_mask_storeu_ps(p, m, v); }
-  static vec fma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
-  static vec fnma(vec a, vec b, vec c) { return _mm512_fnmadd_ps(a, b, c); }
-  static vec add(vec a, vec b) { return _mm512_add_ps(a, b); }
-  static vec sub(vec a, vec b) { return _mm512_sub_ps(a, b); }
-  static vec mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
-  static vec max(vec a, vec b) { return _mm512_max_ps(a, b); }
-  static vec min(vec a, vec b) { return _mm512_min_ps(a, b); }
-  // max(a, x) where a NaN in either stays NaN (vmaxps alone returns x when either is NaN)
-  static vec max_keep_nan(vec a, vec x) {
-    return _mm512_mask_mov_ps(_mm512_max_ps(a, x), _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
-  }
-  static vec set1(float f) { return _mm512_set1_ps(f); }
-  static vec zero() { return _mm512_setzero_ps(); }
-  static mask tail_mask(int n) { return n >= 16 ? mask(0xffff) : mask((1u << n) - 1); }
-};
-
-}  // namespace
 
 void dw3_rows_avx512f(const Dw3RowsArgs& a) {
   dw3::run<Zmm>(a);

@@ -12,7 +12,9 @@
 
 #include <cstdint>
 
+#include "kernels/x86/avx512f/zmm_traits.h"
 #include "kernels/x86/gemm.h"
+#include "kernels/x86/gemv_panels_impl.h"
 
 namespace tessera::kernels::x86 {
 
@@ -197,6 +199,15 @@ void f32_gemv_rows__avx512f(int64_t k, const float* x, int64_t incx, const float
       _mm512_mask_storeu_ps(y + j, tail, _mm512_fmadd_ps(x0, _mm512_maskz_loadu_ps(tail, b0 + j), acc));
     }
   }
+}
+
+}  // namespace tessera::kernels::x86
+
+namespace tessera::kernels::x86 {
+
+void f32_gemv_panels_64__avx512f(int64_t kc, const float* a, int64_t cs_a, const float* b, int64_t pstride, int64_t npanels,
+        float* c, float alpha, float beta, const UkrEpilogue* ep) {
+  gemv_panels::run<Zmm, 4, 4>(kc, a, cs_a, b, pstride, npanels, c, alpha, beta, ep);
 }
 
 }  // namespace tessera::kernels::x86
