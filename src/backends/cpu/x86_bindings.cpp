@@ -353,6 +353,8 @@ void register_x86_bindings() {
   add_tuned_kernel("", "MatMul", {}, matmul_x86);
   void register_x86_eltwise_bindings();
   register_x86_eltwise_bindings();  // kfast: until cpu_backend.cpp calls it
+  void register_x86_concat_bindings();
+  register_x86_concat_bindings();
 }
 
 }  // namespace tessera::backends::cpu
