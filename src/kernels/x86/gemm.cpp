@@ -34,6 +34,7 @@ struct UkrInfo {
   bool (*available)();
   GemmUkrDirect direct;  // direct-A companion, or nullptr
   GemvRows gemv;         // M = 1 over an unpacked B, or nullptr
+  GemvDots gemv_t;       // M = 1 over a transposed unpacked B, or nullptr
   GemvPanels panels;     // M = 1 over prepacked panels, or nullptr
 };
 
@@ -51,7 +52,7 @@ bool has_portable() {
 const std::vector<UkrInfo>& ukr_table() {
   static const std::vector<UkrInfo> table = [] {
     std::vector<UkrInfo> t;
-#define GEMM_UKR(name, isa, MR, NR) t.push_back({#name, name, MR, NR, has_##isa, nullptr, nullptr, nullptr});
+#define GEMM_UKR(name, isa, MR, NR) t.push_back({#name, name, MR, NR, has_##isa, nullptr, nullptr, nullptr, nullptr});
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
 #define GEMM_UKR(name, isa, MR, NR)
@@ -61,6 +62,9 @@ const std::vector<UkrInfo>& ukr_table() {
 #define GEMM_UKR_GEMV(ukr, gname) \
   for (UkrInfo & u : t)           \
     if (std::string_view(u.name) == #ukr) u.gemv = gname;
+#define GEMM_UKR_GEMV_T(ukr, tname) \
+  for (UkrInfo & u : t)             \
+    if (std::string_view(u.name) == #ukr) u.gemv_t = tname;
 #define GEMM_UKR_PANELS(ukr, pname) \
   for (UkrInfo & u : t)             \
     if (std::string_view(u.name) == #ukr) u.panels = pname;
@@ -412,16 +416,25 @@ bool take_direct(const UkrInfo& u, APath path) {
   return path != APath::packed;
 }
 
-// M = 1 over an unpacked, untransposed B: rows of B streamed in memory order into
+// M = 1 over an unpacked B. Untransposed: rows of B streamed in memory order into
 // a row of sums, then the epilogue. Threads take ranges of rows (each streams
 // whole rows; a column split would cut every row into short runs) into partial
-// sums that the caller adds up.
+// sums that the caller adds up. Transposed (attention's scores for one query):
+// a dot product per row of B, threads over ranges of the outputs.
 void run_gemv(const Problem& pr, ThreadPool* pool, const UkrInfo& u, int threads, double flops) {
   const GemmEpilogue& ep = *pr.ep;
   const int64_t incx = pr.trans_a ? pr.lda : 1;
   const int parts = threads <= 1 || flops < 2e5 ? 1 : int(std::min<int64_t>(threads, (pr.k + 3) / 4));
   float* acc = tl_pack_a.get(size_t(parts * pr.n));
-  if (parts == 1) {
+  if (pr.trans_b) {  // dot products, threads over ranges of the outputs
+    if (parts == 1)
+      u.gemv_t(pr.k, pr.a, pr.b, pr.ldb, pr.n, acc);
+    else
+      pool->run(parts, [&](int64_t t) {
+        const int64_t j0 = pr.n * t / parts, j1 = pr.n * (t + 1) / parts;
+        u.gemv_t(pr.k, pr.a, pr.b + j0 * pr.ldb, pr.ldb, j1 - j0, acc + j0);
+      });
+  } else if (parts == 1) {
     u.gemv(pr.k, pr.a, incx, pr.b, pr.ldb, pr.n, acc);
   } else {
     const int64_t per = (pr.k + parts - 1) / parts;
@@ -481,7 +494,8 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
   const bool split_n =
       threads > 1 && (direct ? !rows_per_thread && (panels >= 4 * threads || pr.m < 4 * u.mr * threads)
                              : panels >= 2 * threads || pr.m < u.mr * threads);
-  if (direct && u.gemv && pr.m == 1 && !pr.packed && !pr.trans_b) {
+  const bool gemv_t = u.gemv_t && pr.trans_b && (!pr.trans_a || pr.lda == 1);  // x contiguous
+  if (direct && pr.m == 1 && !pr.packed && (pr.trans_b ? gemv_t : u.gemv != nullptr)) {
     run_gemv(pr, pool, u, threads, flops);
     return;
   }

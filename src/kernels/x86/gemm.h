@@ -135,6 +135,11 @@ using GemvRows = void (*)(int64_t k, const float* x, int64_t incx, const float* 
 using GemvPanels = void (*)(int64_t kc, const float* a, int64_t cs_a, const float* b, int64_t pstride,
                             int64_t npanels, float* c, float alpha, float beta, const UkrEpilogue* ep);
 
+// M = 1 over a transposed unpacked B: y[j] = sum_p x[p] * b[j * ldb + p], j < n (x contiguous).
+using GemvDots = void (*)(int64_t k, const float* x, const float* b, int64_t ldb, int64_t n, float* y);
+
+#define GEMM_UKR_GEMV_T(ukr, name) \
+  void name(int64_t k, const float* x, const float* b, int64_t ldb, int64_t n, float* y);
 #define GEMM_UKR_PANELS(ukr, name)                                                                       \
   void name(int64_t kc, const float* a, int64_t cs_a, const float* b, int64_t pstride, int64_t npanels, \
             float* c, float alpha, float beta, const UkrEpilogue* ep);

@@ -10,6 +10,7 @@
 
 #include "kernels/x86/avx2/ymm_traits.h"
 #include "kernels/x86/gemm.h"
+#include "kernels/x86/gemv_dots_impl.h"
 #include "kernels/x86/gemv_panels_impl.h"
 
 namespace tessera::kernels::x86 {
@@ -179,6 +180,14 @@ namespace tessera::kernels::x86 {
 void f32_gemv_panels_16__avx2(int64_t kc, const float* a, int64_t cs_a, const float* b, int64_t pstride, int64_t npanels,
         float* c, float alpha, float beta, const UkrEpilogue* ep) {
   gemv_panels::run<Ymm, 2, 4>(kc, a, cs_a, b, pstride, npanels, c, alpha, beta, ep);
+}
+
+}  // namespace tessera::kernels::x86
+
+namespace tessera::kernels::x86 {
+
+void f32_gemv_dots__avx2(int64_t k, const float* x, const float* b, int64_t ldb, int64_t n, float* y) {
+  gemv_dots::run<Ymm>(k, x, b, ldb, n, y);
 }
 
 }  // namespace tessera::kernels::x86

@@ -30,6 +30,11 @@ struct Ymm {
   }
   static vec set1(float f) { return _mm256_set1_ps(f); }
   static vec zero() { return _mm256_setzero_ps(); }
+  static float hsum(vec v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+  }
   // lanes [0, n) set, n in 0..8
   static mask tail_mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

@@ -29,6 +29,7 @@ struct Zmm {
   }
   static vec set1(float f) { return _mm512_set1_ps(f); }
   static vec zero() { return _mm512_setzero_ps(); }
+  static float hsum(vec v) { return _mm512_reduce_add_ps(v); }
   static mask tail_mask(int n) { return n >= 16 ? mask(0xffff) : mask((1u << n) - 1); }
 };
 
