@@ -1,8 +1,8 @@
 #include "core/memory.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <new>
 #include <string>
 

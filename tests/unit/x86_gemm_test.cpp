@@ -165,10 +165,10 @@ TEST(X86Gemm, ChosenPathSmallMAndSkinny) {
   // M = 1 over prepacked panels, four read at once (gemv_panels_impl.h): 437 columns are groups of four
   // whole panels, single whole panels after them and a narrower last panel, for 16- and 64-wide panels;
   // M = 1 over a transposed B (gemv_dots_impl.h): rows in fours and singly, K with and without a tail
-  for (const Case& c : {Case{3136, 64, 70, false, false}, Case{1000, 100, 300, true, false},
-                        Case{1, 4099, 513, false, false}, Case{16, 3072, 768, false, false},
-                        Case{1, 437, 600, false, false}, Case{1, 437, 300, true, false},
-                        Case{1, 129, 64, false, true}, Case{1, 1003, 77, false, true}}) {
+  for (const Case& c :
+       {Case{3136, 64, 70, false, false}, Case{1000, 100, 300, true, false}, Case{1, 4099, 513, false, false},
+        Case{16, 3072, 768, false, false}, Case{1, 437, 600, false, false}, Case{1, 437, 300, true, false},
+        Case{1, 129, 64, false, true}, Case{1, 1003, 77, false, true}}) {
     check_case(ukr, c, true, &pool, /*packed=*/true);
     check_case(ukr, c, true, nullptr, /*packed=*/true);
     check_case("", c, true, &pool);

@@ -308,7 +308,8 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
       else if (isa == ConvIsa::avx2)
         u = conv_ukr_avx2(ncols);
 #endif
-      // AVX2 over 16-wide panels: columns past the block's last multiple of 16, when at most 8 (OC = 24, 40 ...)
+      // AVX2 over 16-wide panels: columns past the block's last multiple of 16, when at most 8 (OC = 24, 40
+      // ...)
       const int64_t tail8 = isa == ConvIsa::avx2 && P == 16 && ncols > 16 && ncols % 16 <= 8 ? ncols % 16 : 0;
       for (size_t bi = 0; bi < blocks.size(); ++bi) {
         const KBlock& b = blocks[bi];

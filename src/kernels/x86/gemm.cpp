@@ -52,7 +52,8 @@ bool has_portable() {
 const std::vector<UkrInfo>& ukr_table() {
   static const std::vector<UkrInfo> table = [] {
     std::vector<UkrInfo> t;
-#define GEMM_UKR(name, isa, MR, NR) t.push_back({#name, name, MR, NR, has_##isa, nullptr, nullptr, nullptr, nullptr});
+#define GEMM_UKR(name, isa, MR, NR) \
+  t.push_back({#name, name, MR, NR, has_##isa, nullptr, nullptr, nullptr, nullptr});
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
 #define GEMM_UKR(name, isa, MR, NR)
@@ -117,6 +118,16 @@ bool tile_pass_act(Activation a) {
 }
 Activation kernel_act(Activation a) {
   return tile_pass_act(a) ? Activation::none : a;
+}
+// The micro-kernel epilogue of the tile whose first element is C(row, col): ep's operands offset to it.
+UkrEpilogue tile_epilogue(const GemmEpilogue& ep, int64_t row, int64_t col) {
+  return {ep.bias ? ep.bias + col : nullptr,
+          ep.row_bias ? ep.row_bias + row : nullptr,
+          ep.residual ? ep.residual + row * ep.ldr + col : nullptr,
+          ep.ldr,
+          kernel_act(ep.act),
+          ep.clip_min,
+          ep.clip_max};
 }
 void apply_tile_act(Activation a, float* c, int64_t ldc, int64_t rows, int64_t cols) {
   if (!tile_pass_act(a)) return;
@@ -223,13 +234,7 @@ void gemm_range(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_beg
             float* cptr = pr.c + row * pr.ldc + col;
             UkrEpilogue uep{}, *uepp = nullptr;
             if (last && (ep.bias || ep.row_bias || ep.residual || ep.act != Activation::none)) {
-              uep.bias = ep.bias ? ep.bias + col : nullptr;
-              uep.row_bias = ep.row_bias ? ep.row_bias + row : nullptr;
-              uep.residual = ep.residual ? ep.residual + row * ep.ldr + col : nullptr;
-              uep.ldr = ep.ldr;
-              uep.act = kernel_act(ep.act);
-              uep.clip_min = ep.clip_min;
-              uep.clip_max = ep.clip_max;
+              uep = tile_epilogue(ep, row, col);
               uepp = &uep;
             }
             const float* bp = bblock + (jr / nr) * kc * nr;
@@ -292,21 +297,15 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
         bblock = bpack;
         ldb = nr, pstride = kc * nr;
       }
-      // pf: where this tile's K loop prefetches into L2, pf_step bytes per row of K
-      // (nullptr: into L1 ahead along its own panel)
       // the epilogue of the tile at (row, col) on the last K block, else nullptr
       UkrEpilogue uep{};
       auto epilogue = [&](int64_t row, int64_t col) -> const UkrEpilogue* {
         if (!last || !has_post) return nullptr;
-        uep.bias = ep.bias ? ep.bias + col : nullptr;
-        uep.row_bias = ep.row_bias ? ep.row_bias + row : nullptr;
-        uep.residual = ep.residual ? ep.residual + row * ep.ldr + col : nullptr;
-        uep.ldr = ep.ldr;
-        uep.act = kernel_act(ep.act);
-        uep.clip_min = ep.clip_min;
-        uep.clip_max = ep.clip_max;
+        uep = tile_epilogue(ep, row, col);
         return &uep;
       };
+      // pf: where this tile's K loop prefetches into L2, pf_step bytes per row of K
+      // (nullptr: into L1 ahead along its own panel)
       auto tile = [&](int64_t row, int64_t h, int64_t jr, const float* pf, int64_t pf_step) {
         const int64_t col = jc + jr, w = std::min(nr, nc - jr);
         u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb, pf,
@@ -451,8 +450,7 @@ void run_gemv(const Problem& pr, ThreadPool* pool, const UkrInfo& u, int threads
   }
   if (ep.alpha != 1.0f)
     for (int64_t j = 0; j < pr.n; ++j) acc[j] *= ep.alpha;
-  const UkrEpilogue uep{ep.bias,     ep.row_bias, ep.residual, ep.ldr, kernel_act(ep.act),
-                        ep.clip_min, ep.clip_max};
+  const UkrEpilogue uep = tile_epilogue(ep, 0, 0);
   ukr_store_tile(acc, 0, pr.c, pr.ldc, 1, pr.n, ep.beta, &uep);
   apply_tile_act(ep.act, pr.c, pr.ldc, 1, pr.n);
 }
@@ -467,13 +465,7 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
     for (int64_t i = 0; i < pr.m; ++i)
       for (int64_t j = 0; j < pr.n; j += 64) {
         const int64_t w = std::min<int64_t>(64, pr.n - j);
-        UkrEpilogue uep{pr.ep->bias ? pr.ep->bias + j : nullptr,
-                        pr.ep->row_bias ? pr.ep->row_bias + i : nullptr,
-                        pr.ep->residual ? pr.ep->residual + i * pr.ep->ldr + j : nullptr,
-                        pr.ep->ldr,
-                        kernel_act(pr.ep->act),
-                        pr.ep->clip_min,
-                        pr.ep->clip_max};
+        const UkrEpilogue uep = tile_epilogue(*pr.ep, i, j);
         ukr_store_tile(zeros, 0, pr.c + i * pr.ldc + j, pr.ldc, 1, w, pr.ep->beta, &uep);
         apply_tile_act(pr.ep->act, pr.c + i * pr.ldc + j, pr.ldc, 1, w);
       }

@@ -140,7 +140,7 @@ using GemvDots = void (*)(int64_t k, const float* x, const float* b, int64_t ldb
 
 #define GEMM_UKR_GEMV_T(ukr, name) \
   void name(int64_t k, const float* x, const float* b, int64_t ldb, int64_t n, float* y);
-#define GEMM_UKR_PANELS(ukr, name)                                                                       \
+#define GEMM_UKR_PANELS(ukr, name)                                                                      \
   void name(int64_t kc, const float* a, int64_t cs_a, const float* b, int64_t pstride, int64_t npanels, \
             float* c, float alpha, float beta, const UkrEpilogue* ep);
 #define GEMM_UKR_GEMV(ukr, name) \

@@ -44,7 +44,9 @@ inline __attribute__((always_inline)) void conv_tile(const float* const* rows, i
   __m256i cols[NV];
 #pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) cols[v] = Ymm::tail_mask(int(std::clamp<int64_t>(nr - 8 * v, 0, 8)));
-  auto load = [&](const float* p, int v) { return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, cols[v]); };
+  auto load = [&](const float* p, int v) {
+    return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, cols[v]);
+  };
   prefetch_tile_rows<MR>(y, ldy, mr, nr, ep);
   // A single K block starts from the bias (one add per output less in the epilogue).
   const bool bias_init = ep && ep->bias && !accumulate;
@@ -206,7 +208,6 @@ void dw_row_avx2(const DwRowArgs& a) {
     }
   }
 }
-
 
 void dw3_rows_avx2(const Dw3RowsArgs& a) {
   dw3::run<Ymm>(a);

@@ -177,8 +177,8 @@ void f32_gemv_rows__avx2(int64_t k, const float* x, int64_t incx, const float* b
 
 namespace tessera::kernels::x86 {
 
-void f32_gemv_panels_16__avx2(int64_t kc, const float* a, int64_t cs_a, const float* b, int64_t pstride, int64_t npanels,
-        float* c, float alpha, float beta, const UkrEpilogue* ep) {
+void f32_gemv_panels_16__avx2(int64_t kc, const float* a, int64_t cs_a, const float* b, int64_t pstride,
+                              int64_t npanels, float* c, float alpha, float beta, const UkrEpilogue* ep) {
   gemv_panels::run<Ymm, 2, 4>(kc, a, cs_a, b, pstride, npanels, c, alpha, beta, ep);
 }
 

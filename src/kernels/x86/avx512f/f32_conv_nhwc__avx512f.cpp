@@ -335,7 +335,6 @@ void dw_row_avx512f(const DwRowArgs& a) {
   for (; ox < end; ++ox) dw_pixels<1>(a, ox, cfull, tail, ep);
 }
 
-
 void dw3_rows_avx512f(const Dw3RowsArgs& a) {
   dw3::run<Zmm>(a);
 }
