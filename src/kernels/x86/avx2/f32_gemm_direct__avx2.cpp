@@ -121,10 +121,6 @@ void f32_gemm_direct_6x16__avx2(int64_t kc, const float* a, int64_t rs_a, int64_
                                        ep);
 }
 
-}  // namespace tessera::kernels::x86
-
-namespace tessera::kernels::x86 {
-
 // GEMV over an unpacked row-major B (see f32_gemv_rows__avx512f): four rows of B
 // streamed at a time into y.
 void f32_gemv_rows__avx2(int64_t k, const float* x, int64_t incx, const float* b, int64_t ldb, int64_t n,
@@ -173,18 +169,10 @@ void f32_gemv_rows__avx2(int64_t k, const float* x, int64_t incx, const float* b
   }
 }
 
-}  // namespace tessera::kernels::x86
-
-namespace tessera::kernels::x86 {
-
 void f32_gemv_panels_16__avx2(int64_t kc, const float* a, int64_t cs_a, const float* b, int64_t pstride,
                               int64_t npanels, float* c, float alpha, float beta, const UkrEpilogue* ep) {
   gemv_panels::run<Ymm, 2, 4>(kc, a, cs_a, b, pstride, npanels, c, alpha, beta, ep);
 }
-
-}  // namespace tessera::kernels::x86
-
-namespace tessera::kernels::x86 {
 
 void f32_gemv_dots__avx2(int64_t k, const float* x, const float* b, int64_t ldb, int64_t n, float* y) {
   gemv_dots::run<Ymm>(k, x, b, ldb, n, y);

@@ -149,10 +149,6 @@ void f32_gemm_direct_6x64__avx512f(int64_t kc, const float* a, int64_t rs_a, int
   kTable[mr - 1][(nr + 15) / 16 - 1](kc, a, rs_a, cs_a, b, ldb, pf, pf_step, c, ldc, mr, nr, alpha, beta, ep);
 }
 
-}  // namespace tessera::kernels::x86
-
-namespace tessera::kernels::x86 {
-
 // GEMV over an unpacked row-major B: y[0:n] = sum_p x[p * incx] * b[p * ldb + 0:n].
 // Four rows of B at a time stream through in memory order (four sequential
 // streams the hardware prefetchers follow), y stays in L1/L2 and is updated
@@ -202,18 +198,10 @@ void f32_gemv_rows__avx512f(int64_t k, const float* x, int64_t incx, const float
   }
 }
 
-}  // namespace tessera::kernels::x86
-
-namespace tessera::kernels::x86 {
-
 void f32_gemv_panels_64__avx512f(int64_t kc, const float* a, int64_t cs_a, const float* b, int64_t pstride,
                                  int64_t npanels, float* c, float alpha, float beta, const UkrEpilogue* ep) {
   gemv_panels::run<Zmm, 4, 4>(kc, a, cs_a, b, pstride, npanels, c, alpha, beta, ep);
 }
-
-}  // namespace tessera::kernels::x86
-
-namespace tessera::kernels::x86 {
 
 void f32_gemv_dots__avx512f(int64_t k, const float* x, const float* b, int64_t ldb, int64_t n, float* y) {
   gemv_dots::run<Zmm>(k, x, b, ldb, n, y);
