@@ -1,6 +1,7 @@
 #include "kernels/x86/conv_nhwc.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -114,6 +115,16 @@ void run_tasks(ThreadPool* pool, int64_t n, double work, const std::function<voi
     starts.push_back(b);
   starts.push_back(n);
   pool->run(int64_t(starts.size()) - 1, [&](int64_t g) { fn(starts[size_t(g)], starts[size_t(g) + 1]); });
+}
+
+// Pixels per tile of the kernel that takes the full-width panels of a conv whose panels are `width` wide.
+int64_t conv_main_mr(ConvIsa isa, int64_t width) {
+#ifdef TESSERA_CONV_X86
+  if (isa == ConvIsa::avx512f) return conv_ukr_avx512f(width).mr;
+  if (isa == ConvIsa::avx2) return conv_ukr_avx2(width).mr;
+#endif
+  (void)isa, (void)width;
+  return 4;  // conv_ukr_portable
 }
 
 float act1(float v, Activation act, float lo, float hi) {
@@ -262,17 +273,29 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
   const std::vector<KBlock> blocks = k_blocks(tt, cc, 512);
   int64_t max_taps = 0;
   for (const KBlock& b : blocks) max_taps = std::max(max_taps, b.t1 - b.t0);
-  // Pixels per task: 96 (a multiple of every MR), fewer when panels x chunks would not give each thread
-  // a few tasks (a late, small map: 49 pixels x 5 panels made 5 tasks for 2 threads) — splitting the
-  // pixels evenly adds no tiles there (49 = 25 + 24 takes as many 6-pixel tiles as 49).
+  // Pixels per task: 96 (a multiple of every MR) at one thread. Over several, tasks go out in a guided
+  // schedule (run_tasks), so a task is also the smallest piece a thread can take at the end of the conv:
+  // - weights that stay in L2 (chunk_major): a whole number of the main kernel's tiles worth ~2^18
+  //   multiply-adds (~5 us). MobileNetV2's 14 x 14 convs had tasks of 25 pixels (~13 us, and a 1-pixel
+  //   remainder tile each) and at two threads waited 8-9% of their time for the last one: 5-8% faster;
+  // - larger weights, streamed per task: chunks as large as still give each thread a few tasks (a late,
+  //   small map: 49 pixels x 5 panels made 5 tasks for 2 threads) — splitting the pixels evenly adds no
+  //   tiles there (49 = 25 + 24 takes as many 6-pixel tiles as 49), and finer chunks re-streamed the
+  //   weights (ResNet-50's 14 -> 7 conv with 6-pixel tasks: 7% slower).
   constexpr int64_t kMaxChunk = 96;
+  const bool chunk_major = K * OC * int64_t(sizeof(float)) <= (256 << 10);
   int64_t kChunk = kMaxChunk;
   if (const int64_t threads = pool ? pool->num_threads() : 1; threads > 1) {
-    const int64_t parts = std::min((4 * threads + np - 1) / np, (M + 5) / 6);
-    kChunk = std::clamp<int64_t>((M + parts - 1) / std::max<int64_t>(parts, 1), 6, kMaxChunk);
+    if (chunk_major) {
+      const int64_t mr = conv_main_mr(isa, std::min(P, OC));
+      const double tile_work = double(mr) * double(std::min(OC, kConvBlock)) * double(K);
+      kChunk = mr * std::clamp<int64_t>(int64_t(std::ceil(double(1 << 18) / tile_work)), 1, kMaxChunk / mr);
+    } else {
+      const int64_t parts = std::min((4 * threads + np - 1) / np, (M + 5) / 6);
+      kChunk = std::clamp<int64_t>((M + parts - 1) / std::max<int64_t>(parts, 1), 6, kMaxChunk);
+    }
   }
   const int64_t nchunks = (M + kChunk - 1) / kChunk;
-  const bool chunk_major = K * OC * int64_t(sizeof(float)) <= (256 << 10);
   run_tasks(pool, np * nchunks, double(M) * double(K) * double(OC), [&](int64_t tb, int64_t te) {
     if (tl_zeros.size() < size_t(cc)) tl_zeros.assign(size_t(cc), 0.0f);
     const float* zeros = tl_zeros.data();
