@@ -715,8 +715,9 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
   const int64_t threads = pool ? pool->num_threads() : 1;
   // Bands per image: one per image when the images keep the threads busy; else 2 or 1 per thread, as long
   // as the halo rows each band boundary recomputes (kh - sh, dilated) stay under 1/6 of a band's input
-  // rows. A small map over several threads splits better by channels: run the two convs one after the
-  // other there (each threaded over pixels and channels) through a scratch intermediate.
+  // rows. A small map over several threads splits better by channels (below); where the depthwise kernel
+  // cannot take a block of channels, run the two convs one after the other (each threaded over pixels and
+  // channels) through a scratch intermediate.
   const int64_t halo = std::max<int64_t>(0, (dw.kh - 1) * dw.dh + 1 - dw.sh);
   int64_t bands = 1;
   if (threads > 1 && n < threads) {
@@ -726,6 +727,32 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
         bands = b;
         break;
       }
+#ifdef TESSERA_CONV_X86
+    if (bands == 0 && isa != ConvIsa::portable && dw3_rows_applies(dw) && !ep1.residual) {
+      // Blocks of channels instead: the depthwise conv needs only its own channels of the intermediate,
+      // so a task makes one block's intermediate for the whole image (in L2) and convolves it there.
+      // MobileNetV2's 14 x 14 pairs at two threads: 10% faster than the two convs apart, 7 x 7: 3.5%.
+      const int64_t nb = (E + kConvBlock - 1) / kConvBlock, K = C;
+      auto block_task = [&](int64_t t) {
+        const int64_t img = t / nb, c0 = t % nb * kConvBlock, ce = std::min(kConvBlock, E - c0);
+        thread_local AlignedScratch tl_block;
+        float* mid = tl_block.get(size_t(H * W * ce));
+        Conv2dParams q = pw;
+        q.n = 1, q.oc = ce;
+        ConvEpilogue e1 = ep1;
+        if (e1.bias) e1.bias += c0;
+        conv_dense(q, x + img * H * W * C, w1 + c0 * K, e1, mid, nullptr, isa);
+        Dw3RowsArgs a{mid, H, W, ce, w2 + c0, dw.sh, dw.sw, dw.pad_t, dw.pad_l, 0, OH, OW,
+                      y + img * OH * OW * E + c0,
+                      ep2.residual ? ep2.residual + img * OH * OW * E + c0 : nullptr,
+                      ep2.bias ? ep2.bias + c0 : nullptr, ep2.act, ep2.clip_min, ep2.clip_max};
+        a.ldy = E, a.ldw = E;
+        (isa == ConvIsa::avx512f ? dw3_rows_avx512f : dw3_rows_avx2)(a);
+      };
+      pool->run(n * nb, block_task);
+      return;
+    }
+#endif
     if (bands == 0) {
       thread_local AlignedScratch tl_mid;
       float* mid = tl_mid.get(size_t(n * H * row));

@@ -197,6 +197,9 @@ struct Dw3RowsArgs {
   const float* bias;
   Activation act;
   float clip_min, clip_max;
+  // pixel strides (floats) of x, of y and residual, and between the weights' taps; 0: c. A block of
+  // channels of wider tensors is c channels at offsets into them.
+  int64_t ldx = 0, ldy = 0, ldw = 0;
 };
 bool dw3_rows_applies(const Conv2dParams& p);
 void dw3_rows_avx512f(const Dw3RowsArgs& a);

@@ -37,7 +37,7 @@ inline __attribute__((always_inline)) void store(float* p, typename V::mask m, t
 // PX outputs of one row whose taps all lie inside it; ix = the input column of the first output's
 // leftmost tap. Input column j of the tile feeds output (j - s) / S through weight s.
 template <class V, int S, int PX, bool FULL>
-inline __attribute__((always_inline)) void tile(const float* const* rows, int64_t ix, int64_t c,
+inline __attribute__((always_inline)) void tile(const float* const* rows, int64_t ix, int64_t c, int64_t cy,
                                                 const typename V::vec* wv, typename V::vec b,
                                                 typename V::mask m, float* yo, const float* ro,
                                                 const Epilogue<V>& ep) {
@@ -59,7 +59,7 @@ inline __attribute__((always_inline)) void tile(const float* const* rows, int64_
     }
   }
 #pragma GCC unroll 16
-  for (int p = 0; p < PX; ++p) store<V, FULL>(yo + p * c, m, acc[p], ro ? ro + p * c : nullptr, ep);
+  for (int p = 0; p < PX; ++p) store<V, FULL>(yo + p * cy, m, acc[p], ro ? ro + p * cy : nullptr, ep);
 }
 
 // One output whose taps may fall in the left or right padding.
@@ -85,10 +85,10 @@ template <class V, int S, bool FULL>
 void block(const Dw3RowsArgs& a, int64_t cb, typename V::mask m, int64_t xa, int64_t xb,
            const Epilogue<V>& ep) {
   constexpr int PX = V::kTile;
-  const int64_t c = a.c;
+  const int64_t c = a.ldx ? a.ldx : a.c, cy = a.ldy ? a.ldy : a.c, cw = a.ldw ? a.ldw : a.c;
   typename V::vec wv[9];
 #pragma GCC unroll 9
-  for (int t = 0; t < 9; ++t) wv[t] = load<V, FULL>(a.wp + t * c + cb, m);
+  for (int t = 0; t < 9; ++t) wv[t] = load<V, FULL>(a.wp + t * cw + cb, m);
   const typename V::vec b = a.bias ? load<V, FULL>(a.bias + cb, m) : V::zero();
   for (int64_t oy = a.oy0; oy < a.oy1; ++oy) {
     const float* rows[3];
@@ -96,23 +96,23 @@ void block(const Dw3RowsArgs& a, int64_t cb, typename V::mask m, int64_t xa, int
       const int64_t iy = oy * a.sh - a.pad_t + r;
       rows[r] = iy >= 0 && iy < a.h ? a.x + iy * a.w * c + cb : nullptr;
     }
-    float* yr = a.y + oy * a.ow * c + cb;
-    const float* rr = a.residual ? a.residual + oy * a.ow * c + cb : nullptr;
-    auto at = [&](int64_t ox) { return rr ? rr + ox * c : nullptr; };
+    float* yr = a.y + oy * a.ow * cy + cb;
+    const float* rr = a.residual ? a.residual + oy * a.ow * cy + cb : nullptr;
+    auto at = [&](int64_t ox) { return rr ? rr + ox * cy : nullptr; };
     auto x0 = [&](int64_t ox) { return ox * S - a.pad_l; };
     int64_t ox = 0;
-    for (; ox < xa; ++ox) edge<V, FULL>(rows, x0(ox), a.w, c, wv, b, m, yr + ox * c, at(ox), ep);
-    for (; ox + PX <= xb; ox += PX) tile<V, S, PX, FULL>(rows, x0(ox), c, wv, b, m, yr + ox * c, at(ox), ep);
+    for (; ox < xa; ++ox) edge<V, FULL>(rows, x0(ox), a.w, c, wv, b, m, yr + ox * cy, at(ox), ep);
+    for (; ox + PX <= xb; ox += PX) tile<V, S, PX, FULL>(rows, x0(ox), c, cy, wv, b, m, yr + ox * cy, at(ox), ep);
     if constexpr (PX >= 8)
       if (ox + PX / 2 <= xb) {
-        tile<V, S, PX / 2, FULL>(rows, x0(ox), c, wv, b, m, yr + ox * c, at(ox), ep);
+        tile<V, S, PX / 2, FULL>(rows, x0(ox), c, cy, wv, b, m, yr + ox * cy, at(ox), ep);
         ox += PX / 2;
       }
     if (ox + 2 <= xb) {
-      tile<V, S, 2, FULL>(rows, x0(ox), c, wv, b, m, yr + ox * c, at(ox), ep);
+      tile<V, S, 2, FULL>(rows, x0(ox), c, cy, wv, b, m, yr + ox * cy, at(ox), ep);
       ox += 2;
     }
-    for (; ox < a.ow; ++ox) edge<V, FULL>(rows, x0(ox), a.w, c, wv, b, m, yr + ox * c, at(ox), ep);
+    for (; ox < a.ow; ++ox) edge<V, FULL>(rows, x0(ox), a.w, c, wv, b, m, yr + ox * cy, at(ox), ep);
   }
 }
 
