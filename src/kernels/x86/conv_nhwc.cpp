@@ -742,11 +742,13 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
         ConvEpilogue e1 = ep1;
         if (e1.bias) e1.bias += c0;
         conv_dense(q, x + img * H * W * C, w1 + c0 * K, e1, mid, nullptr, isa);
-        Dw3RowsArgs a{mid, H, W, ce, w2 + c0, dw.sh, dw.sw, dw.pad_t, dw.pad_l, 0, OH, OW,
-                      y + img * OH * OW * E + c0,
-                      ep2.residual ? ep2.residual + img * OH * OW * E + c0 : nullptr,
-                      ep2.bias ? ep2.bias + c0 : nullptr, ep2.act, ep2.clip_min, ep2.clip_max};
-        a.ldy = E, a.ldw = E;
+        Dw3RowsArgs a{};
+        a.x = mid, a.h = H, a.w = W, a.c = ce, a.wp = w2 + c0, a.ldy = E, a.ldw = E;
+        a.sh = dw.sh, a.sw = dw.sw, a.pad_t = dw.pad_t, a.pad_l = dw.pad_l, a.oy0 = 0, a.oy1 = OH, a.ow = OW;
+        a.y = y + img * OH * OW * E + c0;
+        a.residual = ep2.residual ? ep2.residual + img * OH * OW * E + c0 : nullptr;
+        a.bias = ep2.bias ? ep2.bias + c0 : nullptr;
+        a.act = ep2.act, a.clip_min = ep2.clip_min, a.clip_max = ep2.clip_max;
         (isa == ConvIsa::avx512f ? dw3_rows_avx512f : dw3_rows_avx2)(a);
       };
       pool->run(n * nb, block_task);

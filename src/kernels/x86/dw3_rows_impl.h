@@ -102,7 +102,8 @@ void block(const Dw3RowsArgs& a, int64_t cb, typename V::mask m, int64_t xa, int
     auto x0 = [&](int64_t ox) { return ox * S - a.pad_l; };
     int64_t ox = 0;
     for (; ox < xa; ++ox) edge<V, FULL>(rows, x0(ox), a.w, c, wv, b, m, yr + ox * cy, at(ox), ep);
-    for (; ox + PX <= xb; ox += PX) tile<V, S, PX, FULL>(rows, x0(ox), c, cy, wv, b, m, yr + ox * cy, at(ox), ep);
+    for (; ox + PX <= xb; ox += PX)
+      tile<V, S, PX, FULL>(rows, x0(ox), c, cy, wv, b, m, yr + ox * cy, at(ox), ep);
     if constexpr (PX >= 8)
       if (ox + PX / 2 <= xb) {
         tile<V, S, PX / 2, FULL>(rows, x0(ox), c, cy, wv, b, m, yr + ox * cy, at(ox), ep);
