@@ -4,8 +4,8 @@
 // and the input being used must fit the register file), load / store (full and masked), fma, add, max,
 // min, set1, zero, tail_mask(n).
 //
-// Channel blocks of kWidth are the outer loop over a band of output rows, so a block's input rows stay in
-// L1 from one output row to the next; the block's 9 weight vectors live in registers and each input vector
+// Channel blocks of kWidth are the outer loop over a small group of output rows, so a block's input rows stay
+// in L1 from one output row to the next; the block's 9 weight vectors live in registers and each input vector
 // loaded feeds every output of the tile that uses it (at stride 1, 3 FMAs per load).
 #pragma once
 
@@ -125,9 +125,18 @@ void rows(const Dw3RowsArgs& a) {
   const int64_t last = a.w - 3 + a.pad_l;  // the largest ox * S whose taps end inside
   const int64_t xb = last < 0 ? xa : std::clamp<int64_t>(last / S + 1, xa, a.ow);
   const int64_t cfull = a.c / V::kWidth * V::kWidth;
-  for (int64_t cb = 0; cb < cfull; cb += V::kWidth)
-    block<V, S, true>(a, cb, V::tail_mask(V::kWidth), xa, xb, ep);
-  if (cfull < a.c) block<V, S, false>(a, cfull, V::tail_mask(int(a.c - cfull)), xa, xb, ep);
+  // Groups of output rows (at least 64 outputs), every channel block per group: each output line is
+  // finished while it is in L1 and each input line read from L2 once per group of rows. One block over the
+  // whole band at a time left lines a quarter written (32 channels, 8 per block) and re-read them:
+  // MobileNetV2's 112 x 112 x 32 conv 8% slower; the other shapes equal.
+  const int64_t group = std::max<int64_t>(1, (64 + a.ow - 1) / a.ow);
+  for (int64_t r0 = a.oy0; r0 < a.oy1; r0 += group) {
+    Dw3RowsArgs g = a;
+    g.oy0 = r0, g.oy1 = std::min(a.oy1, r0 + group);
+    for (int64_t cb = 0; cb < cfull; cb += V::kWidth)
+      block<V, S, true>(g, cb, V::tail_mask(V::kWidth), xa, xb, ep);
+    if (cfull < a.c) block<V, S, false>(g, cfull, V::tail_mask(int(a.c - cfull)), xa, xb, ep);
+  }
 }
 
 template <class V>
