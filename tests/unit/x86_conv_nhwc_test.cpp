@@ -65,7 +65,11 @@ void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa, i
   auto res = fill(size_t(p.n * p.oc * oh * ow));
   ConvEpilogue ep;
   if (fused >= 1) ep.bias = bias.data();
-  if (fused >= 2) {
+  if (fused == 3) {  // MobileNet's expansion: bias and Clip, no residual
+    ep.act = Activation::clip;
+    ep.clip_min = 0.0f;
+    ep.clip_max = 0.6f;
+  } else if (fused >= 2) {
     ep.residual = res.data();
     ep.act = (p.kh % 2) ? Activation::relu : Activation::clip;
     ep.clip_min = -0.3f;
@@ -152,7 +156,7 @@ TEST(X86ConvNhwc, DenseMatchesReference) {
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)
-      for (int fused = 0; fused <= 2; ++fused) {
+      for (int fused = 0; fused <= 3; ++fused) {
         run_case(p, fused, fused == 1 ? nullptr : &pool, isa);
         if (HasFatalFailure()) return;
       }

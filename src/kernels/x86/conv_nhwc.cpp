@@ -357,7 +357,32 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
             if (multi_panel && j0 + k.nr <= full_end) span = (full_end - j0) / k.nr * k.nr;
             spans[nspans++] = {col, span, pw, wp + pj * P * K + row0 * pw + col % P};
           }
-          for (int64_t mt = m0; mt < m1; mt += k.mr) {
+          // Pointwise, one K block: the whole tiles of every span of whole panels in one call per span.
+          int64_t fast_end = m0;  // spans of whole panels are done for the rows before this
+          bool all_fast = false;
+          if (pointwise && k.pw_tiles && blocks.size() == 1 &&
+              (ep.act == Activation::none || ep.act == Activation::relu || ep.act == Activation::clip)) {
+            const int64_t nt = (m1 - m0) / k.mr;
+            fast_end = m0 + nt * k.mr;
+            all_fast = true;
+            for (int64_t si = 0; si < nspans; ++si) {
+              const Span& sp = spans[si];
+              if (sp.width % k.nr != 0 || sp.ldw != k.nr) {
+                all_fast = false;
+                continue;
+              }
+              const ConvTileEpilogue te{ep.bias ? ep.bias + sp.col : nullptr,
+                                        ep.residual ? ep.residual + m0 * OC + sp.col : nullptr,
+                                        OC,
+                                        ep.act,
+                                        ep.clip_min,
+                                        ep.clip_max};
+              if (nt > 0)
+                k.pw_tiles(x + m0 * C, C, nt, K, sp.w, k.nr * K, sp.width / k.nr, y + m0 * OC + sp.col, OC,
+                           te);
+            }
+          }
+          for (int64_t mt = all_fast ? fast_end : m0; mt < m1; mt += k.mr) {
             const int64_t mr = std::min(k.mr, m1 - mt);
             const TileRows tr{iy0 + (mt - m0), ix0 + (mt - m0), base + (mt - m0), mr, k.mr, b.t0, b.t1, b.c0};
             if (pointwise)
@@ -369,6 +394,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
             const ConvUkr fn = k.for_rows(mr);
             for (int64_t si = 0; si < nspans; ++si) {
               const Span& sp = spans[si];
+              if (mt < fast_end && sp.width % k.nr == 0 && sp.ldw == k.nr) continue;  // done above
               ConvTileEpilogue te_{ep.bias ? ep.bias + sp.col : nullptr,
                                    ep.residual ? ep.residual + mt * OC + sp.col : nullptr,
                                    OC,

@@ -61,8 +61,8 @@ inline __attribute__((always_inline)) void conv_tile(const float* const* rows, i
     const float* r[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) r[i] = rows[t * LD + i];
-    // four K steps per trip, as in the direct GEMM kernel: in-process A/B, MobileNetV2's 14x14 576->96 and
-    // 7x7 960->160 pointwise convs 0.86x and 0.90x the time, 56x56 144->24 0.93x
+      // four K steps per trip, as in the direct GEMM kernel: in-process A/B, MobileNetV2's 14x14 576->96 and
+      // 7x7 960->160 pointwise convs 0.86x and 0.90x the time, 56x56 144->24 0.93x
 #pragma GCC unroll 4
     for (int64_t ci = 0; ci < kc; ++ci) {
       __m256 b[NV];
@@ -150,6 +150,65 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
   }
 }
 
+// ConvPwTiles for 6 x 16 tiles. The epilogue is chosen at compile time (no branch inside the tile loop) and
+// the output rows are not prefetched: in the pointwise -> depthwise pair they are the band buffer, in L2.
+template <Activation ACT, bool BIAS, bool RES>
+void pw_tiles_6x16(const float* x, int64_t ldx, int64_t ntiles, int64_t kc, const float* w, int64_t wstep,
+                   int64_t npanels, float* y, int64_t ldy, const ConvTileEpilogue& ep) {
+  constexpr int MR = 6;
+  const float* bias = ep.bias;
+  const float* res = ep.residual;
+  for (int64_t t = 0; t < ntiles; ++t, x += MR * ldx, y += MR * ldy, res += RES ? MR * ep.ldr : 0) {
+    const float* wp = w;
+    for (int64_t j = 0; j < npanels; ++j, wp += wstep) {
+      __m256 acc[MR][2];
+#pragma GCC unroll 2
+      for (int v = 0; v < 2; ++v) {
+        const __m256 b0 = BIAS ? _mm256_loadu_ps(bias + 16 * j + 8 * v) : _mm256_setzero_ps();
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; ++i) acc[i][v] = b0;
+      }
+      const float* wk = wp;
+#pragma GCC unroll 4
+      for (int64_t k = 0; k < kc; ++k, wk += 16) {
+        const __m256 b0 = _mm256_loadu_ps(wk), b1 = _mm256_loadu_ps(wk + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; ++i) {
+          const __m256 a = _mm256_broadcast_ss(x + i * ldx + k);
+          acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
+          acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+        }
+      }
+#pragma GCC unroll 6
+      for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; ++v) {
+          __m256 o = acc[i][v];
+          if constexpr (RES) o = _mm256_add_ps(o, _mm256_loadu_ps(res + i * ep.ldr + 16 * j + 8 * v));
+          if constexpr (ACT == Activation::relu) o = _mm256_max_ps(o, _mm256_setzero_ps());
+          if constexpr (ACT == Activation::clip)
+            o = _mm256_min_ps(_mm256_max_ps(o, _mm256_set1_ps(ep.clip_min)), _mm256_set1_ps(ep.clip_max));
+          _mm256_storeu_ps(y + i * ldy + 16 * j + 8 * v, o);
+        }
+    }
+  }
+}
+
+template <Activation ACT>
+constexpr std::array<ConvPwTiles, 4> pw_tiles_row() {  // [bias][residual]
+  return {pw_tiles_6x16<ACT, false, false>, pw_tiles_6x16<ACT, false, true>, pw_tiles_6x16<ACT, true, false>,
+          pw_tiles_6x16<ACT, true, true>};
+}
+constexpr std::array<ConvPwTiles, 4> kPwTiles[3] = {
+    pw_tiles_row<Activation::none>(), pw_tiles_row<Activation::relu>(), pw_tiles_row<Activation::clip>()};
+
+void pw_tiles_avx2(const float* x, int64_t ldx, int64_t ntiles, int64_t kc, const float* w, int64_t wstep,
+                   int64_t npanels, float* y, int64_t ldy, const ConvTileEpilogue& ep) {
+  const int a = ep.act == Activation::relu ? 1 : ep.act == Activation::clip ? 2 : 0;
+  kPwTiles[a][2 * (ep.bias != nullptr) + (ep.residual != nullptr)](x, ldx, ntiles, kc, w, wstep, npanels, y,
+                                                                   ldy, ep);
+}
+
 // rem[m]: the kernel for a remainder tile of exactly m < MR rows (its FMAs cover only those rows).
 template <int NV, int LD, int... M>
 constexpr std::array<ConvUkr, sizeof...(M) + 1> rem_table(std::integer_sequence<int, M...>) {
@@ -164,7 +223,7 @@ constexpr auto kRem8 = rem_table<1, 12>(std::make_integer_sequence<int, 11>{});
 // (A 4 x 24 tile needs 24 contiguous weight columns, which the 16-wide panels of AVX2 do not hold.)
 ConvUkrInfo conv_ukr_avx2(int64_t width) {
   if (width <= 8) return {conv_ukr<12, 1>, 12, 8, kRem8.data()};
-  return {conv_ukr<6, 2>, 6, 16, kRem16.data(), /*panels=*/true};
+  return {conv_ukr<6, 2>, 6, 16, kRem16.data(), /*panels=*/true, pw_tiles_avx2};
 }
 
 namespace {
