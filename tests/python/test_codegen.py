@@ -78,7 +78,7 @@ def _fma_loops(body: str) -> list[list[str]]:
     ("src/kernels/x86/avx2/f32_gemm_ukr_6x16__avx2.cpp", "f32_gemm_ukr_6x16__avx2(", 1),
     ("src/kernels/x86/avx2/f32_gemm_direct__avx2.cpp", "direct_tile<", 24),  # MR 1..6 x 1..2 vectors x full/edge
     ("src/kernels/x86/avx2/f32_conv_nhwc__avx2.cpp", "conv_ukr<", 18),  # 6x16 and 12x8, their remainder rows
-    ("src/kernels/x86/avx2/f32_conv_nhwc__avx2.cpp", "pw_tiles_6x16<", 12),  # 3 activations x bias x residual
+    ("src/kernels/x86/avx2/f32_conv_nhwc__avx2.cpp", "tiles_6x16<", 24),  # 3 activations x bias x residual x form
 ])
 def test_avx2_kernels_keep_their_accumulators_in_registers(tmp_path, src, kernel, count):
     funcs = _disassemble(src, tmp_path, AVX2_FLAGS)

@@ -208,45 +208,108 @@ struct TileRows {
   int64_t mr, ld, t0, t1, c0;
 };
 
+// A tile whose mr == ld pixels lie in one output row with every tap of kernel extent (ey, ex) inside the
+// image (the common case): pixel i's input at tap offset o is first + i * step + o. Returns first, or
+// nullptr when the tile is not such a tile.
+const float* interior_tile(const TileRows& tr, const Conv2dParams& p, int64_t c, int64_t ey, int64_t ex,
+                           int64_t* step) {
+  if (tr.mr != tr.ld) return nullptr;
+  const int64_t n = tr.mr, iy = tr.iy0[0], ix = tr.ix0[0];
+  if (tr.base[n - 1] != tr.base[0] || tr.iy0[n - 1] != iy || tr.ix0[n - 1] != ix + (n - 1) * p.sw)
+    return nullptr;
+  if (iy < 0 || iy + ey > p.h || ix < 0 || tr.ix0[n - 1] + ex > p.w) return nullptr;
+  *step = p.sw * c;
+  return tr.base[0] + (iy * p.w + ix) * c + tr.c0;
+}
+
+// Output pixels [m0, m1): each one's top-left input position (iy0, ix0, before padding) and image base. Apart
+// from the driver's lambda, which captures the geometry by reference: every store here could alias it, and
+// GCC reloaded it per pixel (8% of a stem conv).
+void pixel_origins(const Conv2dParams& p, const float* x, int64_t m0, int64_t m1, int64_t* __restrict iy0,
+                   int64_t* __restrict ix0, const float** __restrict base) {
+  const int64_t oh = p.oh(), ow = p.ow(), sh = p.sh, sw = p.sw, pt = p.pad_t, pl = p.pad_l;
+  const int64_t image = p.h * p.w * p.c;
+  int64_t img = m0 / (oh * ow), oy = m0 % (oh * ow) / ow, ox = m0 % ow;
+  for (int64_t m = 0; m < m1 - m0; ++m) {
+    iy0[m] = oy * sh - pt;
+    ix0[m] = ox * sw - pl;
+    base[m] = x + img * image;
+    if (++ox == ow) {
+      ox = 0;
+      if (++oy == oh) oy = 0, ++img;
+    }
+  }
+}
+
 // The row table of a tile, rows[(t - t0) * ld + i]: pixel i's input at tap t, or `zeros` outside the image.
 // Separate functions with the geometry in locals: inside the driver's lambda every pointer stored to the
 // table could alias the captured values, and each was reloaded per row (a third of a stem conv's time).
+// Pixel-outer: a pixel's position is worked out once, its taps are then an add and a bounds test each.
 void fill_taps(const TileRows& tr, const Conv2dParams& p, int64_t c, const float* zeros,
                const float** __restrict rows) {
-  const int64_t h = p.h, w = p.w, kw = p.kw, dh = p.dh, dw = p.dw;
-  for (int64_t t = tr.t0; t < tr.t1; ++t) {
-    const int64_t r = t / kw, s = t % kw;
-    const float** rt = rows + (t - tr.t0) * tr.ld;
-    for (int64_t i = 0; i < tr.ld; ++i) {
-      if (i >= tr.mr) {
-        rt[i] = zeros;
-        continue;
-      }
-      const int64_t iy = tr.iy0[i] + r * dh, ix = tr.ix0[i] + s * dw;
-      rt[i] = iy >= 0 && iy < h && ix >= 0 && ix < w ? tr.base[i] + (iy * w + ix) * c + tr.c0 : zeros;
+  const int64_t h = p.h, w = p.w, kw = p.kw, dh = p.dh, dw = p.dw, nt = tr.t1 - tr.t0, ld = tr.ld;
+  int64_t step;
+  if (const float* first = interior_tile(tr, p, c, (p.kh - 1) * dh + 1, (kw - 1) * dw + 1, &step)) {
+    for (int64_t t = tr.t0; t < tr.t1; ++t) {
+      const float* q = first + (t / kw * dh * w + t % kw * dw) * c;
+      for (int64_t i = 0; i < ld; ++i) rows[(t - tr.t0) * ld + i] = q + i * step;
+    }
+    return;
+  }
+  for (int64_t i = 0; i < ld; ++i) {
+    if (i >= tr.mr) {
+      for (int64_t t = 0; t < nt; ++t) rows[t * ld + i] = zeros;
+      continue;
+    }
+    const int64_t iy0 = tr.iy0[i], ix0 = tr.ix0[i];
+    const float* px = tr.base[i] + tr.c0;
+    for (int64_t t = tr.t0; t < tr.t1; ++t) {
+      const int64_t iy = iy0 + t / kw * dh, ix = ix0 + t % kw * dw;
+      rows[(t - tr.t0) * ld + i] = iy >= 0 && iy < h && ix >= 0 && ix < w ? px + (iy * w + ix) * c : zeros;
     }
   }
 }
 
 // Row-tap form (one "tap" per kernel row, its kw * c inputs contiguous): a row that crosses the left or
-// right padding is copied with zeros into `edge` ([taps][16][cc]).
+// right padding is copied with zeros into `edge` ([taps][16][cc]). Two passes: each pixel's first row and
+// whether its rows lie inside left to right, then the table tap by tap from those locals (in one pass GCC
+// reloaded the geometry around every store to the table: 7 cycles an entry, a quarter of a stem conv).
 void fill_row_taps(const TileRows& tr, const Conv2dParams& p, int64_t c, int64_t cc, const float* zeros,
                    float* __restrict edge, const float** __restrict rows) {
-  const int64_t h = p.h, w = p.w, kw = p.kw, dh = p.dh;
+  const int64_t h = p.h, w = p.w, kw = p.kw, dh = p.dh, ld = tr.ld, tstep = dh * w * c;
+  int64_t step;
+  if (const float* first = interior_tile(tr, p, c, (p.kh - 1) * dh + 1, kw, &step)) {
+    for (int64_t t = tr.t0; t < tr.t1; ++t)
+      for (int64_t i = 0; i < ld; ++i) rows[(t - tr.t0) * ld + i] = first + t * tstep + i * step;
+    return;
+  }
+  const float* base[16];
+  int64_t iy0[16], off[16];  // pixel i's first input row, and its offset in floats at tap 0
+  bool inside[16];
+  for (int64_t i = 0; i < ld; ++i) {
+    const bool live = i < tr.mr;
+    const int64_t ix = live ? tr.ix0[i] : 0;
+    base[i] = live ? tr.base[i] : zeros;
+    iy0[i] = live ? tr.iy0[i] : -(int64_t(1) << 40);  // rows past mr: every tap outside
+    off[i] = (iy0[i] * w + ix) * c;
+    inside[i] = ix >= 0 && ix + kw <= w;
+  }
   for (int64_t t = tr.t0; t < tr.t1; ++t) {
-    const float** rt = rows + (t - tr.t0) * tr.ld;
-    for (int64_t i = 0; i < tr.ld; ++i) {
-      const int64_t iy = tr.iy0[i] + t * dh, ix = tr.ix0[i];
-      if (i >= tr.mr || iy < 0 || iy >= h) {
+    const float** rt = rows + (t - tr.t0) * ld;
+    for (int64_t i = 0; i < ld; ++i) {
+      const int64_t iy = iy0[i] + t * dh;
+      if (iy < 0 || iy >= h) {
         rt[i] = zeros;
-      } else if (ix >= 0 && ix + kw <= w) {
-        rt[i] = tr.base[i] + (iy * w + ix) * c;
+      } else if (inside[i]) {
+        rt[i] = base[i] + (off[i] + t * tstep);
       } else {
+        const int64_t ix = tr.ix0[i];
+        const float* row = base[i] + iy * w * c;
         float* e = edge + ((t - tr.t0) * 16 + i) * cc;
         for (int64_t s = 0; s < kw; ++s) {
           const int64_t xs = ix + s;
           if (xs >= 0 && xs < w)
-            std::memcpy(e + s * c, tr.base[i] + (iy * w + xs) * c, size_t(c) * sizeof(float));
+            std::memcpy(e + s * c, row + xs * c, size_t(c) * sizeof(float));
           else
             std::memset(e + s * c, 0, size_t(c) * sizeof(float));
         }
@@ -299,9 +362,12 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
   run_tasks(pool, np * nchunks, double(M) * double(K) * double(OC), [&](int64_t tb, int64_t te) {
     if (tl_zeros.size() < size_t(cc)) tl_zeros.assign(size_t(cc), 0.0f);
     const float* zeros = tl_zeros.data();
-    if (tl_rows.size() < size_t(max_taps * 16)) tl_rows.resize(size_t(max_taps * 16));
+    // room for the row tables of a chunk's whole tiles (ConvUkrInfo::tiles) and their edge copies
+    const int64_t max_tiles = kMaxChunk / 6 + 1, edge_per_tile = max_taps * 16 * cc;
+    if (tl_rows.size() < size_t(max_taps * 16 * max_tiles)) tl_rows.resize(size_t(max_taps * 16 * max_tiles));
     const float** rows = tl_rows.data();
-    if (row_taps && tl_edge.size() < size_t(max_taps * 16 * cc)) tl_edge.resize(size_t(max_taps * 16 * cc));
+    if (row_taps && tl_edge.size() < size_t(edge_per_tile * max_tiles))
+      tl_edge.resize(size_t(edge_per_tile * max_tiles));
     float* edge = tl_edge.data();
     int64_t iy0[kMaxChunk], ix0[kMaxChunk];
     const float* base[kMaxChunk];
@@ -312,16 +378,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
                     q = chunk_major ? task / np : task % nchunks;
       const int64_t m0 = q * kChunk, m1 = std::min(M, m0 + kChunk);
       if (!pointwise) {
-        int64_t img = m0 / (oh * ow), oy = m0 % (oh * ow) / ow, ox = m0 % ow;
-        for (int64_t m = m0; m < m1; ++m) {
-          iy0[m - m0] = oy * p.sh - p.pad_t;
-          ix0[m - m0] = ox * p.sw - p.pad_l;
-          base[m - m0] = x + img * p.h * p.w * C;
-          if (++ox == ow) {
-            ox = 0;
-            if (++oy == oh) oy = 0, ++img;
-          }
-        }
+        pixel_origins(p, x, m0, m1, iy0, ix0, base);
       }
       const int64_t ncols = std::min(kConvBlock, OC - j * kConvBlock);
       ConvUkrInfo u{conv_ukr_portable, 4, 16};
@@ -357,13 +414,22 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
             if (multi_panel && j0 + k.nr <= full_end) span = (full_end - j0) / k.nr * k.nr;
             spans[nspans++] = {col, span, pw, wp + pj * P * K + row0 * pw + col % P};
           }
-          // Pointwise, one K block: the whole tiles of every span of whole panels in one call per span.
+          // One K block: the whole tiles of every span of whole panels in one call per span.
           int64_t fast_end = m0;  // spans of whole panels are done for the rows before this
           bool all_fast = false;
-          if (pointwise && k.pw_tiles && blocks.size() == 1 &&
+          if (k.tiles && blocks.size() == 1 &&
               (ep.act == Activation::none || ep.act == Activation::relu || ep.act == Activation::clip)) {
-            const int64_t nt = (m1 - m0) / k.mr;
+            const int64_t nt = (m1 - m0) / k.mr, ntaps = b.t1 - b.t0;
             fast_end = m0 + nt * k.mr;
+            if (!pointwise)  // the row tables of all nt tiles, one after another
+              for (int64_t t = 0; t < nt; ++t) {
+                const int64_t o = t * k.mr;
+                const TileRows tr{iy0 + o, ix0 + o, base + o, k.mr, k.mr, b.t0, b.t1, b.c0};
+                if (row_taps)
+                  fill_row_taps(tr, p, C, cc, zeros, edge + t * edge_per_tile, rows + t * ntaps * k.mr);
+                else
+                  fill_taps(tr, p, C, zeros, rows + t * ntaps * k.mr);
+              }
             all_fast = true;
             for (int64_t si = 0; si < nspans; ++si) {
               const Span& sp = spans[si];
@@ -378,8 +444,8 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
                                         ep.clip_min,
                                         ep.clip_max};
               if (nt > 0)
-                k.pw_tiles(x + m0 * C, C, nt, K, sp.w, k.nr * K, sp.width / k.nr, y + m0 * OC + sp.col, OC,
-                           te);
+                k.tiles(pointwise ? nullptr : rows, x + m0 * C, C, nt, ntaps, b.c1 - b.c0, sp.w, k.nr * K,
+                        sp.width / k.nr, y + m0 * OC + sp.col, OC, te);
             }
           }
           for (int64_t mt = all_fast ? fast_end : m0; mt < m1; mt += k.mr) {

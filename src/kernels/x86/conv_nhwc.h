@@ -134,14 +134,15 @@ inline void prefetch_tile_rows(const float* y, int64_t ldy, int64_t mr, int64_t 
 using ConvUkr = void (*)(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw,
                          float* y, int64_t ldy, int64_t mr, int64_t nr, bool accumulate,
                          const ConvTileEpilogue* ep);
-// A pointwise conv's whole tiles in one call: ntiles tiles of mr consecutive pixels (pixel i's kc channels
-// at x + i * ldx) over npanels consecutive full panels nr wide (panel j's kc x nr weights at w + j * wstep),
-// one K block (no accumulation); y rows of ldy, ep applied. Short-K pointwise convs (MobileNet's 16- to
-// 32-deep expansions) spend as long per tile on the call, the driver's row table and the kernel's set-up
-// as in the K loop; this walks the tiles without them.
-using ConvPwTiles = void (*)(const float* x, int64_t ldx, int64_t ntiles, int64_t kc, const float* w,
-                             int64_t wstep, int64_t npanels, float* y, int64_t ldy,
-                             const ConvTileEpilogue& ep);
+// Whole tiles in one call, one K block (no accumulation): ntiles tiles of mr consecutive output pixels
+// over npanels consecutive full panels nr wide (panel j's weights at w + j * wstep), y rows of ldy, ep
+// applied. Tile t's inputs: its row table at rows + t * ntaps * mr (as ConvUkr's, ld = mr), or, with rows
+// null (pointwise, ntaps 1), pixel i's kc channels at x + (t * mr + i) * ldx. Short-K convs (MobileNet's
+// 16- to 32-deep expansions, a stem's 27) spent as long per tile on the call, the driver's row table and
+// the kernel's set-up as in the K loop.
+using ConvTiles = void (*)(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles,
+                           int64_t ntaps, int64_t kc, const float* w, int64_t wstep, int64_t npanels,
+                           float* y, int64_t ldy, const ConvTileEpilogue& ep);
 struct ConvUkrInfo {
   ConvUkr fn;
   int64_t mr, nr;
@@ -149,7 +150,7 @@ struct ConvUkrInfo {
   // The kernels also take nr > this nr over consecutive panels exactly nr wide when the K block is the whole
   // K: the next panel's weights start ldw * ntaps * kc floats after this one's (one call per tile row).
   bool panels = false;
-  ConvPwTiles pw_tiles = nullptr;  // where the ISA has one
+  ConvTiles tiles = nullptr;  // where the ISA has one
   ConvUkr for_rows(int64_t m) const { return rem && m < mr ? rem[m] : fn; }
 };
 // For AVX-512: one kernel per width of the panel's columns (16, 24, 32, 48, 64); AVX2: 8 wide for at most

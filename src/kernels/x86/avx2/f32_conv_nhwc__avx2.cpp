@@ -150,15 +150,17 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
   }
 }
 
-// ConvPwTiles for 6 x 16 tiles. The epilogue is chosen at compile time (no branch inside the tile loop) and
-// the output rows are not prefetched: in the pointwise -> depthwise pair they are the band buffer, in L2.
-template <Activation ACT, bool BIAS, bool RES>
-void pw_tiles_6x16(const float* x, int64_t ldx, int64_t ntiles, int64_t kc, const float* w, int64_t wstep,
-                   int64_t npanels, float* y, int64_t ldy, const ConvTileEpilogue& ep) {
+// ConvTiles for 6 x 16 tiles. The epilogue is chosen at compile time (no branch inside the tile loop) and
+// the output rows are not prefetched (in the pointwise -> depthwise pair they are the band buffer, in L2;
+// streamed to memory, the next tile's stores overlap this tile's K loop).
+template <Activation ACT, bool BIAS, bool RES, bool TABLE>
+void tiles_6x16(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
+                int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
+                const ConvTileEpilogue& ep) {
   constexpr int MR = 6;
   const float* bias = ep.bias;
   const float* res = ep.residual;
-  for (int64_t t = 0; t < ntiles; ++t, x += MR * ldx, y += MR * ldy, res += RES ? MR * ep.ldr : 0) {
+  for (int64_t t = 0; t < ntiles; ++t, y += MR * ldy, res += RES ? MR * ep.ldr : 0) {
     const float* wp = w;
     for (int64_t j = 0; j < npanels; ++j, wp += wstep) {
       __m256 acc[MR][2];
@@ -169,14 +171,19 @@ void pw_tiles_6x16(const float* x, int64_t ldx, int64_t ntiles, int64_t kc, cons
         for (int i = 0; i < MR; ++i) acc[i][v] = b0;
       }
       const float* wk = wp;
-#pragma GCC unroll 4
-      for (int64_t k = 0; k < kc; ++k, wk += 16) {
-        const __m256 b0 = _mm256_loadu_ps(wk), b1 = _mm256_loadu_ps(wk + 8);
+      for (int64_t tap = 0; tap < (TABLE ? ntaps : 1); ++tap) {
+        const float* r[MR];
 #pragma GCC unroll 6
-        for (int i = 0; i < MR; ++i) {
-          const __m256 a = _mm256_broadcast_ss(x + i * ldx + k);
-          acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
-          acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+        for (int i = 0; i < MR; ++i) r[i] = TABLE ? rows[(t * ntaps + tap) * MR + i] : x + (t * MR + i) * ldx;
+#pragma GCC unroll 4
+        for (int64_t k = 0; k < kc; ++k, wk += 16) {
+          const __m256 b0 = _mm256_loadu_ps(wk), b1 = _mm256_loadu_ps(wk + 8);
+#pragma GCC unroll 6
+          for (int i = 0; i < MR; ++i) {
+            const __m256 a = _mm256_broadcast_ss(r[i] + k);
+            acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+          }
         }
       }
 #pragma GCC unroll 6
@@ -194,19 +201,25 @@ void pw_tiles_6x16(const float* x, int64_t ldx, int64_t ntiles, int64_t kc, cons
   }
 }
 
-template <Activation ACT>
-constexpr std::array<ConvPwTiles, 4> pw_tiles_row() {  // [bias][residual]
-  return {pw_tiles_6x16<ACT, false, false>, pw_tiles_6x16<ACT, false, true>, pw_tiles_6x16<ACT, true, false>,
-          pw_tiles_6x16<ACT, true, true>};
+// kTiles[activation][table][bias][residual]
+template <Activation ACT, bool TABLE>
+constexpr std::array<ConvTiles, 4> tiles_by_epilogue() {
+  return {tiles_6x16<ACT, false, false, TABLE>, tiles_6x16<ACT, false, true, TABLE>,
+          tiles_6x16<ACT, true, false, TABLE>, tiles_6x16<ACT, true, true, TABLE>};
 }
-constexpr std::array<ConvPwTiles, 4> kPwTiles[3] = {
-    pw_tiles_row<Activation::none>(), pw_tiles_row<Activation::relu>(), pw_tiles_row<Activation::clip>()};
+template <Activation ACT>
+constexpr std::array<std::array<ConvTiles, 4>, 2> tiles_by_form() {
+  return {tiles_by_epilogue<ACT, false>(), tiles_by_epilogue<ACT, true>()};
+}
+constexpr std::array<std::array<ConvTiles, 4>, 2> kTiles[3] = {
+    tiles_by_form<Activation::none>(), tiles_by_form<Activation::relu>(), tiles_by_form<Activation::clip>()};
 
-void pw_tiles_avx2(const float* x, int64_t ldx, int64_t ntiles, int64_t kc, const float* w, int64_t wstep,
-                   int64_t npanels, float* y, int64_t ldy, const ConvTileEpilogue& ep) {
+void tiles_avx2(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
+                int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
+                const ConvTileEpilogue& ep) {
   const int a = ep.act == Activation::relu ? 1 : ep.act == Activation::clip ? 2 : 0;
-  kPwTiles[a][2 * (ep.bias != nullptr) + (ep.residual != nullptr)](x, ldx, ntiles, kc, w, wstep, npanels, y,
-                                                                   ldy, ep);
+  kTiles[a][rows != nullptr][2 * (ep.bias != nullptr) + (ep.residual != nullptr)](
+      rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
 }
 
 // rem[m]: the kernel for a remainder tile of exactly m < MR rows (its FMAs cover only those rows).
@@ -223,7 +236,7 @@ constexpr auto kRem8 = rem_table<1, 12>(std::make_integer_sequence<int, 11>{});
 // (A 4 x 24 tile needs 24 contiguous weight columns, which the 16-wide panels of AVX2 do not hold.)
 ConvUkrInfo conv_ukr_avx2(int64_t width) {
   if (width <= 8) return {conv_ukr<12, 1>, 12, 8, kRem8.data()};
-  return {conv_ukr<6, 2>, 6, 16, kRem16.data(), /*panels=*/true, pw_tiles_avx2};
+  return {conv_ukr<6, 2>, 6, 16, kRem16.data(), /*panels=*/true, tiles_avx2};
 }
 
 namespace {
