@@ -151,6 +151,7 @@ TEST(X86ConvNhwc, DenseMatchesReference) {
       mk(1, 16, 7, 9, 88, 1, 1, 1, 1, 0, 0, 0, 0),     // 64 + 24
       mk(1, 12, 5, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1),     // AVX2 strips 16 + 16 + 8 (an empty last vector)
       mk(1, 13, 6, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1),      // 8 channels: AVX2's 12 x 8 tile, full
+      mk(1, 1100, 3, 5, 40, 1, 1, 1, 1, 0, 0, 0, 0),   // C > 1024 pointwise: two K blocks on AVX2 too
       mk(1, 384, 14, 14, 64, 1, 1, 1, 1, 0, 0, 0, 0),  // 2 threads: 12-pixel tasks (2 tiles), 4-pixel last
       mk(1, 64, 9, 9, 32, 3, 3, 1, 1, 1, 1, 1, 1),     // 2 threads: 18-pixel tasks of a 3 x 3 conv
   };
