@@ -290,8 +290,8 @@ void fill_row_taps(const TileRows& tr, const Conv2dParams& p, int64_t c, int64_t
     const bool live = i < tr.mr;
     const int64_t ix = live ? tr.ix0[i] : 0;
     base[i] = live ? tr.base[i] : zeros;
-    iy0[i] = live ? tr.iy0[i] : -(int64_t(1) << 40);  // rows past mr: every tap outside
-    off[i] = (iy0[i] * w + ix) * c;
+    iy0[i] = live ? tr.iy0[i] : -(int64_t(1) << 30);  // rows past mr: every tap outside
+    off[i] = live ? (iy0[i] * w + ix) * c : 0;
     inside[i] = ix >= 0 && ix + kw <= w;
   }
   for (int64_t t = tr.t0; t < tr.t1; ++t) {
