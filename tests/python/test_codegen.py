@@ -78,7 +78,7 @@ def _fma_loops(body: str) -> list[list[str]]:
     ("src/kernels/x86/avx2/f32_gemm_ukr_6x16__avx2.cpp", "f32_gemm_ukr_6x16__avx2(", 1),
     ("src/kernels/x86/avx2/f32_gemm_direct__avx2.cpp", "direct_tile<", 24),  # MR 1..6 x 1..2 vectors x full/edge
     ("src/kernels/x86/avx2/f32_conv_nhwc__avx2.cpp", "conv_ukr<", 18),  # 6x16 and 12x8, their remainder rows
-    ("src/kernels/x86/avx2/f32_conv_nhwc__avx2.cpp", "tiles_6x16<", 24),  # 3 activations x bias x residual x form
+    ("src/kernels/x86/avx2/f32_conv_nhwc__avx2.cpp", "conv_tiles::run<", 24),  # 3 activations x bias x residual x form
 ])
 def test_avx2_kernels_keep_their_accumulators_in_registers(tmp_path, src, kernel, count):
     funcs = _disassemble(src, tmp_path, AVX2_FLAGS)
@@ -90,3 +90,17 @@ def test_avx2_kernels_keep_their_accumulators_in_registers(tmp_path, src, kernel
         for loop in loops:
             spills = [t for t in loop if _SPILL.match(t)]
             assert not spills, f"{name}: its K loop stores {len(spills)} ymm registers to the stack, e.g. {spills[0]}"
+
+
+def test_avx512_conv_tiles_keep_their_accumulators_in_registers(tmp_path):
+    """The 6 x 64 whole-tile conv kernel holds 24 zmm accumulators, 4 of B and a broadcast: 29 of 32."""
+    funcs = _disassemble("src/kernels/x86/avx512f/f32_conv_nhwc__avx512f.cpp", tmp_path)
+    kernels = {n: body for n, body in funcs.items() if "conv_tiles::run<" in n and "(" in n and "+0x" not in n}
+    assert len(kernels) == 24, sorted(kernels)  # 3 activations x bias x residual x form
+    spill = re.compile(r"vmov[au]ps\s+%zmm\d+,-?0x[0-9a-f]+\(%r[sb]p\)")
+    for name, body in kernels.items():
+        loops = _fma_loops(body)
+        assert loops, f"{name}: no FMA loop found"
+        for loop in loops:
+            spills = [t for t in loop if spill.match(t)]
+            assert not spills, f"{name}: its K loop stores {len(spills)} zmm registers to the stack, e.g. {spills[0]}"

@@ -11,6 +11,7 @@
 
 #include "kernels/x86/avx2/ymm_traits.h"
 #include "kernels/x86/conv_nhwc.h"
+#include "kernels/x86/conv_tiles_impl.h"
 #include "kernels/x86/dw3_rows_impl.h"
 #include "kernels/x86/pool_impl.h"
 #include "kernels/x86/wino_impl.h"
@@ -150,76 +151,10 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
   }
 }
 
-// ConvTiles for 6 x 16 tiles. The epilogue is chosen at compile time (no branch inside the tile loop) and
-// the output rows are not prefetched (in the pointwise -> depthwise pair they are the band buffer, in L2;
-// streamed to memory, the next tile's stores overlap this tile's K loop).
-template <Activation ACT, bool BIAS, bool RES, bool TABLE>
-void tiles_6x16(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
-                int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
-                const ConvTileEpilogue& ep) {
-  constexpr int MR = 6;
-  const float* bias = ep.bias;
-  const float* res = ep.residual;
-  for (int64_t t = 0; t < ntiles; ++t, y += MR * ldy, res += RES ? MR * ep.ldr : 0) {
-    const float* wp = w;
-    for (int64_t j = 0; j < npanels; ++j, wp += wstep) {
-      __m256 acc[MR][2];
-#pragma GCC unroll 2
-      for (int v = 0; v < 2; ++v) {
-        const __m256 b0 = BIAS ? _mm256_loadu_ps(bias + 16 * j + 8 * v) : _mm256_setzero_ps();
-#pragma GCC unroll 6
-        for (int i = 0; i < MR; ++i) acc[i][v] = b0;
-      }
-      const float* wk = wp;
-      for (int64_t tap = 0; tap < (TABLE ? ntaps : 1); ++tap) {
-        const float* r[MR];
-#pragma GCC unroll 6
-        for (int i = 0; i < MR; ++i) r[i] = TABLE ? rows[(t * ntaps + tap) * MR + i] : x + (t * MR + i) * ldx;
-#pragma GCC unroll 4
-        for (int64_t k = 0; k < kc; ++k, wk += 16) {
-          const __m256 b0 = _mm256_loadu_ps(wk), b1 = _mm256_loadu_ps(wk + 8);
-#pragma GCC unroll 6
-          for (int i = 0; i < MR; ++i) {
-            const __m256 a = _mm256_broadcast_ss(r[i] + k);
-            acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
-            acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
-          }
-        }
-      }
-#pragma GCC unroll 6
-      for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 2
-        for (int v = 0; v < 2; ++v) {
-          __m256 o = acc[i][v];
-          if constexpr (RES) o = _mm256_add_ps(o, _mm256_loadu_ps(res + i * ep.ldr + 16 * j + 8 * v));
-          if constexpr (ACT == Activation::relu) o = _mm256_max_ps(o, _mm256_setzero_ps());
-          if constexpr (ACT == Activation::clip)
-            o = _mm256_min_ps(_mm256_max_ps(o, _mm256_set1_ps(ep.clip_min)), _mm256_set1_ps(ep.clip_max));
-          _mm256_storeu_ps(y + i * ldy + 16 * j + 8 * v, o);
-        }
-    }
-  }
-}
-
-// kTiles[activation][table][bias][residual]
-template <Activation ACT, bool TABLE>
-constexpr std::array<ConvTiles, 4> tiles_by_epilogue() {
-  return {tiles_6x16<ACT, false, false, TABLE>, tiles_6x16<ACT, false, true, TABLE>,
-          tiles_6x16<ACT, true, false, TABLE>, tiles_6x16<ACT, true, true, TABLE>};
-}
-template <Activation ACT>
-constexpr std::array<std::array<ConvTiles, 4>, 2> tiles_by_form() {
-  return {tiles_by_epilogue<ACT, false>(), tiles_by_epilogue<ACT, true>()};
-}
-constexpr std::array<std::array<ConvTiles, 4>, 2> kTiles[3] = {
-    tiles_by_form<Activation::none>(), tiles_by_form<Activation::relu>(), tiles_by_form<Activation::clip>()};
-
 void tiles_avx2(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
                 int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
                 const ConvTileEpilogue& ep) {
-  const int a = ep.act == Activation::relu ? 1 : ep.act == Activation::clip ? 2 : 0;
-  kTiles[a][rows != nullptr][2 * (ep.bias != nullptr) + (ep.residual != nullptr)](
-      rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
+  conv_tiles::dispatch<Ymm, 6, 2>(rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
 }
 
 // rem[m]: the kernel for a remainder tile of exactly m < MR rows (its FMAs cover only those rows).

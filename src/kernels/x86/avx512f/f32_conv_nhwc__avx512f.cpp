@@ -10,6 +10,7 @@
 
 #include "kernels/x86/avx512f/zmm_traits.h"
 #include "kernels/x86/conv_nhwc.h"
+#include "kernels/x86/conv_tiles_impl.h"
 #include "kernels/x86/dw3_rows_impl.h"
 #include "kernels/x86/pool_impl.h"
 #include "kernels/x86/wino_impl.h"
@@ -187,8 +188,17 @@ constexpr auto kRem16 = rem_table<1, 12>(std::make_integer_sequence<int, 11>{});
 
 }  // namespace
 
+namespace {
+// 6 x 64 whole tiles (conv_tiles_impl.h; the same template as AVX2's 6 x 16, which the tests run everywhere)
+void tiles_avx512f(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
+                   int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
+                   const ConvTileEpilogue& ep) {
+  conv_tiles::dispatch<Zmm, 6, 4>(rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
+}
+}  // namespace
+
 ConvUkrInfo conv_ukr_avx512f(int64_t width) {
-  if (width > 48) return {conv_ukr<6, 4>, 6, 64, kRem64.data()};
+  if (width > 48) return {conv_ukr<6, 4>, 6, 64, kRem64.data(), /*panels=*/false, tiles_avx512f};
   if (width > 32) return {conv_ukr<8, 3>, 8, 48, kRem48.data()};
   if (width > 24) return {conv_ukr<12, 2>, 12, 32, kRem32.data()};
   if (width > 16) return {conv_ukr_zy<12>, 12, 24, kRem24.data()};

@@ -1,0 +1,98 @@
+// Whole conv tiles in one call (ConvTiles, conv_nhwc.h), written once for any vector ISA: the AVX2 file
+// instantiates it for 6 x 16 tiles (NV = 2 ymm per row), the AVX-512 file for 6 x 64 (NV = 4 zmm). Included
+// only by the ISA files, which compile it with their flags. V supplies vec, kWidth, load, store, fma, add,
+// max, min, set1, zero.
+//
+// Why: a short-K conv (MobileNet's 16- to 32-deep expansions, a stem's 27) spent as long per tile on the
+// call, the driver's row table and the general kernel's set-up and branches as in its K loop. Here the tile
+// loop, the panel loop and the K loop sit in one function and the epilogue is fixed at compile time.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/x86/conv_nhwc.h"
+
+namespace tessera::kernels::x86::conv_tiles {
+
+// ntiles tiles of MR consecutive output pixels x npanels panels of NV vectors; see ConvTiles. The output
+// rows are not prefetched: in the pointwise -> depthwise pair they are the band buffer, in L2; streamed to
+// memory, the next tile's stores overlap this tile's K loop.
+template <class V, int MR, int NV, Activation ACT, bool BIAS, bool RES, bool TABLE>
+void run(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps, int64_t kc,
+         const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy, const ConvTileEpilogue& ep) {
+  constexpr int64_t W = V::kWidth * NV;  // panel width
+  const float* bias = ep.bias;
+  const float* res = ep.residual;
+  for (int64_t t = 0; t < ntiles; ++t, y += MR * ldy, res += RES ? MR * ep.ldr : 0) {
+    const float* wp = w;
+    for (int64_t j = 0; j < npanels; ++j, wp += wstep) {
+      typename V::vec acc[MR][NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        const typename V::vec b0 = BIAS ? V::load(bias + W * j + V::kWidth * v) : V::zero();
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; ++i) acc[i][v] = b0;
+      }
+      const float* wk = wp;
+      for (int64_t tap = 0; tap < (TABLE ? ntaps : 1); ++tap) {
+        const float* r[MR];
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; ++i) r[i] = TABLE ? rows[(t * ntaps + tap) * MR + i] : x + (t * MR + i) * ldx;
+#pragma GCC unroll 4
+        for (int64_t k = 0; k < kc; ++k, wk += W) {
+          typename V::vec b[NV];
+#pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v) b[v] = V::load(wk + V::kWidth * v);
+#pragma GCC unroll 6
+          for (int i = 0; i < MR; ++i) {
+            const typename V::vec a = V::set1(r[i][k]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(a, b[v], acc[i][v]);
+          }
+        }
+      }
+#pragma GCC unroll 6
+      for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) {
+          typename V::vec o = acc[i][v];
+          if constexpr (RES) o = V::add(o, V::load(res + i * ep.ldr + W * j + V::kWidth * v));
+          if constexpr (ACT == Activation::relu) o = V::max(o, V::zero());
+          if constexpr (ACT == Activation::clip)
+            o = V::min(V::max(o, V::set1(ep.clip_min)), V::set1(ep.clip_max));
+          V::store(y + i * ldy + W * j + V::kWidth * v, o);
+        }
+    }
+  }
+}
+
+// The instantiation for ep's activation (none, Relu or Clip: the driver sends no other), bias, residual and
+// input form (row tables, or pointwise rows at x).
+template <class V, int MR, int NV>
+void dispatch(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
+              int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
+              const ConvTileEpilogue& ep) {
+  using Fn = ConvTiles;
+  // [activation][table][bias][residual]
+  auto by_epilogue = [](auto act, auto table) {
+    constexpr Activation A = decltype(act)::value;
+    constexpr bool T = decltype(table)::value;
+    return std::array<Fn, 4>{run<V, MR, NV, A, false, false, T>, run<V, MR, NV, A, false, true, T>,
+                             run<V, MR, NV, A, true, false, T>, run<V, MR, NV, A, true, true, T>};
+  };
+  auto by_form = [&](auto act) {
+    return std::array<std::array<Fn, 4>, 2>{by_epilogue(act, std::false_type{}),
+                                            by_epilogue(act, std::true_type{})};
+  };
+  static constexpr std::array<std::array<std::array<Fn, 4>, 2>, 3> kTable = {
+      by_form(std::integral_constant<Activation, Activation::none>{}),
+      by_form(std::integral_constant<Activation, Activation::relu>{}),
+      by_form(std::integral_constant<Activation, Activation::clip>{})};
+  const int a = ep.act == Activation::relu ? 1 : ep.act == Activation::clip ? 2 : 0;
+  kTable[a][rows != nullptr][2 * (ep.bias != nullptr) + (ep.residual != nullptr)](
+      rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
+}
+
+}  // namespace tessera::kernels::x86::conv_tiles
