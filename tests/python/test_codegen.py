@@ -61,22 +61,30 @@ _BRANCH = re.compile(r"^j(?!mp)\w+\s+([0-9a-f]+) <")  # a conditional jump
 
 
 def _fma_loops(body: str) -> list[list[str]]:
-    """The loops of a function (a backward conditional branch and the instructions from its target) whose body
-    holds an FMA (the epilogue's out-of-line blocks jump back unconditionally)."""
+    """The innermost loops of a function (a backward conditional branch and the instructions from its target,
+    holding no other such branch) whose body holds an FMA: the K loops (the epilogue's out-of-line blocks jump
+    back unconditionally; a register saved around a K loop, in the loop over panels, costs a store per panel,
+    not per FMA)."""
     insns = [(int(m.group(1), 16), m.group(2)) for m in map(_INSN.match, body.splitlines()) if m]
-    loops = []
+    back = []  # (target, branch address) of every backward conditional branch
     for addr, text in insns:
         b = _BRANCH.match(text)
         if b and int(b.group(1), 16) < addr:
-            loop = [t for a, t in insns if int(b.group(1), 16) <= a <= addr]
-            if any(t.startswith("vfmadd") for t in loop):
-                loops.append(loop)
+            back.append((int(b.group(1), 16), addr))
+    loops = []
+    for start, end in back:
+        if any(start <= s and e < end and (s, e) != (start, end) for s, e in back):
+            continue  # holds an inner loop
+        loop = [t for a, t in insns if start <= a <= end]
+        if any(t.startswith("vfmadd") for t in loop):
+            loops.append(loop)
     return loops
 
 
 @pytest.mark.parametrize("src,kernel,count", [
     ("src/kernels/x86/avx2/f32_gemm_ukr_6x16__avx2.cpp", "f32_gemm_ukr_6x16__avx2(", 1),
     ("src/kernels/x86/avx2/f32_gemm_direct__avx2.cpp", "direct_tile<", 24),  # MR 1..6 x 1..2 vectors x full/edge
+    ("src/kernels/x86/avx2/f32_gemm_direct__avx2.cpp", "row_tiles<", 24),  # beta x bias x residual x activation
     ("src/kernels/x86/avx2/f32_conv_nhwc__avx2.cpp", "conv_ukr<", 18),  # 6x16 and 12x8, their remainder rows
     ("src/kernels/x86/avx2/f32_conv_nhwc__avx2.cpp", "conv_tiles::run<", 24),  # 3 activations x bias x residual x form
 ])

@@ -175,3 +175,43 @@ TEST(X86Gemm, ChosenPathSmallMAndSkinny) {
     check_case("", c, false, nullptr);
   }
 }
+
+// Alpha 1 without a row bias: full row groups then run their whole panels in one call where the kernel has
+// one (GemmTiles), with the epilogue picked at compile time — every combination of beta, bias, residual and
+// activation, through two K blocks and a narrow last panel, prepacked and not, one and two threads.
+TEST(X86Gemm, RowTilesEveryEpilogue) {
+  ThreadPool pool(2);
+  const Case c{40, 130, 300, false, false};
+  std::mt19937 rng(5);
+  const int64_t lda = c.k + 1, ldb = c.n + 3, ldc = c.n + 2;
+  const auto a = random_vec(size_t(c.m * lda), rng), b = random_vec(size_t(c.k * ldb), rng);
+  const auto c0 = random_vec(size_t(c.m * ldc), rng), bias = random_vec(size_t(c.n), rng);
+  const auto res = random_vec(size_t(c.m * c.n), rng);
+  const PackedB pb = PackedB::pack(b.data(), ldb, false, c.k, c.n);
+  int idx = 0;
+  for (const float beta : {0.0f, 0.5f})
+    for (const bool with_bias : {false, true})
+      for (const bool with_res : {false, true})
+        for (const Activation act : {Activation::none, Activation::relu, Activation::clip}) {
+          GemmEpilogue ep;
+          ep.beta = beta;
+          ep.bias = with_bias ? bias.data() : nullptr;
+          ep.residual = with_res ? res.data() : nullptr;
+          ep.ldr = c.n;
+          ep.act = act;
+          ep.clip_min = -0.4f;
+          ep.clip_max = 0.9f;
+          std::vector<float> want = c0, got = c0;
+          reference(c, a, lda, b, ldb, want, ldc, ep);
+          ThreadPool* p = (idx++ % 2) ? &pool : nullptr;
+          if (idx % 3 == 0)
+            sgemm_packed(c.m, a.data(), lda, false, pb, got.data(), ldc, ep, p);
+          else
+            sgemm(c.m, c.n, c.k, a.data(), lda, false, b.data(), ldb, false, got.data(), ldc, ep, p);
+          for (int64_t i = 0; i < c.m; ++i)
+            for (int64_t j = 0; j < ldc; ++j)
+              ASSERT_NEAR(got[i * ldc + j], want[i * ldc + j], 2e-4 * (1 + std::fabs(want[i * ldc + j])))
+                  << "beta " << beta << " bias " << with_bias << " residual " << with_res << " act "
+                  << int(act) << " at " << i << "," << j;
+        }
+}

@@ -36,6 +36,7 @@ struct UkrInfo {
   GemvRows gemv;         // M = 1 over an unpacked B, or nullptr
   GemvDots gemv_t;       // M = 1 over a transposed unpacked B, or nullptr
   GemvPanels panels;     // M = 1 over prepacked panels, or nullptr
+  GemmTiles tiles;       // a row group over whole panels, or nullptr
 };
 
 bool has_avx512f() {
@@ -53,7 +54,7 @@ const std::vector<UkrInfo>& ukr_table() {
   static const std::vector<UkrInfo> table = [] {
     std::vector<UkrInfo> t;
 #define GEMM_UKR(name, isa, MR, NR) \
-  t.push_back({#name, name, MR, NR, has_##isa, nullptr, nullptr, nullptr, nullptr});
+  t.push_back({#name, name, MR, NR, has_##isa, nullptr, nullptr, nullptr, nullptr, nullptr});
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
 #define GEMM_UKR(name, isa, MR, NR)
@@ -69,6 +70,9 @@ const std::vector<UkrInfo>& ukr_table() {
 #define GEMM_UKR_PANELS(ukr, pname) \
   for (UkrInfo & u : t)             \
     if (std::string_view(u.name) == #ukr) u.panels = pname;
+#define GEMM_UKR_TILES(ukr, tname) \
+  for (UkrInfo & u : t)            \
+    if (std::string_view(u.name) == #ukr) u.tiles = tname;
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
     return t;
@@ -369,8 +373,17 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
           finish_rows(ic, mc);
         } else {
           for (int64_t g = 0; g < groups; ++g) {
-            for (int64_t jr = 0; jr < nc; jr += nr) tile(group_row(g), base + (g < extra), jr, nullptr, 0);
-            finish_rows(group_row(g), base + (g < extra));
+            const int64_t row = group_row(g), h = base + (g < extra);
+            int64_t jr = 0;
+            // a full row group's whole panels in one call where the kernel has one (GemmTiles)
+            if (u.tiles && h == mr && ep.alpha == 1.0f && !ep.row_bias && nc >= nr) {
+              const int64_t whole = nc / nr;
+              u.tiles(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock, ldb, pstride, whole,
+                      pr.c + row * pr.ldc + jc, pr.ldc, beta, epilogue(row, jc));
+              jr = whole * nr;
+            }
+            for (; jr < nc; jr += nr) tile(row, h, jr, nullptr, 0);
+            finish_rows(row, h);
           }
         }
       }

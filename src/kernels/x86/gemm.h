@@ -138,11 +138,22 @@ using GemvPanels = void (*)(int64_t kc, const float* a, int64_t cs_a, const floa
 // M = 1 over a transposed unpacked B: y[j] = sum_p x[p] * b[j * ldb + p], j < n (x contiguous).
 using GemvDots = void (*)(int64_t k, const float* x, const float* b, int64_t ldb, int64_t n, float* y);
 
+// A whole row group (MR rows of A in place, as the direct kernel reads them) against npanels whole NR-wide B
+// panels (row p of panel j at b + j * pstride + p * ldb) in one call: c = post(acc + beta * c) with alpha 1,
+// ep (no row_bias; act none, Relu or Clip) offset per panel by the caller's first column. The direct
+// kernel's call, set-up and branches, once per 16 columns, cost a few percent of a 256-deep K block.
+using GemmTiles = void (*)(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
+                           int64_t ldb, int64_t pstride, int64_t npanels, float* c, int64_t ldc, float beta,
+                           const UkrEpilogue* ep);
+
 #define GEMM_UKR_GEMV_T(ukr, name) \
   void name(int64_t k, const float* x, const float* b, int64_t ldb, int64_t n, float* y);
 #define GEMM_UKR_PANELS(ukr, name)                                                                      \
   void name(int64_t kc, const float* a, int64_t cs_a, const float* b, int64_t pstride, int64_t npanels, \
             float* c, float alpha, float beta, const UkrEpilogue* ep);
+#define GEMM_UKR_TILES(ukr, name)                                                                \
+  void name(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb, \
+            int64_t pstride, int64_t npanels, float* c, int64_t ldc, float beta, const UkrEpilogue* ep);
 #define GEMM_UKR_GEMV(ukr, name) \
   void name(int64_t k, const float* x, int64_t incx, const float* b, int64_t ldb, int64_t n, float* y);
 #define GEMM_UKR(name, isa, MR, NR)                                                                    \

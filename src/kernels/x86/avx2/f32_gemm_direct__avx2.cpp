@@ -97,6 +97,65 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
   }
 }
 
+// A row group of 6 x 16 tiles over npanels whole panels (GemmTiles): direct_tile's K loop (prefetching into
+// L1 a fixed distance along the panel) and its epilogue fixed at compile time, without a call per tile.
+template <bool BETA, bool BIAS, bool RES, Activation ACT>
+void row_tiles(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
+               int64_t pstride, int64_t npanels, float* c, int64_t ldc, float beta, const UkrEpilogue* ep) {
+  constexpr int MR = 6;
+  const uintptr_t pf_step = uintptr_t(ldb) * sizeof(float);
+  for (int64_t j = 0; j < npanels; ++j) {
+    const float* bp = b + j * pstride;
+    uintptr_t pf = reinterpret_cast<uintptr_t>(bp) + uintptr_t(kPrefetchRows) * pf_step;
+    __m256 acc[MR][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    const float* ap = a;
+    for (int64_t p = 0; p < kc; ++p, bp += ldb, ap += cs_a, pf += pf_step) {
+      _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T0);
+      const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+#pragma GCC unroll 6
+      for (int i = 0; i < MR; ++i) {
+        const __m256 av = _mm256_broadcast_ss(ap + i * rs_a);
+        acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+        acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+      }
+    }
+    float* cj = c + 16 * j;
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+      for (int v = 0; v < 2; ++v) {
+        __m256 o = acc[i][v];
+        if constexpr (BETA)
+          o = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(cj + i * ldc + 8 * v), o);
+        if constexpr (BIAS) o = _mm256_add_ps(o, _mm256_loadu_ps(ep->bias + 16 * j + 8 * v));
+        if constexpr (RES) o = _mm256_add_ps(o, _mm256_loadu_ps(ep->residual + i * ep->ldr + 16 * j + 8 * v));
+        if constexpr (ACT == Activation::relu) o = _mm256_max_ps(o, _mm256_setzero_ps());
+        if constexpr (ACT == Activation::clip)
+          o = _mm256_min_ps(_mm256_max_ps(o, _mm256_set1_ps(ep->clip_min)), _mm256_set1_ps(ep->clip_max));
+        _mm256_storeu_ps(cj + i * ldc + 8 * v, o);
+      }
+  }
+}
+
+// kRowTiles[beta != 0][bias][residual][activation: none, Relu, Clip]
+template <bool BETA, bool BIAS, bool RES>
+constexpr std::array<GemmTiles, 3> row_tiles_by_act() {
+  return {row_tiles<BETA, BIAS, RES, Activation::none>, row_tiles<BETA, BIAS, RES, Activation::relu>,
+          row_tiles<BETA, BIAS, RES, Activation::clip>};
+}
+template <bool BETA, bool BIAS>
+constexpr std::array<std::array<GemmTiles, 3>, 2> row_tiles_by_res() {
+  return {row_tiles_by_act<BETA, BIAS, false>(), row_tiles_by_act<BETA, BIAS, true>()};
+}
+template <bool BETA>
+constexpr std::array<std::array<std::array<GemmTiles, 3>, 2>, 2> row_tiles_by_bias() {
+  return {row_tiles_by_res<BETA, false>(), row_tiles_by_res<BETA, true>()};
+}
+constexpr std::array<std::array<std::array<GemmTiles, 3>, 2>, 2> kRowTiles[2] = {row_tiles_by_bias<false>(),
+                                                                                 row_tiles_by_bias<true>()};
+
 using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*,
                           int64_t, float*, int64_t, int64_t, int64_t, float, float, const UkrEpilogue*);
 
@@ -118,6 +177,14 @@ void f32_gemm_direct_6x16__avx2(int64_t kc, const float* a, int64_t rs_a, int64_
   const int64_t nv = (nr + 7) / 8;
   kTable[mr - 1][nv - 1][nr == 8 * nv](kc, a, rs_a, cs_a, b, ldb, pf, pf_step, c, ldc, mr, nr, alpha, beta,
                                        ep);
+}
+
+void f32_gemm_tiles_6x16__avx2(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
+                               int64_t ldb, int64_t pstride, int64_t npanels, float* c, int64_t ldc,
+                               float beta, const UkrEpilogue* ep) {
+  const int act = !ep ? 0 : ep->act == Activation::relu ? 1 : ep->act == Activation::clip ? 2 : 0;
+  kRowTiles[beta != 0.0f][ep && ep->bias][ep && ep->residual][act](kc, a, rs_a, cs_a, b, ldb, pstride,
+                                                                   npanels, c, ldc, beta, ep);
 }
 
 // GEMV over an unpacked row-major B (see f32_gemv_rows__avx512f): four rows of B
