@@ -54,8 +54,6 @@ def test_direct_gemm_tiles_keep_their_l2_prefetch(tmp_path):
         assert "prefetcht0" in body, f"{name}: the near (L1) prefetch along the panel was compiled away"
 
 
-# a ymm register stored to the stack frame
-_SPILL = re.compile(r"vmov[au]ps\s+%ymm\d+,-?0x[0-9a-f]+\(%r[sb]p\)")
 _INSN = re.compile(r"^\s*([0-9a-f]+):\s*(.*)$")
 _BRANCH = re.compile(r"^j(?!mp)\w+\s+([0-9a-f]+) <")  # a conditional jump
 
@@ -81,6 +79,20 @@ def _fma_loops(body: str) -> list[list[str]]:
     return loops
 
 
+def _assert_k_loops_keep_registers(funcs: dict[str, str], kernel: str, count: int, reg: str) -> None:
+    """The functions whose name holds `kernel` (count of them) store no `reg` vector register to the stack
+    inside a K loop."""
+    spill = re.compile(r"vmov[au]ps\s+%" + reg + r"\d+,-?0x[0-9a-f]+\(%r[sb]p\)")
+    kernels = {n: body for n, body in funcs.items() if kernel in n and "(" in n and "+0x" not in n}
+    assert len(kernels) == count, sorted(kernels)
+    for name, body in kernels.items():
+        loops = _fma_loops(body)
+        assert loops, f"{name}: no FMA loop found"
+        for loop in loops:
+            spills = [t for t in loop if spill.match(t)]
+            assert not spills, f"{name}: its K loop stores {len(spills)} {reg} registers to the stack, e.g. {spills[0]}"
+
+
 @pytest.mark.parametrize("src,kernel,count", [
     ("src/kernels/x86/avx2/f32_gemm_ukr_6x16__avx2.cpp", "f32_gemm_ukr_6x16__avx2(", 1),
     ("src/kernels/x86/avx2/f32_gemm_direct__avx2.cpp", "direct_tile<", 24),  # MR 1..6 x 1..2 vectors x full/edge
@@ -89,26 +101,10 @@ def _fma_loops(body: str) -> list[list[str]]:
     ("src/kernels/x86/avx2/f32_conv_nhwc__avx2.cpp", "conv_tiles::run<", 24),  # 3 activations x bias x residual x form
 ])
 def test_avx2_kernels_keep_their_accumulators_in_registers(tmp_path, src, kernel, count):
-    funcs = _disassemble(src, tmp_path, AVX2_FLAGS)
-    kernels = {n: body for n, body in funcs.items() if kernel in n and "(" in n and "+0x" not in n}
-    assert len(kernels) == count, sorted(kernels)
-    for name, body in kernels.items():
-        loops = _fma_loops(body)
-        assert loops, f"{name}: no FMA loop found"
-        for loop in loops:
-            spills = [t for t in loop if _SPILL.match(t)]
-            assert not spills, f"{name}: its K loop stores {len(spills)} ymm registers to the stack, e.g. {spills[0]}"
+    _assert_k_loops_keep_registers(_disassemble(src, tmp_path, AVX2_FLAGS), kernel, count, "ymm")
 
 
 def test_avx512_conv_tiles_keep_their_accumulators_in_registers(tmp_path):
     """The 6 x 64 whole-tile conv kernel holds 24 zmm accumulators, 4 of B and a broadcast: 29 of 32."""
     funcs = _disassemble("src/kernels/x86/avx512f/f32_conv_nhwc__avx512f.cpp", tmp_path)
-    kernels = {n: body for n, body in funcs.items() if "conv_tiles::run<" in n and "(" in n and "+0x" not in n}
-    assert len(kernels) == 24, sorted(kernels)  # 3 activations x bias x residual x form
-    spill = re.compile(r"vmov[au]ps\s+%zmm\d+,-?0x[0-9a-f]+\(%r[sb]p\)")
-    for name, body in kernels.items():
-        loops = _fma_loops(body)
-        assert loops, f"{name}: no FMA loop found"
-        for loop in loops:
-            spills = [t for t in loop if spill.match(t)]
-            assert not spills, f"{name}: its K loop stores {len(spills)} zmm registers to the stack, e.g. {spills[0]}"
+    _assert_k_loops_keep_registers(funcs, "conv_tiles::run<", 24, "zmm")  # 3 activations x bias x residual x form
