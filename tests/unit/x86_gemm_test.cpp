@@ -52,10 +52,11 @@ void reference(const Case& c, const std::vector<float>& a, int64_t lda, const st
     }
 }
 
-void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool* pool, bool packed = false) {
+void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool* pool, bool packed = false,
+                int64_t ldb_pad = 5) {
   std::mt19937 rng(unsigned(c.m * 131 + c.n * 7 + c.k));
   // strided: leading dimensions larger than the logical width
-  const int64_t lda = (c.ta ? c.m : c.k) + 3, ldb = (c.tb ? c.k : c.n) + 5, ldc = c.n + 2;
+  const int64_t lda = (c.ta ? c.m : c.k) + 3, ldb = (c.tb ? c.k : c.n) + ldb_pad, ldc = c.n + 2;
   auto a = random_vec(size_t((c.ta ? c.k : c.m) * lda), rng);
   auto b = random_vec(size_t((c.tb ? c.n : c.k) * ldb), rng);
   auto c0 = random_vec(size_t(c.m * ldc), rng);
@@ -173,6 +174,28 @@ TEST(X86Gemm, ChosenPathSmallMAndSkinny) {
     check_case(ukr, c, true, nullptr, /*packed=*/true);
     check_case("", c, true, &pool);
     check_case("", c, false, nullptr);
+  }
+}
+
+// Small M over an unpacked B whose panels are copied before the row groups read them (gemm.cpp,
+// copy_panels): row strides that are multiples of 64 floats from four row groups, other strides from
+// sixteen; narrow last panels, two K blocks, transposed A, one and two threads, and the in-place path
+// just below each threshold.
+TEST(X86Gemm, SmallMCopiedPanels) {
+  ThreadPool pool(2);
+  struct Strided {
+    Case c;
+    int64_t ldb_pad;
+  };
+  int idx = 0;
+  for (const Strided& s :
+       {Strided{{24, 256, 300, false, false}, 0}, Strided{{19, 100, 70, false, false}, 28},
+        Strided{{40, 100, 70, true, false}, 28}, Strided{{33, 64, 520, false, false}, 0},
+        Strided{{18, 256, 40, false, false}, 0}, Strided{{120, 1000, 64, false, false}, 0},
+        Strided{{91, 250, 300, false, false}, 3}, Strided{{85, 250, 30, false, false}, 3}}) {
+    check_case("", s.c, idx % 2 == 0, nullptr, false, s.ldb_pad);
+    check_case("", s.c, idx % 2 == 1, &pool, false, s.ldb_pad);
+    ++idx;
   }
 }
 
