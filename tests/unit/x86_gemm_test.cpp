@@ -178,9 +178,9 @@ TEST(X86Gemm, ChosenPathSmallMAndSkinny) {
 }
 
 // Small M over an unpacked B whose panels are copied before the row groups read them (gemm.cpp,
-// copy_panels): row strides that are multiples of 64 floats from four row groups, other strides from
-// sixteen; narrow last panels, two K blocks, transposed A, one and two threads, and the in-place path
-// just below each threshold.
+// copy_panels: row strides that are multiples of 64 floats, four or more row groups), read in place (three
+// groups, other strides), and past kSmallM the same B packed per block: narrow last panels, two K blocks,
+// transposed A, one and two threads.
 TEST(X86Gemm, SmallMCopiedPanels) {
   ThreadPool pool(2);
   struct Strided {

@@ -108,24 +108,30 @@ constexpr int64_t kSmallM = 32;
 // An unpacked B is read that way (in place, no packing pass) up to this many rows. Measured on Zen 4
 // (bench/gemm_bench, best of 3, alternating builds): 49-197 rows 2-22% faster at one thread and 15-39% at
 // two than packing B per block; a prepacked B keeps the blocked order past kSmallM, 5-10% faster for it.
+// Not for panels one cache line wide (see line_panels).
 constexpr int64_t kSmallMUnpacked = 256;
-// An unpacked B of at most this many floats is read in place by the direct path.
+// An unpacked B of at most this many floats is read in place by the direct path (not line_panels).
 constexpr int64_t kRawBFloats = 64 * 1024;
 
-// Whether the small-M path over an unpacked B copies each panel into a contiguous
-// buffer before its row groups read it, rather than reading B in place. Panels one
-// cache line wide (AVX2's 16 floats) over a row stride that is a multiple of 256 B
-// fall into at most 16 of L1's 64 sets (128 lines for a 256-row K block), and each
-// row is on its own page: every row group after the first re-reads the panel from
-// L2 through DTLB misses. Measured on Zen 3 (in-process A/B, one thread): 49 x 2048
-// x 512 55 -> 78 GFLOP/s, 128 x 3072 x 768 46 -> 80, 197 x 768 x 768 54 -> 62,
-// 24 x 2048 x 512 63 -> 68; at most three row groups the copy costs more than it
-// saves (16 x 768 x 768 70 -> 63); with other strides it pays from ~100 rows
-// (128 x 1000 x 512 65 -> 74, 64 x 1000 x 512 85 -> 81). AVX-512's 64-wide panel
-// rows span four lines; in place measured faster there (Zen 4).
+// Panels one cache line wide (AVX2's 16 floats): read in place over a row stride
+// that is a multiple of 256 B, a panel's rows fall into at most 16 of L1's 64 sets
+// (128 lines for a 256-row K block), and from 1 KiB strides on each row is on a page
+// of its own, so every row group after the first re-reads the panel from L2 through
+// DTLB misses. Such a B past kSmallM rows is packed per block and takes the blocked
+// order, as a prepacked one (Zen 3, in-process A/B, one thread: 3136 x 64 x 576 68 ->
+// 79 GFLOP/s, 196 x 256 x 2304 73 -> 85, 197 x 768 x 768 76 -> 85, 256^3 86 -> 90);
+// AVX-512's 64-wide panel rows span four lines (in place measured faster on Zen 4).
+bool line_panels(int64_t nr) {
+  return nr * int64_t(sizeof(float)) <= 64;
+}
+
+// Whether the small-M path copies each panel of an unpacked B into a contiguous
+// buffer before its row groups read it: line panels over an aliasing stride (above)
+// with four or more row groups (Zen 3, in-process A/B, one thread: 24 x 2048 x 512
+// 63 -> 68 GFLOP/s, 32 x 3072 x 768 43 -> 68; with three groups the copy costs more
+// than it saves: 16 x 768 x 768 70 -> 63).
 bool copy_panels(int64_t nr, int64_t ldb, int64_t groups) {
-  if (nr * int64_t(sizeof(float)) > 64 || groups < 4) return false;
-  return ldb % 64 == 0 || groups >= 16;
+  return line_panels(nr) && groups >= 4 && ldb % 64 == 0;
 }
 
 inline int64_t round_up(int64_t x, int64_t m) {
@@ -287,8 +293,8 @@ void gemm_range(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_beg
 void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end,
                        const GemmBlocking& blk, const UkrInfo& u) {
   const int64_t mr = u.mr, nr = u.nr;
-  const bool small = m_end - m_begin <= (pr.packed ? kSmallM : kSmallMUnpacked);
-  const bool raw_b = !pr.packed && !pr.trans_b && (small || pr.k * pr.n <= kRawBFloats);
+  const bool small = m_end - m_begin <= (pr.packed || line_panels(nr) ? kSmallM : kSmallMUnpacked);
+  const bool raw_b = !pr.packed && !pr.trans_b && (small || (pr.k * pr.n <= kRawBFloats && !line_panels(nr)));
   const int64_t KC = blk.kc;
   // small M over B in memory: all of N per K block, in memory order; else NC blocks
   const int64_t NC = small && (pr.packed || raw_b) ? n_end - n_begin : round_up(blk.nc, nr);
@@ -565,7 +571,8 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
     // each task packs all of B unless it is prepacked or read in place: then one task per thread
     // Two tasks per thread once each has 64+ rows (some balance, A still swept over all of N); one per
     // thread when each packs all of B.
-    const bool b_free = pr.packed || (direct && !pr.trans_b && pr.k * pr.n <= kRawBFloats);
+    const bool b_free =
+        pr.packed || (direct && !pr.trans_b && pr.k * pr.n <= kRawBFloats && !line_panels(u.nr));
     const int64_t tasks = !b_free ? threads : direct ? (pr.m >= 128 * threads ? 2 : 1) * threads : max_tasks;
     const int64_t slivers = (pr.m + u.mr - 1) / u.mr;
     const int64_t per = (slivers + tasks - 1) / tasks * u.mr;
