@@ -10,6 +10,7 @@ APT_PACKAGES=(
   libcli11-dev nlohmann-json3-dev
   clang libclang-rt-14-dev
   libdnnl-dev libopenblas-dev
+  libsimde-dev
 )
 PIP_PACKAGES=(
   "onnx==1.22.0" "onnxruntime>=1.20" "numpy>=1.26" "ml_dtypes>=0.5"

@@ -22,18 +22,18 @@ struct SessionOptions {
   int threads = 0;              // 0: one per core
   int optimization_level = 99;  // 0: run the graph as imported; >0: run the graph passes
   bool enable_profiling = false;
-  std::string profile_path;     // Chrome trace written when the session ends (if profiling)
+  std::string profile_path;  // Chrome trace written when the session ends (if profiling)
   std::string backend = "cpu";
 };
 
 // Static description of a graph input or output.
 struct ValueInfo {
   std::string name;
-  std::string type;                 // ONNX-style: "tensor(float)", "seq(tensor(float))"
+  std::string type;  // ONNX-style: "tensor(float)", "seq(tensor(float))"
   DType dtype = DType::undefined;
-  std::vector<int64_t> shape;       // -1 for unknown dims
+  std::vector<int64_t> shape;          // -1 for unknown dims
   std::vector<std::string> dim_names;  // symbol per dim ("" when fixed or anonymous)
-  bool has_shape = false;           // false: rank unknown
+  bool has_shape = false;              // false: rank unknown
 };
 
 class SessionImpl;
@@ -69,5 +69,8 @@ class Session {
 };
 
 std::string version();
+// The instruction sets the CPU kernels are chosen for on this machine, e.g. "avx2 fma f16c" (TESSERA_ISA=avx2
+// or portable narrows it).
+std::string kernel_isa();
 
 }  // namespace tessera

@@ -337,5 +337,6 @@ NB_MODULE(_tessera, m) {
       .def("run", &PySession::run, "feeds"_a, "output_names"_a);
 
   m.def("version", &tessera::version);
+  m.def("kernel_isa", &tessera::kernel_isa);
   m.def("dtype_size", [](const std::string& name) { return tessera::dtype_size(dtype_from(name)); });
 }

@@ -19,6 +19,7 @@ from ._tessera import (  # noqa: F401
     InvalidModel,
     Unsupported,
 )
+from ._tessera import kernel_isa  # noqa: F401  (the instruction sets the CPU kernels use here)
 from ._tessera import version as _native_version
 from ._session import InferenceSession, ModelMetadata, NodeArg, SessionOptions  # noqa: F401
 
@@ -27,7 +28,7 @@ __version__ = _native_version()
 __all__ = [
     "InferenceSession", "SessionOptions", "NodeArg", "ModelMetadata",
     "Error", "InvalidModel", "InvalidArgument", "Unsupported", "ExecutionError", "FileError", "InternalError",
-    "backend", "get_available_providers",
+    "backend", "get_available_providers", "kernel_isa",
 ]
 
 

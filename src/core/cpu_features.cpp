@@ -44,8 +44,13 @@ CpuFeatures detect() {
 #if defined(_SC_LEVEL2_CACHE_SIZE)
   if (const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0) f.l2_bytes = l2;
 #endif
+#if defined(TESSERA_EMULATE_AVX512)
+  // testing build: the AVX-512 kernels run on SIMDe over AVX2 (CMake option TESSERA_EMULATE_AVX512)
+  f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx2 && f.fma;
+#endif
   if (const char* isa = std::getenv("TESSERA_ISA")) {
-    if (std::strcmp(isa, "portable") == 0) f = CpuFeatures{};
+    if (std::strcmp(isa, "portable") == 0)
+      f = CpuFeatures{};
     else if (std::strcmp(isa, "avx2") == 0) {
       f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512vnni = f.avx512bf16 = false;
     }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backends/cpu/cpu_backend.h"
+#include "core/cpu_features.h"
 #include "frontend/onnx/onnx_loader.h"
 #include "ir/op_registry.h"
 #include "ir/verifier.h"
@@ -350,6 +351,10 @@ std::string Session::graph_text() const {
 
 std::string version() {
   return "0.1.0";
+}
+
+std::string kernel_isa() {
+  return cpu_features().describe();
 }
 
 }  // namespace tessera

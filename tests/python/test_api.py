@@ -263,6 +263,12 @@ def test_version():
     assert isinstance(tessera.__version__, str) and tessera.__version__
 
 
+def test_kernel_isa():
+    known = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512vnni", "avx512bf16"}
+    words = tessera.kernel_isa().split()
+    assert words == ["portable"] or (words and set(words) <= known), words
+
+
 # ---------------------------------------------------------------- compare with onnxruntime
 
 def compare(model, feeds, rtol=1e-5, atol=1e-6):

@@ -1,0 +1,98 @@
+// AVX-512 intrinsics on an AVX2 machine, for testing only (CMake option
+// TESSERA_EMULATE_AVX512): the AVX-512 kernel files are compiled for AVX2 with
+// this header forced in first, so that their _mm512_* calls and types become
+// SIMDe's portable versions (libsimde-dev), and cpu_features() then reports
+// AVX-512 — every AVX-512 kernel runs, slowly, through the same tests as the AVX2
+// ones. Not for speed: nothing here is tuned.
+//
+// SIMDe's own "native aliases" cannot be used: they typedef __m512, which GCC's
+// immintrin.h already declares. Instead each name is renamed by a macro, from a
+// list generated at configure time from SIMDe's headers (avx512_names.h), plus the
+// few intrinsics SIMDe 0.7.4 lacks, written out below.
+#pragma once
+
+#include <math.h>
+#include <simde/x86/avx512.h>
+#include <string.h>
+
+#define __m512 simde__m512
+#define __m512i simde__m512i
+#define __m512d simde__m512d
+#define __mmask8 simde__mmask8
+#define __mmask16 simde__mmask16
+
+// _mm512_add_ps -> simde_mm512_add_ps, ... (every simde_mm512_*, simde_mm256_mask*, simde_mm_mask* ...)
+#include "avx512_names.h"
+
+// Masked loads read only the lanes that are set (a lane past the end of a buffer
+// must not be touched), masked stores write only those.
+static inline simde__m512 tessera_emu_mm512_mask_loadu_ps(simde__m512 src, simde__mmask16 k, const void* p) {
+  float v[16];
+  simde_mm512_storeu_ps(v, src);
+  for (int i = 0; i < 16; ++i)
+    if ((k >> i) & 1) memcpy(&v[i], static_cast<const float*>(p) + i, sizeof(float));
+  return simde_mm512_loadu_ps(v);
+}
+static inline simde__m512 tessera_emu_mm512_maskz_loadu_ps(simde__mmask16 k, const void* p) {
+  return tessera_emu_mm512_mask_loadu_ps(simde_mm512_setzero_ps(), k, p);
+}
+static inline void tessera_emu_mm512_mask_storeu_ps(void* p, simde__mmask16 k, simde__m512 a) {
+  float v[16];
+  simde_mm512_storeu_ps(v, a);
+  for (int i = 0; i < 16; ++i)
+    if ((k >> i) & 1) memcpy(static_cast<float*>(p) + i, &v[i], sizeof(float));
+}
+static inline simde__m256 tessera_emu_mm256_maskz_loadu_ps(simde__mmask8 k, const void* p) {
+  float v[8] = {};
+  for (int i = 0; i < 8; ++i)
+    if ((k >> i) & 1) memcpy(&v[i], static_cast<const float*>(p) + i, sizeof(float));
+  return simde_mm256_loadu_ps(v);
+}
+static inline void tessera_emu_mm256_mask_storeu_ps(void* p, simde__mmask8 k, simde__m256 a) {
+  float v[8];
+  simde_mm256_storeu_ps(v, a);
+  for (int i = 0; i < 8; ++i)
+    if ((k >> i) & 1) memcpy(static_cast<float*>(p) + i, &v[i], sizeof(float));
+}
+// Reductions in the order GCC's own use: halves added (or maxed) down to one lane.
+static inline float tessera_emu_mm512_reduce_add_ps(simde__m512 a) {
+  float v[16];
+  simde_mm512_storeu_ps(v, a);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) v[i] += v[i + w];
+  return v[0];
+}
+static inline float tessera_emu_mm512_reduce_max_ps(simde__m512 a) {
+  float v[16];
+  simde_mm512_storeu_ps(v, a);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) v[i] = v[i] > v[i + w] ? v[i] : v[i + w];
+  return v[0];
+}
+// SIMDe's scalef multiplies by exp2(floor(b)), which overflows to inf for b = 128
+// where VSCALEFPS does not (exp(88.4) = 0.6 * 2^128 is finite), and it flushes
+// subnormals; per lane with ldexp instead, as the instruction scales.
+static inline simde__m512 tessera_emu_mm512_scalef_ps(simde__m512 a, simde__m512 b) {
+  float x[16], e[16];
+  simde_mm512_storeu_ps(x, a);
+  simde_mm512_storeu_ps(e, b);
+  for (int i = 0; i < 16; ++i) {
+    if (isnan(x[i]) || isnan(e[i]))
+      x[i] = x[i] + e[i];
+    else if (isinf(e[i]))
+      x[i] = e[i] > 0 ? (x[i] == 0 ? NAN : x[i] * INFINITY) : (isinf(x[i]) ? NAN : x[i] * 0.0f);
+    else
+      x[i] = ldexpf(x[i], int(fminf(fmaxf(floorf(e[i]), -400.0f), 400.0f)));
+  }
+  return simde_mm512_loadu_ps(x);
+}
+#undef _mm512_scalef_ps
+#define _mm512_scalef_ps tessera_emu_mm512_scalef_ps
+#define _mm512_mask_loadu_ps tessera_emu_mm512_mask_loadu_ps
+#define _mm512_maskz_loadu_ps tessera_emu_mm512_maskz_loadu_ps
+#define _mm512_mask_storeu_ps tessera_emu_mm512_mask_storeu_ps
+#define _mm256_maskz_loadu_ps tessera_emu_mm256_maskz_loadu_ps
+#define _mm256_mask_storeu_ps tessera_emu_mm256_mask_storeu_ps
+#define _mm512_reduce_add_ps tessera_emu_mm512_reduce_add_ps
+#define _mm512_reduce_max_ps tessera_emu_mm512_reduce_max_ps
+#define _mm512_undefined_ps simde_mm512_setzero_ps
