@@ -158,11 +158,23 @@ void layout_nhwc(ir::Graph& g) {
       const auto st = ints_attr(n, "strides", {1, 1}), dl = ints_attr(n, "dilations", {1, 1});
       cp.c = cg, cp.oc = oc, cp.kh = kh, cp.kw = kw, cp.sh = st[0], cp.sw = st[1], cp.dh = dl[0],
       cp.dw = dl[1];
-      const bool wino = dense && kernels::x86::wino_applies(cp);
-      // F(4x4, 3x3): 2.5x-3.3x over direct on 56..14 maps; F(2x2, 3x3) below 8 x 8, where F(4x4) computes
-      // as much padding and its 36/9 weights (37.7 MB for a 512 -> 512 conv) stream from memory each run.
+      // F(4x4, 3x3): 2.5x-3.3x over direct on 56..14 maps with the weights in cache; F(2x2, 3x3) below
+      // 8 x 8, where F(4x4) computes as much padding. In a model the transformed weights (36/9 or 16/9 of
+      // the filter) stream from memory each run and feed one row per tile: with few tiles the GEMMs are
+      // bound by that stream (T/2 FLOP per weight byte against a core's ridge of 5-13) while the direct
+      // conv reuses each weight for every pixel. So Winograd only from kWinoMinTiles tiles per conv:
+      // ResNet's 28 x 28 and 56 x 56 convs (49, 196 tiles), not its 14 x 14 and 7 x 7 ones (16 each) —
+      // those as Winograd made ResNet-18 1.2-1.3x and ResNet-50 1.1-1.15x slower on a Xeon (AVX-512, ridge
+      // 12.5; in-process A/B at one and two threads).
+      constexpr int64_t kWinoMinTiles = 32;
       const auto& ys = *n->outputs[0]->type.shape;
       const int wm = ys[2].value >= 8 && ys[3].value >= 8 ? 4 : 2;
+      // an unknown batch counts as 1; unknown rows or columns as many tiles
+      const int64_t tiles = !ys[2].known() || !ys[3].known()
+                                ? kWinoMinTiles
+                                : std::max<int64_t>(ys[0].value, 1) * ((ys[2].value + wm - 1) / wm) *
+                                      ((ys[3].value + wm - 1) / wm);
+      const bool wino = dense && kernels::x86::wino_applies(cp) && tiles >= kWinoMinTiles;
       const int64_t floats = wino    ? int64_t(kernels::x86::wino_packed_floats(oc, cg, wm))
                              : dense ? int64_t(kernels::x86::conv_nhwc_packed_floats(oc, cg * kh * kw))
                                      : oc * kh * kw;
