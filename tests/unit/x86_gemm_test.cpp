@@ -141,7 +141,9 @@ TEST(X86Gemm, ThreadedAndPrepacked) {
   const std::string ukr = sgemm_kernel_name();
   for (const Case& c :
        {Case{200, 300, 129, false, false}, Case{3, 700, 64, false, true}, Case{500, 20, 33, true, false},
-        Case{1, 1000, 300, false, false}, Case{400, 250, 300, false, true}}) {
+        Case{1, 1000, 300, false, false}, Case{400, 250, 300, false, true},
+        // prepacked B over several NC and KC blocks with 33+ rows: tiles warm the next block (AVX-512)
+        Case{70, 1100, 600, false, false}, Case{197, 700, 520, false, true}}) {
     check_case(ukr, c, true, &pool);
     check_case(ukr, c, true, &pool, /*packed=*/true);
     check_case(ukr, c, false, nullptr, /*packed=*/true);

@@ -296,8 +296,13 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
   const bool small = m_end - m_begin <= (pr.packed || line_panels(nr) ? kSmallM : kSmallMUnpacked);
   const bool raw_b = !pr.packed && !pr.trans_b && (small || (pr.k * pr.n <= kRawBFloats && !line_panels(nr)));
   const int64_t KC = blk.kc;
+  // Larger M over a prepacked B with wide tiles: while the row groups compute a block from L2, their tiles
+  // prefetch the next block into L2 (below), so blocks take half the usual NC (two fit in half of L2).
+  const bool warm_next = pr.packed && !small && nr >= 48;
   // small M over B in memory: all of N per K block, in memory order; else NC blocks
-  const int64_t NC = small && (pr.packed || raw_b) ? n_end - n_begin : round_up(blk.nc, nr);
+  const int64_t NC = small && (pr.packed || raw_b)
+                         ? n_end - n_begin
+                         : round_up(warm_next ? std::max(blk.nc / 2, nr) : blk.nc, nr);
   const int64_t MC = small ? m_end - m_begin : round_up(blk.mc, mr);
   float* bpack = (pr.packed || raw_b) ? nullptr : tl_pack_b.get(size_t(NC * KC));
   const GemmEpilogue& ep = *pr.ep;
@@ -414,6 +419,33 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
               tile(group_row(g), base + (g < extra), jr, g ? next : nullptr, ldb * int64_t(sizeof(float)));
           }
           finish_rows(ic, mc);
+        } else if (warm_next) {
+          // B's blocks stream from memory (weights are read once per run): without help the first row group
+          // of a block waits on memory while the others, computing from L2, leave it idle. Each tile warms an
+          // equal slice of the next block (the next K block, else the next NC block's first) into L2, paced
+          // over its K loop. ViT-B/16 on a Xeon (AVX-512): 9% faster than the same tiles without, 5% more
+          // with NC halved (in-process A/B, one thread; 10% at two). AVX2's 6 x 16 tiles were not faster.
+          const float* next = nullptr;
+          int64_t next_bytes = 0;
+          if (pc + kc < pr.k) {
+            const int64_t kc2 = std::min(KC, pr.k - pc - kc);
+            next = packed_block(pc + kc) + (jc / nr) * kc2 * nr;
+            next_bytes = kc2 * round_up(nc, nr) * int64_t(sizeof(float));
+          } else if (jc + NC < n_end) {
+            next = packed_block(0) + ((jc + NC) / nr) * std::min(KC, pr.k) * nr;
+            next_bytes =
+                std::min(KC, pr.k) * round_up(std::min(NC, n_end - jc - NC), nr) * int64_t(sizeof(float));
+          }
+          const int64_t panels = (nc + nr - 1) / nr, slice = next_bytes / (groups * panels);
+          for (int64_t g = 0; g < groups; ++g) {
+            const int64_t row = group_row(g), h = base + (g < extra);
+            for (int64_t jr = 0; jr < nc; jr += nr) {
+              const int64_t t = g * panels + jr / nr;
+              const float* pf = next ? next + t * slice / int64_t(sizeof(float)) : nullptr;
+              tile(row, h, jr, pf, std::max<int64_t>(1, slice / kc));
+            }
+            finish_rows(row, h);
+          }
         } else {
           for (int64_t g = 0; g < groups; ++g) {
             const int64_t row = group_row(g), h = base + (g < extra);
