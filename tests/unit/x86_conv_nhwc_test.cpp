@@ -154,6 +154,11 @@ TEST(X86ConvNhwc, DenseMatchesReference) {
       mk(1, 1100, 3, 5, 40, 1, 1, 1, 1, 0, 0, 0, 0),   // C > 1024 pointwise: two K blocks on AVX2 too
       mk(1, 384, 14, 14, 64, 1, 1, 1, 1, 0, 0, 0, 0),  // 2 threads: 12-pixel tasks (2 tiles), 4-pixel last
       mk(1, 64, 9, 9, 32, 3, 3, 1, 1, 1, 1, 1, 1),     // 2 threads: 18-pixel tasks of a 3 x 3 conv
+      // weights past 256 KiB, streamed and prefetched a block ahead: whole tiles one call each (one K
+      // block), several K blocks with a narrow last panel, two images split into pixel chunks
+      mk(1, 512, 7, 7, 160, 1, 1, 1, 1, 0, 0, 0, 0),
+      mk(1, 256, 5, 7, 300, 3, 3, 1, 1, 1, 1, 1, 1),
+      mk(2, 320, 7, 7, 256, 1, 1, 1, 1, 0, 0, 0, 0),
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)

@@ -417,6 +417,41 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
             if (multi_panel && j0 + k.nr <= full_end) span = (full_end - j0) / k.nr * k.nr;
             spans[nspans++] = {col, span, pw, wp + pj * P * K + row0 * pw + col % P};
           }
+          // Weights streamed from memory (!chunk_major): a tile of this block computes from cache after the
+          // first, so each tile prefetches a slice of the next block's weights, of each of the task's panels
+          // (after the last block, the next task's panels' first block), into L2 — the first tile of a block
+          // then no longer waits on memory while the others leave it idle. ResNet-18 at one and two threads
+          // 4-7% faster, ResNet-50 2.5-4% (in-process A/B on a Xeon; its 7 x 7 x 512 convs stream 9.4 MB
+          // each).
+          struct Prefetch {
+            const char* p;
+            int64_t bytes, per_tile;
+          } pf[kConvBlock / 8];
+          int64_t npf = 0;
+          if (!chunk_major && j_begin == 0) {
+            const int64_t ntiles = (m1 - m0 + k.mr - 1) / k.mr;  // the fast path's and the rest
+            const int64_t pj0 = j * kConvBlock / P, pj1 = (j * kConvBlock + ncols - 1) / P + 1;
+            const KBlock& nb = last ? blocks[0] : blocks[bi + 1];
+            // after the last block: the next task's (the same panels for the next chunk of pixels, else the
+            // next panels)
+            const bool next_panels = last && q + 1 == nchunks;
+            const int64_t pa = next_panels ? pj1 : pj0,
+                          pb = next_panels ? std::min(pj1 + pj1 - pj0, last_panel + 1) : pj1;
+            for (int64_t pj = pa; pj < pb; ++pj) {
+              const int64_t pw = pj < last_panel ? P : last_pw,
+                            bytes = (nb.t1 - nb.t0) * (nb.c1 - nb.c0) * pw * int64_t(sizeof(float));
+              pf[npf++] = {reinterpret_cast<const char*>(wp + pj * P * K + (nb.t0 * cc + nb.c0) * pw), bytes,
+                           ntiles > 0 ? (bytes / ntiles + 63) / 64 * 64 : 0};
+            }
+          }
+          auto prefetch_slice = [&] {
+            for (int64_t i = 0; i < npf; ++i) {
+              Prefetch& f = pf[i];
+              const int64_t nbytes = std::min(f.per_tile, f.bytes);
+              for (int64_t o = 0; o < nbytes; o += 64) __builtin_prefetch(f.p + o, 0, 2);  // prefetcht1
+              f.p += nbytes, f.bytes -= nbytes;
+            }
+          };
           // One K block: the whole tiles of every span of whole panels in one call per span.
           int64_t fast_end = m0;  // spans of whole panels are done for the rows before this
           bool all_fast = false;
@@ -446,46 +481,22 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
                                         ep.act,
                                         ep.clip_min,
                                         ep.clip_max};
-              if (nt > 0)
+              if (nt > 0 && npf == 0)
                 k.tiles(pointwise ? nullptr : rows, x + m0 * C, C, nt, ntaps, b.c1 - b.c0, sp.w, k.nr * K,
                         sp.width / k.nr, y + m0 * OC + sp.col, OC, te);
-            }
-          }
-          // Weights streamed from memory (!chunk_major): a tile of this block computes from cache after the
-          // first, so each tile prefetches a slice of the next block's weights, of each of the task's panels
-          // (after the last block, the next task's panels' first block), into L2 — the first tile of a block
-          // then no longer waits on memory while the others leave it idle. ResNet-18 at one and two threads
-          // 4-7% faster, ResNet-50 2.5-4% (in-process A/B on a Xeon; its 7 x 7 x 512 convs stream 9.4 MB
-          // each).
-          struct Prefetch {
-            const char* p;
-            int64_t bytes, per_tile;
-          } pf[kConvBlock / 8];
-          int64_t npf = 0;
-          if (!chunk_major && j_begin == 0) {
-            const int64_t ntiles = (m1 - (all_fast ? fast_end : m0) + k.mr - 1) / k.mr;
-            const int64_t pj0 = j * kConvBlock / P, pj1 = (j * kConvBlock + ncols - 1) / P + 1;
-            const KBlock& nb = last ? blocks[0] : blocks[bi + 1];
-            // after the last block: the next task's (the same panels for the next chunk of pixels, else the
-            // next panels)
-            const bool next_panels = last && q + 1 == nchunks;
-            const int64_t pa = next_panels ? pj1 : pj0,
-                          pb = next_panels ? std::min(pj1 + pj1 - pj0, last_panel + 1) : pj1;
-            for (int64_t pj = pa; pj < pb; ++pj) {
-              const int64_t pw = pj < last_panel ? P : last_pw,
-                            bytes = (nb.t1 - nb.t0) * (nb.c1 - nb.c0) * pw * int64_t(sizeof(float));
-              pf[npf++] = {reinterpret_cast<const char*>(wp + pj * P * K + (nb.t0 * cc + nb.c0) * pw), bytes,
-                           ntiles > 0 ? (bytes / ntiles + 63) / 64 * 64 : 0};
+              for (int64_t t = 0; t < nt && npf > 0; ++t) {  // streamed weights: a tile per call, paced
+                prefetch_slice();
+                ConvTileEpilogue tt = te;
+                if (tt.residual) tt.residual += t * k.mr * OC;
+                k.tiles(pointwise ? nullptr : rows + t * ntaps * k.mr, x + (m0 + t * k.mr) * C, C, 1, ntaps,
+                        b.c1 - b.c0, sp.w, k.nr * K, sp.width / k.nr, y + (m0 + t * k.mr) * OC + sp.col, OC,
+                        tt);
+              }
             }
           }
           for (int64_t mt = all_fast ? fast_end : m0; mt < m1; mt += k.mr) {
             const int64_t mr = std::min(k.mr, m1 - mt);
-            for (int64_t i = 0; i < npf; ++i) {
-              Prefetch& f = pf[i];
-              const int64_t nbytes = std::min(f.per_tile, f.bytes);
-              for (int64_t o = 0; o < nbytes; o += 64) __builtin_prefetch(f.p + o, 0, 2);  // prefetcht1
-              f.p += nbytes, f.bytes -= nbytes;
-            }
+            prefetch_slice();
             const TileRows tr{iy0 + (mt - m0), ix0 + (mt - m0), base + (mt - m0), mr, k.mr, b.t0, b.t1, b.c0};
             if (pointwise)
               for (int64_t i = 0; i < k.mr; ++i) rows[i] = i < mr ? x + (mt + i) * C + b.c0 : zeros;
