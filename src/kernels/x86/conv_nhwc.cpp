@@ -423,7 +423,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
             if (multi_panel && j0 + k.nr <= full_end) span = (full_end - j0) / k.nr * k.nr;
             spans[nspans++] = {col, span, pw, wp + pj * P * K + row0 * pw + col % P};
           }
-          // Weights streamed from memory (!chunk_major): a tile of this block computes from cache after the
+          // Weights streamed from memory: a tile of this block computes from cache after the
           // first, so each tile prefetches a slice of the next block's weights, of each of the task's panels
           // (after the last block, the next task's panels' first block), into L2 — the first tile of a block
           // then no longer waits on memory while the others leave it idle. ResNet-18 at one and two threads
@@ -434,7 +434,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
             int64_t bytes, per_tile;
           } pf[kConvBlock / 8];
           int64_t npf = 0;
-          if (!chunk_major && j_begin == 0) {
+          if (streamed && j_begin == 0) {
             const int64_t ntiles = (m1 - m0 + k.mr - 1) / k.mr;  // the fast path's and the rest
             const int64_t pj0 = j * kConvBlock / P, pj1 = (j * kConvBlock + ncols - 1) / P + 1;
             const KBlock& nb = last ? blocks[0] : blocks[bi + 1];

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/vec_masked.h"

@@ -313,6 +313,11 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
   auto packed_block = [&](int64_t pc) {
     return pr.packed->data() + (pc / KC) * (round_up(pr.packed->n(), nr) / nr) * KC * nr;
   };
+  // rows in the K block at pc, and its panels from column jc on
+  auto block_kc = [&](int64_t pc) { return std::min(KC, pr.k - pc); };
+  auto packed_panels = [&](int64_t pc, int64_t jc) {
+    return packed_block(pc) + (jc / nr) * block_kc(pc) * nr;
+  };
 
   for (int64_t jc = n_begin; jc < n_end; jc += NC) {
     const int64_t nc = std::min(NC, n_end - jc);
@@ -383,9 +388,8 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
               next = bblock + (jr / nr + 1) * pstride;
               next_bytes = kc * nr * int64_t(sizeof(float));
             } else if (pc + kc < pr.k) {
-              const int64_t kc2 = std::min(KC, pr.k - pc - kc);
-              next = packed_block(pc + kc) + (jc / nr) * kc2 * nr;
-              next_bytes = kc2 * nr * int64_t(sizeof(float));
+              next = packed_panels(pc + kc, jc);
+              next_bytes = block_kc(pc + kc) * nr * int64_t(sizeof(float));
             }
             for (int64_t g = 0; g < groups; ++g) {
               const int64_t r0 = group_row(g) - ic, h = base + (g < extra);
@@ -428,13 +432,11 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
           const float* next = nullptr;
           int64_t next_bytes = 0;
           if (pc + kc < pr.k) {
-            const int64_t kc2 = std::min(KC, pr.k - pc - kc);
-            next = packed_block(pc + kc) + (jc / nr) * kc2 * nr;
-            next_bytes = kc2 * round_up(nc, nr) * int64_t(sizeof(float));
+            next = packed_panels(pc + kc, jc);
+            next_bytes = block_kc(pc + kc) * round_up(nc, nr) * int64_t(sizeof(float));
           } else if (jc + NC < n_end) {
-            next = packed_block(0) + ((jc + NC) / nr) * std::min(KC, pr.k) * nr;
-            next_bytes =
-                std::min(KC, pr.k) * round_up(std::min(NC, n_end - jc - NC), nr) * int64_t(sizeof(float));
+            next = packed_panels(0, jc + NC);
+            next_bytes = block_kc(0) * round_up(std::min(NC, n_end - jc - NC), nr) * int64_t(sizeof(float));
           }
           const int64_t panels = (nc + nr - 1) / nr, slice = next_bytes / (groups * panels);
           for (int64_t g = 0; g < groups; ++g) {
