@@ -39,7 +39,7 @@ template <int MR, int NV, int LD = MR>
 inline __attribute__((always_inline)) void conv_tile(const float* const* rows, int64_t ntaps, int64_t kc,
                                                      const float* w, int64_t ldw, float* y, int64_t ldy,
                                                      int64_t mr, int64_t nr, bool accumulate,
-                                                     const ConvTileEpilogue* ep) {
+                                                     const ConvTileEpilogue* ep, ConvPrefetch pf) {
   // a tile narrower than 8*NV (the channel edge: 0..8 valid columns per vector) loads and stores masked
   const bool full = nr >= 8 * NV;
   __m256i cols[NV];
@@ -66,6 +66,7 @@ inline __attribute__((always_inline)) void conv_tile(const float* const* rows, i
       // 7x7 960->160 pointwise convs 0.86x and 0.90x the time, 56x56 144->24 0.93x
 #pragma GCC unroll 4
     for (int64_t ci = 0; ci < kc; ++ci) {
+      prefetch_step<NV>(pf.p, pf.step);
       __m256 b[NV];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) b[v] = _mm256_loadu_ps(w + v * 8);  // the panel is zero past nr
@@ -134,17 +135,18 @@ inline __attribute__((always_inline)) void conv_tile(const float* const* rows, i
 // driver's setup and the prologue cost about as much as the 16- to 32-deep K loop).
 template <int MR, int NV, int LD = MR>
 void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw, float* y,
-              int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep) {
+              int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep,
+              ConvPrefetch pf) {
   constexpr int64_t W = 8 * NV;
   if (NV == 1 || nr <= W) {
-    conv_tile<MR, NV, LD>(rows, ntaps, kc, w, ldw, y, ldy, mr, nr, accumulate, ep);
+    conv_tile<MR, NV, LD>(rows, ntaps, kc, w, ldw, y, ldy, mr, nr, accumulate, ep, pf);
     return;
   }
   const int64_t wstep = ldw * ntaps * kc;
   ConvTileEpilogue e = ep ? *ep : ConvTileEpilogue{};
   for (int64_t j = 0; j < nr; j += W) {
     conv_tile<MR, NV, LD>(rows, ntaps, kc, w, ldw, y + j, ldy, mr, std::min(W, nr - j), accumulate,
-                          ep ? &e : nullptr);
+                          ep ? &e : nullptr, j == 0 ? pf : ConvPrefetch{});  // pf: one panel's stream
     w += wstep;
     if (e.bias) e.bias += W;
     if (e.residual) e.residual += W;

@@ -29,7 +29,8 @@ inline __m512 act512(__m512 v, const ConvTileEpilogue& ep) {
 // MR pixel rows; the row table holds LD pointers per tap (LD > MR: a remainder tile of a wider kernel).
 template <int MR, int NV, int LD = MR>
 void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw, float* y,
-              int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep) {
+              int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep,
+              ConvPrefetch pf) {
   const int64_t tail = nr - (NV - 1) * 16;
   const __mmask16 last = tail >= 16 ? __mmask16(0xffff) : __mmask16((1u << tail) - 1);
   prefetch_tile_rows<MR>(y, ldy, mr, nr, ep);
@@ -50,6 +51,7 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) r[i] = rows[t * LD + i];
     for (int64_t ci = 0; ci < kc; ++ci) {
+      prefetch_step<NV>(pf.p, pf.step);
       __m512 b[NV];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) b[v] = _mm512_loadu_ps(w + v * 16);
@@ -116,7 +118,8 @@ inline __m256 act256(__m256 v, const ConvTileEpilogue& ep) {
 // masked 32-wide tile.
 template <int MR, int LD = MR>
 void conv_ukr_zy(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw, float* y,
-                 int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep) {
+                 int64_t ldy, int64_t mr, int64_t nr, bool accumulate, const ConvTileEpilogue* ep,
+                 ConvPrefetch pf) {
   const __mmask8 ym = __mmask8((1u << (nr - 16)) - 1);  // 1..8 columns past the first 16
   prefetch_tile_rows<MR>(y, ldy, mr, nr, ep);
   const bool bias_init = ep && ep->bias && !accumulate;
@@ -131,6 +134,7 @@ void conv_ukr_zy(const float* const* rows, int64_t ntaps, int64_t kc, const floa
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) r[i] = rows[t * LD + i];
     for (int64_t ci = 0; ci < kc; ++ci) {
+      prefetch_step<2>(pf.p, pf.step);
       const __m512 b0 = _mm512_loadu_ps(w);
       const __m256 b1 = _mm256_loadu_ps(w + 16);  // the panel is 32 wide (zero past nr)
 #pragma GCC unroll 16
