@@ -105,6 +105,8 @@ enum class APath : uint8_t { choose, packed, direct };
 // On the direct-A path, a range of at most this many rows reads B in place (or
 // from its prepacked panels) across all of its N per K block, in memory order.
 constexpr int64_t kSmallM = 32;
+// Small M over a prepacked B: the rows of a panel each pass of the row groups covers (see the path).
+constexpr int64_t kStreamPassK = 64;
 // An unpacked B is read that way (in place, no packing pass) up to this many rows. Measured on Zen 4
 // (bench/gemm_bench, best of 3, alternating builds): 49-197 rows 2-22% faster at one thread and 15-39% at
 // two than packing B per block; a prepacked B keeps the blocked order past kSmallM, 5-10% faster for it.
@@ -361,13 +363,12 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
         // rows split into balanced groups of at most MR (16 -> 6, 5, 5)
         const int64_t groups = (mc + mr - 1) / mr, base = mc / groups, extra = mc % groups;
         auto group_row = [&](int64_t g) { return ic + g * base + std::min(g, extra); };
-        if (small && pr.packed && groups == 1) {
-          // One row group (M <= 6) streams B alone, without re-reads: the hardware prefetcher keeps up by
-          // itself, and software prefetches (into L1 or L2) only slowed it (Zen 4, 1-6 x 3072 x 768 from
-          // memory: 13-35% more GFLOP/s without them). One row reads several whole panels at once
-          // (gemv_panels_impl.h); the last, narrower panel goes to the tile kernel.
+        if (small && pr.packed && mc == 1) {
+          // One row streams B alone, several whole panels at once (gemv_panels_impl.h): the hardware
+          // prefetchers keep up by themselves (12.6 GB/s from memory on a Xeon, pure reads 11-12); the last,
+          // narrower panel goes to the tile kernel.
           int64_t jr = 0;
-          if (mc == 1 && u.panels) {
+          if (u.panels) {
             const int64_t whole = nc / nr;
             u.panels(kc, pr.a + ic * rs_a + pc * cs_a, cs_a, bblock, pstride, whole, pr.c + ic * pr.ldc + jc,
                      ep.alpha, beta, epilogue(ic, jc));
@@ -376,25 +377,42 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
           for (; jr < nc; jr += nr) tile(ic, mc, jr, bblock, 0);
           finish_rows(ic, mc);
         } else if (small && pr.packed) {
-          // A prepacked B streams from memory once, panel after panel (the next K
-          // block's first panel follows the last), every row group per panel: the
-          // first streams it in, the others read it from cache. Meanwhile each warms
-          // its share of the next panel into L2, in proportion to its rows, so the
-          // stream runs evenly (warming it into L1 evicted the panel being read).
+          // A prepacked B streams from memory once, in memory order (a K block's panels one after another,
+          // then the next block's). Each panel goes in passes of kStreamPassK rows (16 KiB of a 64-wide one):
+          // every row group computes a pass (the first reads it from L2, the others from L1, C stays in L1
+          // between passes) while its tiles warm their share of the next pass into L2, paced over their K
+          // loops. Short passes keep the stream even: with whole 256-row panels the memory sat idle while
+          // the later row groups computed, and the first group of the next panel waited on it. Xeon (AVX-512,
+          // one thread, 340 MB of weights as in BERT-base): M = 16 36.4 ms vs 40.1 (9% faster), M = 2-6
+          // 8-25% (they had no software prefetch: on Zen 4 a whole-panel-ahead prefetch slowed them, this
+          // paced one was not measured there), M = 32 4%; BERT and GPT-2 at 16 tokens 6.5-7.4%.
           for (int64_t jr = 0; jr < nc; jr += nr) {
-            const float* next = nullptr;
-            int64_t next_bytes = 0;
-            if (jr + nr < nc) {
-              next = bblock + (jr / nr + 1) * pstride;
-              next_bytes = kc * nr * int64_t(sizeof(float));
-            } else if (pc + kc < pr.k) {
-              next = packed_panels(pc + kc, jc);
-              next_bytes = block_kc(pc + kc) * nr * int64_t(sizeof(float));
-            }
-            for (int64_t g = 0; g < groups; ++g) {
-              const int64_t r0 = group_row(g) - ic, h = base + (g < extra);
-              const float* pf = next ? next + next_bytes * r0 / mc / int64_t(sizeof(float)) : nullptr;
-              tile(ic + r0, h, jr, pf, std::max<int64_t>(1, next_bytes * h / mc / kc));
+            const int64_t col = jc + jr, w = std::min(nr, nc - jr);
+            for (int64_t k0 = 0; k0 < kc; k0 += kStreamPassK) {
+              const int64_t ks = std::min(kStreamPassK, kc - k0);
+              const float* bpass = bblock + (jr / nr) * pstride + k0 * nr;
+              // the next pass: of this panel, else the next panel's (or the next K block's) first
+              const float* next = nullptr;
+              int64_t next_rows = 0;
+              if (k0 + ks < kc) {
+                next = bpass + ks * nr, next_rows = kc - k0 - ks;
+              } else if (jr + nr < nc) {
+                next = bblock + (jr / nr + 1) * pstride, next_rows = kc;
+              } else if (pc + kc < pr.k) {
+                next = packed_panels(pc + kc, jc), next_rows = block_kc(pc + kc);
+              }
+              const int64_t next_bytes = std::min(kStreamPassK, next_rows) * nr * int64_t(sizeof(float));
+              const bool final_pass = last && k0 + ks == kc;
+              const float pass_beta = pc == 0 && k0 == 0 ? ep.beta : 1.0f;
+              for (int64_t g = 0; g < groups; ++g) {
+                const int64_t r0 = group_row(g) - ic, h = base + (g < extra), row = ic + r0;
+                UkrEpilogue uep_pass{};
+                if (final_pass && has_post) uep_pass = tile_epilogue(ep, row, col);
+                const float* pf = next ? next + next_bytes * r0 / mc / int64_t(sizeof(float)) : nullptr;
+                u.direct(ks, pr.a + row * rs_a + (pc + k0) * cs_a, rs_a, cs_a, bpass, nr, pf,
+                         std::max<int64_t>(1, next_bytes * h / mc / ks), pr.c + row * pr.ldc + col, pr.ldc, h,
+                         w, ep.alpha, pass_beta, final_pass && has_post ? &uep_pass : nullptr);
+              }
             }
           }
           finish_rows(ic, mc);
