@@ -1,13 +1,23 @@
 #include "core/memory.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
+#include <mutex>
 #include <new>
 #include <string>
+#include <thread>
+#include <utility>
 
 #if defined(__linux__)
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 namespace tessera {
@@ -27,6 +37,86 @@ void madvise_huge(void* p, size_t rounded) {
   (void)p, (void)rounded;
 #endif
 }
+
+// The background collapse (memory.h). One detached thread, started with the first block; the state is never
+// destroyed, so the thread may outlive static destruction at exit.
+class Collapser {
+ public:
+  static Collapser& get() {
+    static const bool registered = [] {
+#if defined(__linux__)
+      // a forked child has none of the parent's threads: it starts afresh (the parent's state, whose mutex
+      // another thread may have held at the fork, is left alone)
+      pthread_atfork(nullptr, nullptr, [] { instance() = new Collapser; });
+#endif
+      return true;
+    }();
+    (void)registered;
+    return *instance();
+  }
+  static Collapser*& instance() {
+    static Collapser* c = new Collapser;
+    return c;
+  }
+  void push(void* p, size_t bytes) {
+    {
+      std::lock_guard lk(m_);
+      if (!supported_) return;
+      q_.emplace_back(static_cast<char*>(p), bytes);
+      if (!started_) {
+        started_ = true;
+        std::thread([this] { loop(); }).detach();
+      }
+    }
+    work_.notify_one();
+  }
+  void wait_idle() {
+    std::unique_lock lk(m_);
+    idle_.wait(lk, [&] { return (q_.empty() || holds_ > 0) && !busy_; });
+  }
+  void hold(int delta) {
+    {
+      std::lock_guard lk(m_);
+      holds_ += delta;
+    }
+    work_.notify_one();
+  }
+
+ private:
+  void loop() {
+#if defined(__linux__)
+    // below the workers: a run that needs both cores gets them
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+#endif
+    std::unique_lock lk(m_);
+    for (;;) {
+      work_.wait(lk, [&] { return !q_.empty() && holds_ == 0; });
+      const auto [p, bytes] = q_.front();
+      q_.pop_front();
+      busy_ = true;
+      lk.unlock();
+      bool ok = true;
+#if defined(__linux__)
+      constexpr int kMadvCollapse = 25;  // MADV_COLLAPSE (Linux 6.1); older headers lack the name
+      // one huge page per call, so a failure (no free huge page just now) skips only that one
+      for (size_t o = 0; o < bytes && ok; o += kHugePageBytes)
+        if (madvise(p + o, kHugePageBytes, kMadvCollapse) != 0 && errno == EINVAL) ok = false;
+#else
+      ok = false;
+#endif
+      lk.lock();
+      busy_ = false;
+      if (!ok) supported_ = false, q_.clear();  // the kernel has no MADV_COLLAPSE: khugepaged's job
+      idle_.notify_all();
+    }
+  }
+
+  std::mutex m_;
+  std::condition_variable work_, idle_;
+  std::deque<std::pair<char*, size_t>> q_;
+  int holds_ = 0;
+  bool started_ = false, busy_ = false, supported_ = true;
+};
 
 }  // namespace
 
@@ -62,8 +152,21 @@ void* allocate_aligned(size_t bytes) {
 
 void advise_huge_pages(void* p, size_t bytes) {
   if (huge_page_policy() == HugePagePolicy::lazy && bytes >= kHugePageBytes &&
-      reinterpret_cast<uintptr_t>(p) % kHugePageBytes == 0)
+      reinterpret_cast<uintptr_t>(p) % kHugePageBytes == 0) {
     madvise_huge(p, round_to_huge(bytes));
+    Collapser::get().push(p, round_to_huge(bytes));
+  }
+}
+
+void wait_for_huge_page_collapse() {
+  Collapser::get().wait_idle();
+}
+
+HugePageCollapseHold::HugePageCollapseHold() {
+  Collapser::get().hold(1);
+}
+HugePageCollapseHold::~HugePageCollapseHold() {
+  Collapser::get().hold(-1);
 }
 
 AlignedScratch::~AlignedScratch() {

@@ -8,6 +8,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "core/cpu_features.h"
+#include "core/memory.h"
 #include "frontend/onnx/onnx_loader.h"
 #include "ir/op_registry.h"
 #include "ir/verifier.h"
@@ -316,11 +317,18 @@ void SessionImpl::write_profile() const {
 
 // ---- the public API
 
+// The weights packed while a session is built are collapsed into huge pages after it (core/memory.h).
 Session::Session(const std::string& model_path, const SessionOptions& opts)
-    : impl_(std::make_unique<SessionImpl>(frontend::onnx::load_file(model_path), opts)) {}
+    : impl_([&] {
+        const HugePageCollapseHold hold;
+        return std::make_unique<SessionImpl>(frontend::onnx::load_file(model_path), opts);
+      }()) {}
 
 Session::Session(std::span<const uint8_t> model_bytes, const SessionOptions& opts)
-    : impl_(std::make_unique<SessionImpl>(frontend::onnx::load_bytes(model_bytes), opts)) {}
+    : impl_([&] {
+        const HugePageCollapseHold hold;
+        return std::make_unique<SessionImpl>(frontend::onnx::load_bytes(model_bytes), opts);
+      }()) {}
 
 Session::Session(std::unique_ptr<SessionImpl> impl) : impl_(std::move(impl)) {
   check(impl_ != nullptr, ErrorCode::internal, "Session built from a null implementation");
