@@ -151,7 +151,8 @@ TEST(X86Gemm, ThreadedAndPrepacked) {
 }
 
 // The driver's own choice of path (direct A for small M and narrow N, packed A
-// otherwise), unpacked and prepacked B, one and two threads, M = 1..33.
+// otherwise), unpacked and prepacked B, one and two threads, M = 1..33 (check_case's ldc = N + 2: a
+// prepacked B with 2..32 rows writes C through the staging block).
 TEST(X86Gemm, ChosenPathSmallMAndSkinny) {
   ThreadPool pool(2);
   const std::string ukr = sgemm_kernel_name();
@@ -171,6 +172,8 @@ TEST(X86Gemm, ChosenPathSmallMAndSkinny) {
   for (const Case& c :
        {Case{3136, 64, 70, false, false}, Case{1000, 100, 300, true, false}, Case{1, 4099, 513, false, false},
         Case{16, 3072, 768, false, false}, Case{1, 437, 600, false, false}, Case{1, 437, 300, true, false},
+        // small M with C's rows off a multiple of 64 floats: staged in blocks of 4096 columns (gemm.cpp)
+        Case{16, 9000, 300, false, false}, Case{5, 4200, 70, true, false},
         Case{1, 129, 64, false, true}, Case{1, 1003, 77, false, true}}) {
     check_case(ukr, c, true, &pool, /*packed=*/true);
     check_case(ukr, c, true, nullptr, /*packed=*/true);
