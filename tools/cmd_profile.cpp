@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 
+#include "core/memory.h"
 #include "kernels/x86/roofline.h"
 #include "runtime/session_impl.h"
 #include "tessera/tessera.h"
@@ -68,6 +69,7 @@ void profile_model(const ProfileOptions& o) {
   Session session(o.model, so);
   const double create_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  wait_for_huge_page_collapse();  // time the steady state: the weights on huge pages (core/memory.h)
   const SessionImpl& impl = session.impl();
   const auto feeds = make_feeds(session, o.inputs, o.dims, o.seed);
 
