@@ -70,6 +70,11 @@ class Collapser {
     }
     work_.notify_one();
   }
+  void cancel(void* p) {  // a block freed before its turn: not collapsed (its pages may be reused)
+    std::lock_guard lk(m_);
+    for (auto it = q_.begin(); it != q_.end();)
+      it = it->first == p ? q_.erase(it) : it + 1;
+  }
   void wait_idle() {
     std::unique_lock lk(m_);
     idle_.wait(lk, [&] { return (q_.empty() || holds_ > 0) && !busy_; });
@@ -148,6 +153,13 @@ void* allocate_aligned(size_t bytes) {
   void* p = std::aligned_alloc(kHugePageBytes, rounded);
   if (p && policy == HugePagePolicy::eager) madvise_huge(p, rounded);
   return p;
+}
+
+void free_aligned(void* p) {
+  // only blocks of a HugePagesScope can be queued, and those are 2 MiB-aligned
+  if (p && reinterpret_cast<uintptr_t>(p) % kHugePageBytes == 0 && huge_page_policy() == HugePagePolicy::lazy)
+    Collapser::get().cancel(p);
+  std::free(p);
 }
 
 void advise_huge_pages(void* p, size_t bytes) {

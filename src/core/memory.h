@@ -9,8 +9,9 @@ namespace tessera {
 inline constexpr size_t kHugePageBytes = size_t(2) << 20;
 
 // Returns `bytes` (rounded up to 64) of 64-byte-aligned memory, or nullptr if none is left; free with
-// std::free.
+// free_aligned (std::free also works, but leaves a block queued for the huge-page collapse queued).
 void* allocate_aligned(size_t bytes);
+void free_aligned(void* p);
 
 // Scratch memory, 64-byte aligned (a std::vector's 16-byte alignment splits every other zmm access across
 // two cache lines: the fused pointwise+depthwise conv ran 10-15% slower on such a band), grown on demand;

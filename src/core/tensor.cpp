@@ -49,7 +49,7 @@ std::shared_ptr<void> allocate_storage(size_t bytes) {
   check_arg(bytes <= kMaxTensorBytes, "refusing to allocate ", bytes, " bytes (limit ", kMaxTensorBytes, ")");
   void* p = allocate_aligned(bytes);
   if (!p) throw Error(ErrorCode::runtime, cat("out of memory allocating ", bytes, " bytes"));
-  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  return std::shared_ptr<void>(p, [](void* q) { free_aligned(q); });
 }
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {

@@ -92,7 +92,7 @@ TEST(Memory, BackgroundCollapseKeepsContents) {
     const HugePageCollapseHold hold;
     advise_huge_pages(p, bytes);
     advise_huge_pages(gone, bytes);
-    std::free(gone);  // queued, then freed: the collapse of that range fails or finds other memory
+    free_aligned(gone);  // queued, then freed: dropped from the queue
     wait_for_huge_page_collapse();  // held: returns without waiting
     for (size_t i = 0; i < n; i += 4099) ASSERT_EQ(p[i], uint32_t(i * 2654435761u)) << i;
   }

@@ -721,7 +721,7 @@ PackedB PackedB::pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int6
     buf = static_cast<float*>(allocate_aligned(p.size_));
   }
   check(buf != nullptr, ErrorCode::runtime, "out of memory packing GEMM weights");
-  p.data_ = std::shared_ptr<const float>(buf, [](const float* q) { std::free(const_cast<float*>(q)); });
+  p.data_ = std::shared_ptr<const float>(buf, [](const float* q) { free_aligned(const_cast<float*>(q)); });
   pack_into(buf, b, ldb, trans_b, k, n);
   advise_huge_pages(buf, p.size_);
   return p;
