@@ -8,7 +8,11 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/memory.h"
+
 namespace tessera::bench {
+
+using tessera::wait_for_huge_page_collapse;
 
 // 32 f32 FLOP/cycle/core at the nominal clock in TESSERA_PEAK_GHZ (default 3.5875: 114.8 GFLOP/s a core).
 inline double peak_gflops(int threads) {
@@ -19,7 +23,10 @@ inline double peak_gflops(int threads) {
 // Each benchmark starts after a pause: the libraries' worker threads (OpenMP's, OpenBLAS's, Tessera's
 // pool) keep spinning for a while after a call, and would otherwise hold the cores while the next library
 // is timed.
+// Tessera's packed weights are collapsed into huge pages in the background (core/memory.h): wait for that
+// too, so a benchmark times the steady state rather than the collapse's page-table locks.
 inline void settle() {
+  wait_for_huge_page_collapse();
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
 }
 
