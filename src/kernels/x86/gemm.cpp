@@ -105,8 +105,10 @@ enum class APath : uint8_t { choose, packed, direct };
 // On the direct-A path, a range of at most this many rows reads B in place (or
 // from its prepacked panels) across all of its N per K block, in memory order.
 constexpr int64_t kSmallM = 32;
-// Small M over a prepacked B: the rows of a panel each pass of the row groups covers (see the path).
-constexpr int64_t kStreamPassK = 64;
+// Small M over a prepacked B: the bytes of a panel each pass of the row groups covers (see the path): 64
+// rows of AVX-512's 64-wide panels, 256 (a whole K block) of AVX2's 16-wide ones — with AVX2, 64-row
+// passes were 6% slower at M = 4 and equal at 16 (Xeon, TESSERA_ISA=avx2, weights from memory).
+constexpr int64_t kStreamPassBytes = int64_t(16) << 10;
 // ... and writes C through a staging block this many columns wide (see gemm_range_direct).
 constexpr int64_t kStageCols = 4096;
 // An unpacked B is read that way (in place, no packing pass) up to this many rows. Measured on Zen 4
@@ -397,7 +399,7 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
           finish_rows(ic, mc);
         } else if (small && pr.packed) {
           // A prepacked B streams from memory once, in memory order (a K block's panels one after another,
-          // then the next block's). Each panel goes in passes of kStreamPassK rows (16 KiB of a 64-wide one):
+          // then the next block's). Each panel goes in passes of kStreamPassBytes (64 rows of a 64-wide one):
           // every row group computes a pass (the first reads it from L2, the others from L1, C stays in L1
           // between passes) while its tiles warm their share of the next pass into L2, paced over their K
           // loops. Short passes keep the stream even: with whole 256-row panels the memory sat idle while
@@ -405,10 +407,11 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
           // one thread, 340 MB of weights as in BERT-base): M = 16 36.4 ms vs 40.1 (9% faster), M = 2-6
           // 8-25% (they had no software prefetch: on Zen 4 a whole-panel-ahead prefetch slowed them, this
           // paced one was not measured there), M = 32 4%; BERT and GPT-2 at 16 tokens 6.5-7.4%.
+          const int64_t pass_k = std::max<int64_t>(1, kStreamPassBytes / (nr * int64_t(sizeof(float))));
           for (int64_t jr = 0; jr < nc; jr += nr) {
             const int64_t col = jc + jr, w = std::min(nr, nc - jr);
-            for (int64_t k0 = 0; k0 < kc; k0 += kStreamPassK) {
-              const int64_t ks = std::min(kStreamPassK, kc - k0);
+            for (int64_t k0 = 0; k0 < kc; k0 += pass_k) {
+              const int64_t ks = std::min(pass_k, kc - k0);
               const float* bpass = bblock + (jr / nr) * pstride + k0 * nr;
               // the next pass: of this panel, else the next panel's (or the next K block's) first
               const float* next = nullptr;
@@ -420,7 +423,7 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
               } else if (pc + kc < pr.k) {
                 next = packed_panels(pc + kc, jc), next_rows = block_kc(pc + kc);
               }
-              const int64_t next_bytes = std::min(kStreamPassK, next_rows) * nr * int64_t(sizeof(float));
+              const int64_t next_bytes = std::min(pass_k, next_rows) * nr * int64_t(sizeof(float));
               const bool final_pass = last && k0 + ks == kc;
               const float pass_beta = pc == 0 && k0 == 0 ? ep.beta : 1.0f;
               for (int64_t g = 0; g < groups; ++g) {
