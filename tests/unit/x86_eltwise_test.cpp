@@ -300,10 +300,12 @@ TEST(X86Eltwise, SoftmaxMatchesRef) {
   for (EltIsa isa : isas()) {
     ForceIsa f(isa);
     for (int64_t len : kSizes)
-      for (int64_t rows : {1, 3, 64}) {
+      for (int64_t rows : {1, 3, 6, 64}) {  // the kernel takes rows four at a time, then singly
         Tensor x = rand_f32({rows, len}, g, -20.0f, 20.0f);
-        if (rows == 3) x.data<float>()[len + len / 2] = std::numeric_limits<float>::quiet_NaN();  // row 1 NaN
-        if (rows == 3 && len > 1) x.data<float>()[2 * len + 1] = std::numeric_limits<float>::infinity();
+        if (rows == 3 || rows == 6)  // a NaN row and a +inf row, in a group of four (6) and singly (3)
+          x.data<float>()[len + len / 2] = std::numeric_limits<float>::quiet_NaN();
+        if ((rows == 3 || rows == 6) && len > 1)
+          x.data<float>()[2 * len + 1] = std::numeric_limits<float>::infinity();
         const auto want = tessera::testing::run_ref("Softmax", {x});
         const auto got = run_tuned("Softmax", {x}, {}, 1, 23, rows == 64);
         expect_close(got[0].tensor, want[0].tensor, 2e-6, 1e-12,

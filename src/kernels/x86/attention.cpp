@@ -87,7 +87,7 @@ void attention_f32(const AttentionArgs& a, ThreadPool* pool) {
     if (a.lk <= kKeyBlock) {  // one block: the exact softmax of the reference
       const int64_t lds = score_stride(a.lk);
       block_scores(a, b, q0, rows, 0, a.lk, s, lds, K);
-      for (int64_t i = 0; i < rows; ++i) K.softmax_rows(s + i * lds, s + i * lds, 1, a.lk);
+      K.softmax_rows(s, s, rows, a.lk, lds);
       sgemm(rows, a.dv, a.lk, s, lds, false, v, a.v.rs, false, o, ors, {}, nullptr);
       return;
     }

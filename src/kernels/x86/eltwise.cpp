@@ -69,10 +69,10 @@ void binary_portable(BinaryOp op, const float* a, int64_t sa, const float* b, in
   }
 }
 
-void softmax_portable(const float* x, float* y, int64_t rows, int64_t len) {
+void softmax_portable(const float* x, float* y, int64_t rows, int64_t len, int64_t ld) {
   for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * len;
-    float* yr = y + r * len;
+    const float* xr = x + r * ld;
+    float* yr = y + r * ld;
     float mx = -std::numeric_limits<float>::infinity();
     for (int64_t i = 0; i < len; ++i) mx = std::max(mx, xr[i]);
     double sum = 0;
@@ -215,7 +215,7 @@ void binary_f32(BinaryOp op, const float* a, Bcast ka, const float* b, Bcast kb,
 void softmax_f32(const float* x, float* y, int64_t rows, int64_t len, ThreadPool* pool) {
   const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
   parallel_for(pool, rows, row_grain(len),
-               [&](int64_t b, int64_t e) { k.softmax_rows(x + b * len, y + b * len, e - b, len); });
+               [&](int64_t b, int64_t e) { k.softmax_rows(x + b * len, y + b * len, e - b, len, len); });
 }
 
 void layernorm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t len,

@@ -42,8 +42,8 @@ struct EltwiseKernels {
   void (*unary)(UnaryOp op, const float* x, float* y, int64_t n);
   // y[i] = a[i * sa] op b[i * sb], i < n, with sa, sb in {0, 1} (0: a broadcast scalar).
   void (*binary)(BinaryOp op, const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n);
-  // Softmax of each of `rows` rows of `len` contiguous floats.
-  void (*softmax_rows)(const float* x, float* y, int64_t rows, int64_t len);
+  // Softmax of each of `rows` rows of `len` contiguous floats, rows `ld` floats apart in x and y.
+  void (*softmax_rows)(const float* x, float* y, int64_t rows, int64_t len, int64_t ld);
   // y = (x - mean) / sqrt(var + eps) * scale + bias per row; bias may be null.
   void (*layernorm_rows)(const float* x, const float* scale, const float* bias, float* y, int64_t rows,
                          int64_t len, float eps);
