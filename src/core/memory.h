@@ -9,7 +9,7 @@ namespace tessera {
 inline constexpr size_t kHugePageBytes = size_t(2) << 20;
 
 // Returns `bytes` (rounded up to 64) of 64-byte-aligned memory, or nullptr if none is left; free with
-// free_aligned (std::free also works, but leaves a block queued for the huge-page collapse queued).
+// free_aligned (std::free also works, but does not take the block out of the huge-page collapse queue).
 void* allocate_aligned(size_t bytes);
 void free_aligned(void* p);
 

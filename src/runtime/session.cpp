@@ -317,18 +317,21 @@ void SessionImpl::write_profile() const {
 
 // ---- the public API
 
-// The weights packed while a session is built are collapsed into huge pages after it (core/memory.h).
+namespace {
+// Loads and builds a session; the weights packed meanwhile are collapsed into huge pages after it
+// (core/memory.h).
+template <class Load>
+std::unique_ptr<SessionImpl> build_session(Load load, const SessionOptions& opts) {
+  const HugePageCollapseHold hold;
+  return std::make_unique<SessionImpl>(load(), opts);
+}
+}  // namespace
+
 Session::Session(const std::string& model_path, const SessionOptions& opts)
-    : impl_([&] {
-        const HugePageCollapseHold hold;
-        return std::make_unique<SessionImpl>(frontend::onnx::load_file(model_path), opts);
-      }()) {}
+    : impl_(build_session([&] { return frontend::onnx::load_file(model_path); }, opts)) {}
 
 Session::Session(std::span<const uint8_t> model_bytes, const SessionOptions& opts)
-    : impl_([&] {
-        const HugePageCollapseHold hold;
-        return std::make_unique<SessionImpl>(frontend::onnx::load_bytes(model_bytes), opts);
-      }()) {}
+    : impl_(build_session([&] { return frontend::onnx::load_bytes(model_bytes); }, opts)) {}
 
 Session::Session(std::unique_ptr<SessionImpl> impl) : impl_(std::move(impl)) {
   check(impl_ != nullptr, ErrorCode::internal, "Session built from a null implementation");

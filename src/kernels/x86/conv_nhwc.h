@@ -128,9 +128,6 @@ inline void prefetch_tile_rows(const float* y, int64_t ldy, int64_t mr, int64_t 
   }
 }
 
-// rows: [ntaps][MR] pointers, each to kc channels of one input pixel; w: (ntaps*kc) rows of ldw
-// floats; computes y[i][j] (+)= sum over taps/channels for i < mr, j < nr (nr <= the kernel width),
-// applying ep on the last K block (ep != nullptr).
 // Weights a tile prefetches into L2 while it computes (a streamed conv's next K block, conv_dense): from p,
 // step bytes per K step (one input channel of one tap), as many lines a step as that spans, at most the
 // panel's vectors; nothing where p is null. Paced over the K loop, the prefetches overlap the FMAs; issued
@@ -149,6 +146,9 @@ template <int NV>
   p += step;
 }
 
+// rows: [ntaps][MR] pointers, each to kc channels of one input pixel; w: (ntaps*kc) rows of ldw
+// floats; computes y[i][j] (+)= sum over taps/channels for i < mr, j < nr (nr <= the kernel width),
+// applying ep on the last K block (ep != nullptr), and prefetches pf's stream along its K loop.
 using ConvUkr = void (*)(const float* const* rows, int64_t ntaps, int64_t kc, const float* w, int64_t ldw,
                          float* y, int64_t ldy, int64_t mr, int64_t nr, bool accumulate,
                          const ConvTileEpilogue* ep, ConvPrefetch pf);

@@ -424,16 +424,14 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
                 next = packed_panels(pc + kc, jc), next_rows = block_kc(pc + kc);
               }
               const int64_t next_bytes = std::min(pass_k, next_rows) * nr * int64_t(sizeof(float));
-              const bool final_pass = last && k0 + ks == kc;
+              const bool final_pass = k0 + ks == kc;  // of this K block (epilogue() checks the last block)
               const float pass_beta = pc == 0 && k0 == 0 ? ep.beta : 1.0f;
               for (int64_t g = 0; g < groups; ++g) {
                 const int64_t r0 = group_row(g) - ic, h = base + (g < extra), row = ic + r0;
-                UkrEpilogue uep_pass{};
-                if (final_pass && has_post) uep_pass = tile_epilogue(ep, row, col);
                 const float* pf = next ? next + next_bytes * r0 / mc / int64_t(sizeof(float)) : nullptr;
                 u.direct(ks, pr.a + row * rs_a + (pc + k0) * cs_a, rs_a, cs_a, bpass, nr, pf,
                          std::max<int64_t>(1, next_bytes * h / mc / ks), cs + (row - m_begin) * lds + jr, lds,
-                         h, w, ep.alpha, pass_beta, final_pass && has_post ? &uep_pass : nullptr);
+                         h, w, ep.alpha, pass_beta, final_pass ? epilogue(row, col) : nullptr);
               }
             }
           }
