@@ -39,7 +39,18 @@ class KernelContext {
   virtual Tensor& output(size_t i, DType dtype, const Shape& shape) = 0;
   // Same, with unspecified contents: for kernels that write every element
   // (saves clearing the buffer first).
-  virtual Tensor& output_for_overwrite(size_t i, DType dtype, const Shape& shape) { return output(i, dtype, shape); }
+  virtual Tensor& output_for_overwrite(size_t i, DType dtype, const Shape& shape) {
+    return output(i, dtype, shape);
+  }
+  // Same, and the output may share input `in`'s buffer: the memory plan puts it there when that input's
+  // buffer is as large and nothing reads it after this node (a conv's or GEMM's residual, oneDNN's "sum"
+  // post-op). The kernel must then be right with the two aliased — it reads each element of the input
+  // before it writes that element of the output, and never after — or check for it (data() equal).
+  // Saves a buffer's worth of cache and memory traffic on memory-bound ops.
+  virtual Tensor& output_reusing(size_t i, size_t in, DType dtype, const Shape& shape) {
+    (void)in;
+    return output_for_overwrite(i, dtype, shape);
+  }
   // Sets output i to an existing value (e.g. a view of an input, or a sequence).
   virtual void set_output(size_t i, DataValue v) = 0;
 

@@ -87,6 +87,8 @@ class RunState {
   // Checks (and records) outputs that alias planned memory; see Plan::aliases.
   void check_aliases(int node, size_t out, DataValue& v);
   void mark_escaping(const DataValue& v);
+  // Recording: node's output `out` (just allocated as t) may take over input x's buffer (output_reusing).
+  void note_reuse(int node, int out, const Tensor& x, const Tensor& t);
   std::shared_ptr<const Plan> make_plan() const;
   bool recording() const { return recording_; }
   const std::shared_ptr<void>& arena() const { return arena_; }
@@ -125,6 +127,10 @@ class RunState {
   std::shared_ptr<void> arena_;
   size_t arena_size_ = 0;                                // its capacity (at least the plan's arena_size)
   std::map<Plan::Key, std::vector<Plan::Key>> aliases_;  // recorded
+  struct Reuse {
+    int node, out_record, in_record;
+  };
+  std::vector<Reuse> reuses_;  // recorded output_reusing calls
 };
 
 class NodeContext final : public KernelContext {
@@ -156,6 +162,15 @@ class NodeContext final : public KernelContext {
     if (i >= outs_.size()) fail(ErrorCode::internal, "kernel wrote output ", i, " of ", outs_.size());
     outs_[i] = DataValue(rs_.allocate(main_, index_, cn_, i, dtype, shape, false));
     return outs_[i].tensor;
+  }
+  Tensor& output_reusing(size_t i, size_t in, DType dtype, const Shape& shape) override {
+    Tensor& t = output_for_overwrite(i, dtype, shape);
+    const Tensor* x = input(in);
+    if (!x || !main_ || !x->storage()) return t;
+    for (size_t j = 0; j < num_inputs(); ++j)  // read again through another input: not while it is written
+      if (const Tensor* o = input(j); j != in && o && o->storage() == x->storage()) return t;
+    rs_.note_reuse(index_, int(i), *x, t);
+    return t;
   }
   void set_output(size_t i, DataValue v) override {
     if (i >= outs_.size()) fail(ErrorCode::internal, "kernel set output ", i, " of ", outs_.size());
@@ -199,7 +214,8 @@ Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t ou
     if (nbytes > 0) {
       const int r = int(records_.size());
       records_.push_back({nbytes, node, node, node, int(out), false});
-      rec_by_storage_[t.storage().get()] = {r, t.storage()};  // a freed address reused: the old buffer is dead
+      rec_by_storage_[t.storage().get()] = {r,
+                                            t.storage()};  // a freed address reused: the old buffer is dead
     }
     return t;
   }
@@ -237,20 +253,45 @@ void RunState::mark_escaping(const DataValue& v) {
   for (const Tensor& t : v.sequence) mark(t);
 }
 
+void RunState::note_reuse(int node, int out, const Tensor& x, const Tensor& t) {
+  if (!recording_ || x.nbytes() != t.nbytes() || x.byte_offset() != 0) return;
+  const int ri = record_of(x), ro = record_of(t);
+  if (ri >= 0 && ro >= 0 && ri != ro) reuses_.push_back({node, ro, ri});
+}
+
 std::shared_ptr<const Plan> RunState::make_plan() const {
+  // An output that takes over its input's buffer (output_reusing) joins that buffer's request: where the
+  // input is as large, whole (not a view into it), planned, and read by nothing after the node.
+  std::vector<int> root(records_.size());
+  for (size_t i = 0; i < root.size(); ++i) root[i] = int(i);
+  std::vector<int> last(records_.size());
+  for (size_t i = 0; i < records_.size(); ++i) last[i] = records_[i].last;
+  for (const Reuse& u : reuses_) {  // in node order, so chains (a -> b -> c in place) join one root
+    const Record &in = records_[size_t(u.in_record)], &out = records_[size_t(u.out_record)];
+    const int r = root[size_t(u.in_record)];
+    if (in.escapes || out.escapes || in.size != out.size || in.last != u.node || last[size_t(r)] != u.node ||
+        root[size_t(u.out_record)] != u.out_record)
+      continue;
+    root[size_t(u.out_record)] = r;
+    last[size_t(r)] = std::max(last[size_t(r)], out.last);
+  }
   std::vector<BufferRequest> reqs;
-  std::vector<const Record*> planned;
-  for (const Record& r : records_) {
-    if (r.escapes) continue;
-    reqs.push_back({r.size, r.first, r.last});
-    planned.push_back(&r);
+  std::vector<int> req_of(records_.size(), -1);
+  for (size_t i = 0; i < records_.size(); ++i) {
+    const Record& r = records_[i];
+    if (r.escapes || root[i] != int(i)) continue;
+    req_of[i] = int(reqs.size());
+    reqs.push_back({r.size, r.first, last[i]});
   }
   const MemoryPlan mp = plan_memory(reqs);
   auto plan = std::make_shared<Plan>();
   plan->arena_size = mp.arena_size;
-  for (size_t i = 0; i < planned.size(); ++i)
-    plan->placement[{planned[i]->node, planned[i]->out}] = {mp.offsets[i], planned[i]->size,
-                                                            planned[i]->first, planned[i]->last};
+  for (size_t i = 0; i < records_.size(); ++i) {
+    const Record& r = records_[i];
+    const int q = req_of[size_t(root[i])];
+    if (r.escapes || q < 0) continue;
+    plan->placement[{r.node, r.out}] = {mp.offsets[size_t(q)], r.size, r.first, r.last};
+  }
   plan->aliases = aliases_;
   plan->shape_cache = shape_cache;
   return plan;
@@ -410,10 +451,11 @@ void SessionImpl::validate_feeds(const std::map<std::string, DataValue>& feeds) 
                   cat("unknown input '", name, "' (the model's inputs: ", names, ")"));
     }
     const ir::TypeInfo& t = in->type;
-    auto bad = [&]() {  // (the message is built only when it is thrown: this runs for every feed of every run)
-      throw Error(ErrorCode::invalid_argument,
-                  cat("input '", name, "': expected ", t.str(), ", got ", runtime::describe_value(v)));
-    };
+    auto bad =
+        [&]() {  // (the message is built only when it is thrown: this runs for every feed of every run)
+          throw Error(ErrorCode::invalid_argument,
+                      cat("input '", name, "': expected ", t.str(), ", got ", runtime::describe_value(v)));
+        };
     auto check_tensor = [&](const Tensor& x) {
       if (t.elem != DType::undefined && x.dtype() != t.elem) bad();
       if (!t.shape) return;

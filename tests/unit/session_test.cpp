@@ -5,10 +5,9 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_backend.h"
 #include "core/thread_pool.h"
@@ -30,6 +29,15 @@ void add_kernel(KernelContext& c) {
   Tensor& o = c.output(0, DType::f32, a.shape());
   for (int64_t i = 0; i < a.numel(); ++i) o.data<float>()[i] = a.data<float>()[i] + b.data<float>()[i];
 }
+// a + b into b's buffer where the plan allows (output_reusing); counts the runs that got it.
+std::atomic<int> g_in_place{0};
+void add_into_kernel(KernelContext& c) {
+  const Tensor& a = c.required_input(0);
+  const Tensor& b = c.required_input(1);
+  Tensor& o = c.output_reusing(0, 1, DType::f32, a.shape());
+  if (o.data<float>() == b.data<float>()) ++g_in_place;
+  for (int64_t i = 0; i < a.numel(); ++i) o.data<float>()[i] = a.data<float>()[i] + b.data<float>()[i];
+}
 void scale_kernel(KernelContext& c) {
   const Tensor& a = c.required_input(0);
   const float alpha = c.attr_float("alpha", 1.0f);
@@ -37,10 +45,16 @@ void scale_kernel(KernelContext& c) {
   for (int64_t i = 0; i < a.numel(); ++i) o.data<float>()[i] = a.data<float>()[i] * alpha;
 }
 // Output 0 is a view of input 0 (like Reshape / Identity).
-void view_kernel(KernelContext& c) { c.set_output(0, DataValue(c.required_input(0))); }
-void fail_kernel(KernelContext& c) { c.fail(ErrorCode::runtime, "boom"); }
+void view_kernel(KernelContext& c) {
+  c.set_output(0, DataValue(c.required_input(0)));
+}
+void fail_kernel(KernelContext& c) {
+  c.fail(ErrorCode::runtime, "boom");
+}
 void lazy_kernel(KernelContext&) {}
-void throwing_kernel(KernelContext&) { throw std::out_of_range("vector index"); }
+void throwing_kernel(KernelContext&) {
+  throw std::out_of_range("vector index");
+}
 // The positive elements of input 0: a data-dependent output size.
 void positives_kernel(KernelContext& c) {
   const Tensor& a = c.required_input(0);
@@ -84,14 +98,17 @@ void register_test_ops() {
     using K = Attribute::Kind;
     reg.add(ir::make_schema("Add", 2, 2, 1, 1, same, {}, kDom));
     reg.add(ir::make_schema("Scale", 1, 1, 1, 1, same, {{"alpha", K::f}}, kDom));
+    reg.add(ir::make_schema("AddInto", 2, 2, 1, 1, same, {}, kDom));
     reg.add(ir::make_schema("View", 1, 1, 1, 1, same, {}, kDom));
     reg.add(ir::make_schema("Fail", 1, 1, 1, 1, same, {}, kDom));
     reg.add(ir::make_schema("Lazy", 1, 1, 1, 1, same, {}, kDom));
     reg.add(ir::make_schema("Throw", 1, 1, 1, 1, same, {}, kDom));
     reg.add(ir::make_schema(
         "Positives", 1, 1, 1, 1,
-        [](ir::InferenceContext& c) { c.set_output(0, DType::f32, std::vector<ir::Dim>{ir::Dim()}); }, {}, kDom));
-    reg.add(ir::make_schema("Cond", 1, 1, 1, 1, nullptr, {{"then_branch", K::g}, {"else_branch", K::g}}, kDom));
+        [](ir::InferenceContext& c) { c.set_output(0, DType::f32, std::vector<ir::Dim>{ir::Dim()}); }, {},
+        kDom));
+    reg.add(
+        ir::make_schema("Cond", 1, 1, 1, 1, nullptr, {{"then_branch", K::g}, {"else_branch", K::g}}, kDom));
     reg.add(ir::make_schema("Repeat", 1, 1, 1, 1, nullptr, {{"n", K::i}, {"body", K::g}}, kDom));
     reg.add(ir::make_schema(
         "PoolThreads", 0, 0, 1, 1,
@@ -100,6 +117,7 @@ void register_test_ops() {
     using backends::cpu::add_tuned_kernel;
     add_tuned_kernel(kDom, "Add", {}, add_kernel);
     add_tuned_kernel(kDom, "Scale", {}, scale_kernel);
+    add_tuned_kernel(kDom, "AddInto", {}, add_into_kernel);
     add_tuned_kernel(kDom, "View", {}, view_kernel);
     add_tuned_kernel(kDom, "Fail", {}, fail_kernel);
     add_tuned_kernel(kDom, "Lazy", {}, lazy_kernel);
@@ -199,7 +217,8 @@ void expect_values(const DataValue& v, const std::vector<float>& want) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(v.tensor.data<float>()[i], want[i]) << "element " << i;
 }
 
-ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr, std::string* node = nullptr) {
+ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr,
+                  std::string* node = nullptr) {
   try {
     f();
   } catch (const Error& e) {
@@ -268,13 +287,32 @@ TEST(RuntimeSession, BadFeeds) {
   EXPECT_NE(msg.find("unknown input 'z'"), std::string::npos) << msg;
   EXPECT_EQ(code_of([&] { sess.run({}); }, &msg), ErrorCode::invalid_argument);
   EXPECT_NE(msg.find("missing required input 'x'"), std::string::npos) << msg;
-  EXPECT_EQ(code_of([&] { sess.run({{"x", Tensor(DType::i64, {2, 4})}}); }, &msg), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of(
+                [&] {
+                  sess.run({{"x", Tensor(DType::i64, {2, 4})}});
+                },
+                &msg),
+            ErrorCode::invalid_argument);
   EXPECT_EQ(msg, "input 'x': expected float32[batch,4], got int64[2,4]");
-  EXPECT_EQ(code_of([&] { sess.run({{"x", Tensor(DType::f32, {2, 4, 1})}}); }, &msg), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of(
+                [&] {
+                  sess.run({{"x", Tensor(DType::f32, {2, 4, 1})}});
+                },
+                &msg),
+            ErrorCode::invalid_argument);
   EXPECT_EQ(msg, "input 'x': expected float32[batch,4], got float32[2,4,1]");
-  EXPECT_EQ(code_of([&] { sess.run({{"x", Tensor(DType::f32, {2, 5})}}); }, &msg), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of(
+                [&] {
+                  sess.run({{"x", Tensor(DType::f32, {2, 5})}});
+                },
+                &msg),
+            ErrorCode::invalid_argument);
   EXPECT_EQ(msg, "input 'x': expected float32[batch,4], got float32[2,5]");
-  EXPECT_EQ(code_of([&] { sess.run({{"x", DataValue::make_sequence({good})}}); }, &msg),
+  EXPECT_EQ(code_of(
+                [&] {
+                  sess.run({{"x", DataValue::make_sequence({good})}});
+                },
+                &msg),
             ErrorCode::invalid_argument);
   EXPECT_EQ(code_of([&] { sess.run({{"x", DataValue()}}); }, &msg), ErrorCode::invalid_argument);
   EXPECT_EQ(code_of([&] { sess.run({{"x", good}}, {"nope"}); }, &msg), ErrorCode::invalid_argument);
@@ -294,7 +332,8 @@ TEST(RuntimeSession, KernelErrorsNameTheNode) {
     const ErrorCode code = code_of([&] { sess.run({{"x", Tensor(DType::f32, {2})}}); }, &msg, &who);
     EXPECT_EQ(who, "bad_node") << op;
     EXPECT_NE(msg.find(op), std::string::npos) << msg;
-    EXPECT_EQ(code, std::string(op) == "Lazy" ? ErrorCode::internal : ErrorCode::runtime) << op << ": " << msg;
+    EXPECT_EQ(code, std::string(op) == "Lazy" ? ErrorCode::internal : ErrorCode::runtime)
+        << op << ": " << msg;
   }
 }
 
@@ -348,7 +387,8 @@ TEST(RuntimeSession, PlansMemoryAndReusesThePlan) {
   auto kept = check_run(16);
   EXPECT_EQ(impl.num_planned_runs(), 1);
   EXPECT_EQ(impl.last_arena_bytes(), 4u * 256u);
-  const std::vector<float> kept_values(kept[0].tensor.values<float>().begin(), kept[0].tensor.values<float>().end());
+  const std::vector<float> kept_values(kept[0].tensor.values<float>().begin(),
+                                       kept[0].tensor.values<float>().end());
   // New shapes: a new plan; the old one is reused when they come back.
   check_run(3);
   EXPECT_EQ(impl.num_cached_plans(), 2u);
@@ -392,6 +432,41 @@ TEST(RuntimeSession, ViewsOfPlannedBuffers) {
   EXPECT_EQ(sess.impl().num_planned_runs(), 2);
 }
 
+// output_reusing: the output takes over its input's buffer only where nothing reads that buffer later
+// (directly or through a view), no other input of the node is that buffer, and the sizes match.
+TEST(RuntimeSession, OutputsReuseDeadInputBuffers) {
+  Builder b;
+  ir::Value* x = b.input("x", DType::f32, {64});
+  ir::Value* a = node(b.g, "Scale", "a", {x}, {{"alpha", fattr(2)}});
+  ir::Value* c = node(b.g, "Scale", "c", {x}, {{"alpha", fattr(3)}});
+  ir::Value* d = node(b.g, "AddInto", "d", {a, c});  // c dead after: d takes its buffer
+  ir::Value* e = node(b.g, "AddInto", "e", {a, d});  // and e d's (a chain on one buffer)
+  ir::Value* f = node(b.g, "Scale", "f", {x}, {{"alpha", fattr(5)}});
+  ir::Value* g = node(b.g, "AddInto", "g", {e, f});  // f read again below: no
+  ir::Value* h = node(b.g, "Add", "h", {g, f});
+  ir::Value* k = node(b.g, "Scale", "k", {x}, {{"alpha", fattr(7)}});
+  ir::Value* kv = node(b.g, "View", "kv", {k});
+  ir::Value* m = node(b.g, "AddInto", "m", {h, k});  // k read later through its view: no
+  ir::Value* n = node(b.g, "AddInto", "n", {m, m});  // both inputs one buffer: no
+  ir::Value* y = node(b.g, "Add", "y", {n, kv});
+  b.g.outputs = {y};
+  Session sess = b.build();
+  std::mt19937 rng(5);
+  for (int rep = 0; rep < 3; ++rep) {
+    g_in_place = 0;
+    Tensor xt = random_tensor({64}, rng);
+    auto outs = sess.run({{"x", xt}});
+    std::vector<float> want;
+    for (float v : xt.values<float>()) {
+      const float dd = v * 2 + v * 3, ee = v * 2 + dd, gg = ee + v * 5, hh = gg + v * 5, mm = hh + v * 7;
+      want.push_back(mm + mm + v * 7);
+    }
+    expect_values(outs[0], want);
+    EXPECT_EQ(g_in_place.load(), rep == 0 ? 0 : 2) << "run " << rep;  // d and e, once planned
+  }
+  EXPECT_EQ(sess.impl().num_planned_runs(), 2);
+}
+
 TEST(RuntimeSession, DataDependentSizesFallBack) {
   Builder b;
   ir::Value* x = b.input("x", DType::f32, {4});
@@ -417,7 +492,8 @@ TEST(RuntimeSession, CondSubgraphs) {
   then_g->outputs = {node(*then_g, "Add", "t", {c, x})};
   auto else_g = b.subgraph("else", b.g);
   else_g->outputs = {c};
-  ir::Value* n = node(b.g, "Cond", "n", {flag}, {{"then_branch", gattr(then_g)}, {"else_branch", gattr(else_g)}});
+  ir::Value* n =
+      node(b.g, "Cond", "n", {flag}, {{"then_branch", gattr(then_g)}, {"else_branch", gattr(else_g)}});
   ir::Value* d = node(b.g, "Scale", "d", {x}, {{"alpha", fattr(3)}});
   ir::Value* e = node(b.g, "Scale", "e", {d}, {{"alpha", fattr(1)}});
   b.g.outputs = {node(b.g, "Add", "out", {n, e})};
@@ -425,8 +501,10 @@ TEST(RuntimeSession, CondSubgraphs) {
   Tensor xt = Tensor::from_vector<float>({1, 2, 3, 4});
   for (bool f : {true, false, true, false, false}) {
     auto outs = sess.run({{"flag", Tensor::scalar<bool>(f)}, {"x", xt}});
-    if (f) expect_values(outs[0], {14, 28, 42, 56});
-    else expect_values(outs[0], {13, 26, 39, 52});
+    if (f)
+      expect_values(outs[0], {14, 28, 42, 56});
+    else
+      expect_values(outs[0], {13, 26, 39, 52});
   }
 }
 
@@ -597,11 +675,16 @@ TEST(RuntimeSession, RunsAnOnnxModelFromBytes) {
   ASSERT_EQ(sess.inputs().size(), 2u);
   EXPECT_EQ(sess.inputs()[0].dim_names[0], "N");
   for (int rep = 0; rep < 3; ++rep) {
-    auto outs = sess.run({{"x", Tensor::from_vector<float>({1, 2, 3})}, {"y", Tensor::from_vector<float>({4, 5, 6})}});
+    auto outs = sess.run(
+        {{"x", Tensor::from_vector<float>({1, 2, 3})}, {"y", Tensor::from_vector<float>({4, 5, 6})}});
     expect_values(outs[0], {5, 14, 27});
   }
   std::string msg;
-  EXPECT_EQ(code_of([&] { sess.run({{"x", Tensor::from_vector<float>({1, 2, 3})}}); }, &msg),
+  EXPECT_EQ(code_of(
+                [&] {
+                  sess.run({{"x", Tensor::from_vector<float>({1, 2, 3})}});
+                },
+                &msg),
             ErrorCode::invalid_argument);
   EXPECT_NE(msg.find("missing required input 'y'"), std::string::npos) << msg;
 }

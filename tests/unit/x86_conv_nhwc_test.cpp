@@ -103,10 +103,16 @@ void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa, i
       }
   std::vector<float> want(res.size()), got(res.size(), 123.f);
   reference(p, x, w, ep, want);
+  // 4: the residual in the output's own buffer (a plan's output_reusing)
+  ConvEpilogue run_ep = ep;
+  if (fused == 4) {
+    got = res;
+    run_ep.residual = got.data();
+  }
   if (wino)
-    conv2d_wino_nhwc_f32(p, wino, x.data(), wp.data(), ep, got.data(), pool, isa);
+    conv2d_wino_nhwc_f32(p, wino, x.data(), wp.data(), run_ep, got.data(), pool, isa);
   else
-    conv2d_nhwc_f32(p, x.data(), wp.data(), ep, got.data(), pool, isa);
+    conv2d_nhwc_f32(p, x.data(), wp.data(), run_ep, got.data(), pool, isa);
   const double tol = 1e-5 * std::sqrt(double(p.c / p.groups * p.kh * p.kw)) * 8;
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i])))
@@ -162,7 +168,7 @@ TEST(X86ConvNhwc, DenseMatchesReference) {
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)
-      for (int fused = 0; fused <= 3; ++fused) {
+      for (int fused = 0; fused <= 4; ++fused) {
         run_case(p, fused, fused == 1 ? nullptr : &pool, isa);
         if (HasFatalFailure()) return;
       }
@@ -185,7 +191,7 @@ TEST(X86ConvNhwc, WinogradMatchesReference) {
     for (const auto& p : cases) {
       ASSERT_TRUE(wino_applies(p));
       for (int m : {2, 4})
-        for (int fused = 0; fused <= 2; ++fused) {
+        for (int fused : {0, 1, 2, 4}) {
           run_case(p, fused, fused == 1 ? nullptr : &pool, isa, m);
           if (HasFatalFailure()) return;
         }
@@ -230,7 +236,7 @@ TEST(X86ConvNhwc, DepthwiseMatchesReference) {
   cases.back().sh = 1;
   for (ConvIsa isa : isas())
     for (const auto& p : cases)
-      for (int fused = 0; fused <= 2; ++fused) {
+      for (int fused : {0, 1, 2, 4}) {
         run_case(p, fused, fused == 1 ? nullptr : &pool, isa);
         if (HasFatalFailure()) return;
       }

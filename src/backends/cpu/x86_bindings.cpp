@@ -90,12 +90,16 @@ void fused_gemm_x86(KernelContext& ctx) {
   }
   const Tensor a = a0.contiguous();
   const Tensor res = res0 ? res0->contiguous() : Tensor();
-  // The GEMM writes every element of C when K > 0 (beta = 0 never reads it).
-  Tensor& y = k > 0 ? ctx.output_for_overwrite(0, DType::f32, os) : ctx.output(0, DType::f32, os);
+  // The GEMM writes every element of C when K > 0 (beta = 0 never reads it); it may take over the
+  // residual's buffer, and then accumulates onto it (beta = 1: its K blocks would overwrite it otherwise).
+  Tensor& y = k <= 0                          ? ctx.output(0, DType::f32, os)
+              : res0 && res0->is_contiguous() ? ctx.output_reusing(0, 3, DType::f32, os)
+                                              : ctx.output_for_overwrite(0, DType::f32, os);
   const int64_t m = k ? a.numel() / k : shape_numel(os) / std::max<int64_t>(n, 1);
   const auto packed = kernels::x86::PackedB::view(bp.data<float>(), k, n, kc, nr, bp.storage());
   ep.bias = bias ? bias->data<float>() : nullptr;
   ep.residual = res0 ? res.data<float>() : nullptr;
+  if (ep.residual && ep.residual == y.data<float>()) ep.residual = nullptr, ep.beta = 1.0f;
   ep.ldr = n;
   ep.act = *act;
   kernels::x86::sgemm_packed(m, a.data<float>(), k, false, packed, y.data<float>(), n, ep, ctx.pool());
@@ -145,13 +149,16 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   ctx.check(p.oh() > 0 && p.ow() > 0, "output would be empty");
   if (b) ctx.check(b->dtype() == DType::f32 && b->numel() == p.oc, "bias must have ", p.oc, " elements");
   const Tensor x = x0.contiguous(), w = w0.contiguous();
-  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {p.n, p.oh(), p.ow(), p.oc});
-  Tensor rc, bc;
-  if (r) {
-    ctx.check(r->dtype() == DType::f32 && r->shape() == y.shape(), "residual ", r->text(),
+  const Shape ys{p.n, p.oh(), p.ow(), p.oc};
+  if (r)
+    ctx.check(r->dtype() == DType::f32 && r->shape() == ys, "residual ", r->text(),
               " does not match the output");
-    rc = r->contiguous();
-  }
+  // The output takes over the residual's buffer where the plan can (every conv path adds it element by
+  // element as it stores, or accumulates onto it: conv_dense).
+  Tensor& y = r && r->is_contiguous() ? ctx.output_reusing(0, 3, DType::f32, ys)
+                                      : ctx.output_for_overwrite(0, DType::f32, ys);
+  Tensor rc, bc;
+  if (r) rc = r->contiguous();
   if (b) bc = b->contiguous();
   kernels::x86::ConvEpilogue ep;
   ep.bias = b ? bc.data<float>() : nullptr;

@@ -163,16 +163,17 @@ void conv_ukr_portable(const float* const* rows, int64_t ntaps, int64_t kc, cons
 
 void dw_row_portable(const DwRowArgs& a) {
   const int64_t c = a.c;
+  std::vector<float> acc(static_cast<size_t>(c));  // not in y: the residual may live there (output_reusing)
   for (int64_t ox = a.ox0; ox < a.ox0 + a.cnt; ++ox) {
     float* yo = a.y + (ox - a.ox0) * c;
-    for (int64_t ch = 0; ch < c; ++ch) yo[ch] = a.bias ? a.bias[ch] : 0.0f;
+    for (int64_t ch = 0; ch < c; ++ch) acc[size_t(ch)] = a.bias ? a.bias[ch] : 0.0f;
     const int64_t ixb = ox * a.sw + a.ix0;
     for_each_dw_tap(a, ixb, [&](int64_t xo, int64_t wo) {
-      for (int64_t ch = 0; ch < c; ++ch) yo[ch] += a.x[xo + ch] * a.wp[wo + ch];
+      for (int64_t ch = 0; ch < c; ++ch) acc[size_t(ch)] += a.x[xo + ch] * a.wp[wo + ch];
     });
     const float* ro = a.residual ? a.residual + (ox - a.ox0) * c : nullptr;
     for (int64_t ch = 0; ch < c; ++ch)
-      yo[ch] = act1(yo[ch] + (ro ? ro[ch] : 0.0f), a.act, a.clip_min, a.clip_max);
+      yo[ch] = act1(acc[size_t(ch)] + (ro ? ro[ch] : 0.0f), a.act, a.clip_min, a.clip_max);
   }
 }
 
@@ -346,6 +347,11 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
       k_blocks(tt, cc, streamed ? 128 : std::max<int64_t>(512, (64 << 10) / (P * 4)));
   int64_t max_taps = 0;
   for (const KBlock& b : blocks) max_taps = std::max(max_taps, b.t1 - b.t0);
+  // The residual in y's own buffer (output_reusing): over several K blocks the first would overwrite it
+  // before the last adds it, so the blocks accumulate onto it from the first instead (one block adds it
+  // as it stores, element by element, which aliasing does not disturb).
+  const bool res_in_y = ep.residual == y && blocks.size() > 1;
+  const float* const residual = res_in_y ? nullptr : ep.residual;
   // Pixels per task: 96 (a multiple of every MR) at one thread. Over several, tasks go out in a guided
   // schedule (run_tasks), so a task is also the smallest piece a thread can take at the end of the conv:
   // - weights that stay in L2 (chunk_major): a whole number of the main kernel's tiles worth ~2^18
@@ -496,7 +502,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
                 continue;
               }
               const ConvTileEpilogue te{ep.bias ? ep.bias + sp.col : nullptr,
-                                        ep.residual ? ep.residual + m0 * OC + sp.col : nullptr,
+                                        residual ? residual + m0 * OC + sp.col : nullptr,
                                         OC,
                                         ep.act,
                                         ep.clip_min,
@@ -529,13 +535,13 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
               const Span& sp = spans[si];
               if (mt < fast_end && sp.width % k.nr == 0 && sp.ldw == k.nr) continue;  // done above
               ConvTileEpilogue te_{ep.bias ? ep.bias + sp.col : nullptr,
-                                   ep.residual ? ep.residual + mt * OC + sp.col : nullptr,
+                                   residual ? residual + mt * OC + sp.col : nullptr,
                                    OC,
                                    ep.act,
                                    ep.clip_min,
                                    ep.clip_max};
-              fn(rows, b.t1 - b.t0, b.c1 - b.c0, sp.w, sp.ldw, y + mt * OC + sp.col, OC, mr, sp.width, bi > 0,
-                 last ? &te_ : nullptr, slice(si, steps));
+              fn(rows, b.t1 - b.t0, b.c1 - b.c0, sp.w, sp.ldw, y + mt * OC + sp.col, OC, mr, sp.width,
+                 bi > 0 || res_in_y, last ? &te_ : nullptr, slice(si, steps));
             }
           }
         };
