@@ -102,6 +102,11 @@ void transpose_tile16_portable(const float* x, int64_t ldx, float* y, int64_t ld
     for (int64_t b = 0; b < 16; ++b) y[a * ldy + b] = x[b * ldx + a];
 }
 
+void interleave3_portable(const float* x, int64_t ldx, float* y, int64_t n) {
+  for (int64_t a = 0; a < n; ++a)
+    for (int64_t b = 0; b < 3; ++b) y[a * 3 + b] = x[b * ldx + a];
+}
+
 void online_softmax_portable(float* s, int64_t lds, int64_t rows, int64_t len, float* m, float* l,
                              float* corr) {
   const float ninf = -std::numeric_limits<float>::infinity();
@@ -123,8 +128,9 @@ void online_softmax_portable(float* s, int64_t lds, int64_t rows, int64_t len, f
   }
 }
 
-const EltwiseKernels kPortable = {unary_portable,     binary_portable,         softmax_portable,
-                                  layernorm_portable, online_softmax_portable, transpose_tile16_portable};
+const EltwiseKernels kPortable = {unary_portable,      binary_portable,         softmax_portable,
+                                  layernorm_portable,  online_softmax_portable, transpose_tile16_portable,
+                                  interleave3_portable};
 
 std::atomic<int> g_forced{-1};
 
@@ -352,8 +358,8 @@ void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape,
           case 2:
             interleave_runs<2>(xs, isB, yd, a_lo, a_hi);
             continue;
-          case 3:
-            interleave_runs<3>(xs, isB, yd, a_lo, a_hi);
+          case 3:  // an image's three color planes
+            k.interleave3(xs + a_lo, isB, yd + 3 * a_lo, a_hi - a_lo);
             continue;
           case 4:
             interleave_runs<4>(xs, isB, yd, a_lo, a_hi);

@@ -54,6 +54,8 @@ struct EltwiseKernels {
                               float* corr);
   // One 16 x 16 tile: y[a * ldy + b] = x[b * ldx + a] for a, b < 16.
   void (*transpose_tile16)(const float* x, int64_t ldx, float* y, int64_t ldy);
+  // Three planes interleaved (an image's NCHW -> NHWC with 3 channels): y[3 a + b] = x[b * ldx + a], a < n.
+  void (*interleave3)(const float* x, int64_t ldx, float* y, int64_t n);
 };
 // The kernels of `isa` (must be available).
 const EltwiseKernels& eltwise_kernels(EltIsa isa);

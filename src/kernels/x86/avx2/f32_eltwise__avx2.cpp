@@ -96,6 +96,39 @@ void transpose_tile16(const float* x, int64_t ldx, float* y, int64_t ldy) {
     for (int b = 0; b < 16; b += 8) transpose_tile8(x + a + b * ldx, ldx, y + a * ldy + b, ldy);
 }
 
+// 8 pixels of each plane -> 24 interleaved floats: each output vector takes its lanes from the three planes
+// by a permute each and two blends.
+void interleave3(const float* x, int64_t ldx, float* y, int64_t n) {
+  alignas(32) int32_t idx[3][3][8];
+  int blend[3][3] = {};
+  for (int k = 0; k < 3; ++k)
+    for (int m = 0; m < 8; ++m) {
+      const int o = 8 * k + m, a = o / 3, b = o % 3;
+      for (int q = 0; q < 3; ++q) idx[k][q][m] = a;
+      blend[k][b] |= 1 << m;
+    }
+  const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx;
+  int64_t a = 0;
+  for (; a + 8 <= n; a += 8) {
+    const __m256 v[3] = {_mm256_loadu_ps(x0 + a), _mm256_loadu_ps(x1 + a), _mm256_loadu_ps(x2 + a)};
+    for (int k = 0; k < 3; ++k) {
+      const __m256i ix = _mm256_load_si256(reinterpret_cast<const __m256i*>(idx[k][0]));
+      __m256 out = _mm256_setzero_ps();
+      for (int b = 0; b < 3; ++b) {
+        const __m256 pv = _mm256_permutevar8x32_ps(v[b], ix);
+        const __m256 sel = _mm256_castsi256_ps(
+            _mm256_setr_epi32(-((blend[k][b] >> 0) & 1), -((blend[k][b] >> 1) & 1), -((blend[k][b] >> 2) & 1),
+                              -((blend[k][b] >> 3) & 1), -((blend[k][b] >> 4) & 1), -((blend[k][b] >> 5) & 1),
+                              -((blend[k][b] >> 6) & 1), -((blend[k][b] >> 7) & 1)));
+        out = _mm256_blendv_ps(out, pv, sel);
+      }
+      _mm256_storeu_ps(y + 3 * a + 8 * k, out);
+    }
+  }
+  for (; a < n; ++a)
+    for (int b = 0; b < 3; ++b) y[3 * a + b] = x[b * ldx + a];
+}
+
 }  // namespace
 
 extern const EltwiseKernels kEltwiseKernelsAvx2;
@@ -104,6 +137,7 @@ const EltwiseKernels kEltwiseKernelsAvx2 = {unary_kernel<O256>,
                                             softmax_rows_kernel<O256>,
                                             layernorm_rows_kernel<O256>,
                                             online_softmax_rows_kernel<O256>,
-                                            transpose_tile16};
+                                            transpose_tile16,
+                                            interleave3};
 
 }  // namespace tessera::kernels::x86

@@ -84,6 +84,35 @@ void transpose_tile16(const float* x, int64_t ldx, float* y, int64_t ldy) {
   }
 }
 
+// 16 pixels of each plane -> 48 interleaved floats: two two-source permutes per output vector (the first
+// takes planes 0 and 1, the second slots plane 2 in). The scalar loop ran at 4 GB/s (ResNet's input:
+// 0.15 ms of its 54).
+void interleave3(const float* x, int64_t ldx, float* y, int64_t n) {
+  alignas(64) int32_t i01[3][16], i2[3][16];
+  for (int k = 0; k < 3; ++k)
+    for (int m = 0; m < 16; ++m) {
+      const int o = 16 * k + m, a = o / 3, b = o % 3;
+      i01[k][m] = b == 0 ? a : b == 1 ? 16 + a : 0;
+      i2[k][m] = b == 2 ? 16 + a : m;
+    }
+  __m512i p01[3], p2[3];
+  for (int k = 0; k < 3; ++k) {
+    p01[k] = _mm512_load_si512(i01[k]);
+    p2[k] = _mm512_load_si512(i2[k]);
+  }
+  const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx;
+  int64_t a = 0;
+  for (; a + 16 <= n; a += 16) {
+    const __m512 v0 = _mm512_loadu_ps(x0 + a), v1 = _mm512_loadu_ps(x1 + a), v2 = _mm512_loadu_ps(x2 + a);
+#pragma GCC unroll 3
+    for (int k = 0; k < 3; ++k)
+      _mm512_storeu_ps(y + 3 * a + 16 * k,
+                       _mm512_permutex2var_ps(_mm512_permutex2var_ps(v0, p01[k], v1), p2[k], v2));
+  }
+  for (; a < n; ++a)
+    for (int b = 0; b < 3; ++b) y[3 * a + b] = x[b * ldx + a];
+}
+
 }  // namespace
 
 extern const EltwiseKernels kEltwiseKernelsAvx512f;
@@ -92,6 +121,7 @@ const EltwiseKernels kEltwiseKernelsAvx512f = {unary_kernel<O512>,
                                                softmax_rows_kernel<O512>,
                                                layernorm_rows_kernel<O512>,
                                                online_softmax_rows_kernel<O512>,
-                                               transpose_tile16};
+                                               transpose_tile16,
+                                               interleave3};
 
 }  // namespace tessera::kernels::x86
