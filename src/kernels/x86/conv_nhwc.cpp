@@ -887,15 +887,17 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
   while (step < OH && (step * dw.sh + (dw.kh - 1) * dw.dh + 1) <= budget) ++step;
   const int64_t threads = pool ? pool->num_threads() : 1;
   // Bands per image: one per image when the images keep the threads busy; else one per thread, as long as
-  // the halo rows each band boundary recomputes (kh - sh, dilated) stay under 1/6 of a band's input rows
-  // (two per thread recomputed more: MobileNetV2's 56 x 56 and 28 x 28 pairs 3-9% slower at two threads).
-  // A small map over several threads splits better by channels (below); where the depthwise kernel
+  // the halo rows each band boundary recomputes (kh - sh, dilated) stay under 1/3 of a band's input rows
+  // (two per thread recomputed more: MobileNetV2's 56 x 56 and 28 x 28 pairs 3-9% slower at two threads;
+  // 1/6 sent its 14 x 14 pairs to the channel blocks below, 10-18% slower than bands there: MobileNetV2
+  // 2-3% at two threads, in-process A/B on the Xeon). A smaller map (7 x 7) over several threads splits
+  // better by channels (below); where the depthwise kernel
   // cannot take a block of channels, run the two convs one after the other (each threaded over pixels and
   // channels) through a scratch intermediate.
   const int64_t halo = std::max<int64_t>(0, (dw.kh - 1) * dw.dh + 1 - dw.sh);
   int64_t bands = 1;
   if (threads > 1 && n < threads) {
-    bands = threads <= OH && (OH / threads) * dw.sh >= 6 * halo ? threads : 0;
+    bands = threads <= OH && (OH / threads) * dw.sh >= 3 * halo ? threads : 0;
 #ifdef TESSERA_CONV_X86
     if (bands == 0 && isa != ConvIsa::portable && dw3_rows_applies(dw) && !ep1.residual) {
       // Blocks of channels instead: the depthwise conv needs only its own channels of the intermediate,
