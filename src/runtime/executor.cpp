@@ -214,8 +214,8 @@ Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t ou
     if (nbytes > 0) {
       const int r = int(records_.size());
       records_.push_back({nbytes, node, node, node, int(out), false});
-      rec_by_storage_[t.storage().get()] = {r,
-                                            t.storage()};  // a freed address reused: the old buffer is dead
+      // (a freed address reused: the old buffer is dead)
+      rec_by_storage_[t.storage().get()] = {r, t.storage()};
     }
     return t;
   }
@@ -451,11 +451,11 @@ void SessionImpl::validate_feeds(const std::map<std::string, DataValue>& feeds) 
                   cat("unknown input '", name, "' (the model's inputs: ", names, ")"));
     }
     const ir::TypeInfo& t = in->type;
-    auto bad =
-        [&]() {  // (the message is built only when it is thrown: this runs for every feed of every run)
-          throw Error(ErrorCode::invalid_argument,
-                      cat("input '", name, "': expected ", t.str(), ", got ", runtime::describe_value(v)));
-        };
+    // (the message is built only when it is thrown: this runs for every feed of every run)
+    auto bad = [&]() {
+      throw Error(ErrorCode::invalid_argument,
+                  cat("input '", name, "': expected ", t.str(), ", got ", runtime::describe_value(v)));
+    };
     auto check_tensor = [&](const Tensor& x) {
       if (t.elem != DType::undefined && x.dtype() != t.elem) bad();
       if (!t.shape) return;

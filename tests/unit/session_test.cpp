@@ -5,9 +5,10 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_backend.h"
 #include "core/thread_pool.h"
@@ -45,16 +46,10 @@ void scale_kernel(KernelContext& c) {
   for (int64_t i = 0; i < a.numel(); ++i) o.data<float>()[i] = a.data<float>()[i] * alpha;
 }
 // Output 0 is a view of input 0 (like Reshape / Identity).
-void view_kernel(KernelContext& c) {
-  c.set_output(0, DataValue(c.required_input(0)));
-}
-void fail_kernel(KernelContext& c) {
-  c.fail(ErrorCode::runtime, "boom");
-}
+void view_kernel(KernelContext& c) { c.set_output(0, DataValue(c.required_input(0))); }
+void fail_kernel(KernelContext& c) { c.fail(ErrorCode::runtime, "boom"); }
 void lazy_kernel(KernelContext&) {}
-void throwing_kernel(KernelContext&) {
-  throw std::out_of_range("vector index");
-}
+void throwing_kernel(KernelContext&) { throw std::out_of_range("vector index"); }
 // The positive elements of input 0: a data-dependent output size.
 void positives_kernel(KernelContext& c) {
   const Tensor& a = c.required_input(0);
@@ -105,10 +100,8 @@ void register_test_ops() {
     reg.add(ir::make_schema("Throw", 1, 1, 1, 1, same, {}, kDom));
     reg.add(ir::make_schema(
         "Positives", 1, 1, 1, 1,
-        [](ir::InferenceContext& c) { c.set_output(0, DType::f32, std::vector<ir::Dim>{ir::Dim()}); }, {},
-        kDom));
-    reg.add(
-        ir::make_schema("Cond", 1, 1, 1, 1, nullptr, {{"then_branch", K::g}, {"else_branch", K::g}}, kDom));
+        [](ir::InferenceContext& c) { c.set_output(0, DType::f32, std::vector<ir::Dim>{ir::Dim()}); }, {}, kDom));
+    reg.add(ir::make_schema("Cond", 1, 1, 1, 1, nullptr, {{"then_branch", K::g}, {"else_branch", K::g}}, kDom));
     reg.add(ir::make_schema("Repeat", 1, 1, 1, 1, nullptr, {{"n", K::i}, {"body", K::g}}, kDom));
     reg.add(ir::make_schema(
         "PoolThreads", 0, 0, 1, 1,
@@ -217,8 +210,7 @@ void expect_values(const DataValue& v, const std::vector<float>& want) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(v.tensor.data<float>()[i], want[i]) << "element " << i;
 }
 
-ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr,
-                  std::string* node = nullptr) {
+ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr, std::string* node = nullptr) {
   try {
     f();
   } catch (const Error& e) {
@@ -287,32 +279,13 @@ TEST(RuntimeSession, BadFeeds) {
   EXPECT_NE(msg.find("unknown input 'z'"), std::string::npos) << msg;
   EXPECT_EQ(code_of([&] { sess.run({}); }, &msg), ErrorCode::invalid_argument);
   EXPECT_NE(msg.find("missing required input 'x'"), std::string::npos) << msg;
-  EXPECT_EQ(code_of(
-                [&] {
-                  sess.run({{"x", Tensor(DType::i64, {2, 4})}});
-                },
-                &msg),
-            ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { sess.run({{"x", Tensor(DType::i64, {2, 4})}}); }, &msg), ErrorCode::invalid_argument);
   EXPECT_EQ(msg, "input 'x': expected float32[batch,4], got int64[2,4]");
-  EXPECT_EQ(code_of(
-                [&] {
-                  sess.run({{"x", Tensor(DType::f32, {2, 4, 1})}});
-                },
-                &msg),
-            ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { sess.run({{"x", Tensor(DType::f32, {2, 4, 1})}}); }, &msg), ErrorCode::invalid_argument);
   EXPECT_EQ(msg, "input 'x': expected float32[batch,4], got float32[2,4,1]");
-  EXPECT_EQ(code_of(
-                [&] {
-                  sess.run({{"x", Tensor(DType::f32, {2, 5})}});
-                },
-                &msg),
-            ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { sess.run({{"x", Tensor(DType::f32, {2, 5})}}); }, &msg), ErrorCode::invalid_argument);
   EXPECT_EQ(msg, "input 'x': expected float32[batch,4], got float32[2,5]");
-  EXPECT_EQ(code_of(
-                [&] {
-                  sess.run({{"x", DataValue::make_sequence({good})}});
-                },
-                &msg),
+  EXPECT_EQ(code_of([&] { sess.run({{"x", DataValue::make_sequence({good})}}); }, &msg),
             ErrorCode::invalid_argument);
   EXPECT_EQ(code_of([&] { sess.run({{"x", DataValue()}}); }, &msg), ErrorCode::invalid_argument);
   EXPECT_EQ(code_of([&] { sess.run({{"x", good}}, {"nope"}); }, &msg), ErrorCode::invalid_argument);
@@ -332,8 +305,7 @@ TEST(RuntimeSession, KernelErrorsNameTheNode) {
     const ErrorCode code = code_of([&] { sess.run({{"x", Tensor(DType::f32, {2})}}); }, &msg, &who);
     EXPECT_EQ(who, "bad_node") << op;
     EXPECT_NE(msg.find(op), std::string::npos) << msg;
-    EXPECT_EQ(code, std::string(op) == "Lazy" ? ErrorCode::internal : ErrorCode::runtime)
-        << op << ": " << msg;
+    EXPECT_EQ(code, std::string(op) == "Lazy" ? ErrorCode::internal : ErrorCode::runtime) << op << ": " << msg;
   }
 }
 
@@ -387,8 +359,7 @@ TEST(RuntimeSession, PlansMemoryAndReusesThePlan) {
   auto kept = check_run(16);
   EXPECT_EQ(impl.num_planned_runs(), 1);
   EXPECT_EQ(impl.last_arena_bytes(), 4u * 256u);
-  const std::vector<float> kept_values(kept[0].tensor.values<float>().begin(),
-                                       kept[0].tensor.values<float>().end());
+  const std::vector<float> kept_values(kept[0].tensor.values<float>().begin(), kept[0].tensor.values<float>().end());
   // New shapes: a new plan; the old one is reused when they come back.
   check_run(3);
   EXPECT_EQ(impl.num_cached_plans(), 2u);
@@ -492,8 +463,7 @@ TEST(RuntimeSession, CondSubgraphs) {
   then_g->outputs = {node(*then_g, "Add", "t", {c, x})};
   auto else_g = b.subgraph("else", b.g);
   else_g->outputs = {c};
-  ir::Value* n =
-      node(b.g, "Cond", "n", {flag}, {{"then_branch", gattr(then_g)}, {"else_branch", gattr(else_g)}});
+  ir::Value* n = node(b.g, "Cond", "n", {flag}, {{"then_branch", gattr(then_g)}, {"else_branch", gattr(else_g)}});
   ir::Value* d = node(b.g, "Scale", "d", {x}, {{"alpha", fattr(3)}});
   ir::Value* e = node(b.g, "Scale", "e", {d}, {{"alpha", fattr(1)}});
   b.g.outputs = {node(b.g, "Add", "out", {n, e})};
@@ -501,10 +471,8 @@ TEST(RuntimeSession, CondSubgraphs) {
   Tensor xt = Tensor::from_vector<float>({1, 2, 3, 4});
   for (bool f : {true, false, true, false, false}) {
     auto outs = sess.run({{"flag", Tensor::scalar<bool>(f)}, {"x", xt}});
-    if (f)
-      expect_values(outs[0], {14, 28, 42, 56});
-    else
-      expect_values(outs[0], {13, 26, 39, 52});
+    if (f) expect_values(outs[0], {14, 28, 42, 56});
+    else expect_values(outs[0], {13, 26, 39, 52});
   }
 }
 
@@ -675,16 +643,11 @@ TEST(RuntimeSession, RunsAnOnnxModelFromBytes) {
   ASSERT_EQ(sess.inputs().size(), 2u);
   EXPECT_EQ(sess.inputs()[0].dim_names[0], "N");
   for (int rep = 0; rep < 3; ++rep) {
-    auto outs = sess.run(
-        {{"x", Tensor::from_vector<float>({1, 2, 3})}, {"y", Tensor::from_vector<float>({4, 5, 6})}});
+    auto outs = sess.run({{"x", Tensor::from_vector<float>({1, 2, 3})}, {"y", Tensor::from_vector<float>({4, 5, 6})}});
     expect_values(outs[0], {5, 14, 27});
   }
   std::string msg;
-  EXPECT_EQ(code_of(
-                [&] {
-                  sess.run({{"x", Tensor::from_vector<float>({1, 2, 3})}});
-                },
-                &msg),
+  EXPECT_EQ(code_of([&] { sess.run({{"x", Tensor::from_vector<float>({1, 2, 3})}}); }, &msg),
             ErrorCode::invalid_argument);
   EXPECT_NE(msg.find("missing required input 'y'"), std::string::npos) << msg;
 }
