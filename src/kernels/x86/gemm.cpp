@@ -180,13 +180,23 @@ void pack_b_block(const float* b, int64_t ldb, bool trans_b, int64_t k0, int64_t
       for (int64_t p = 0; p < kc; ++p) std::memcpy(panel + p * 16, src + p * ldb, 16 * sizeof(float));
       continue;
     }
+    // B transposed (attention's K^T): 16 x 16 blocks through registers; the scalar gather down B's rows
+    // (one element per row of B and panel row) was a third of ViT's 197 x 197 x 64 score GEMMs
+    int64_t p_tiled = 0, j_tiled = 0;
+    if (trans_b && kc >= 16 && w >= 16) {
+      const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
+      p_tiled = kc / 16 * 16, j_tiled = w / 16 * 16;
+      for (int64_t p = 0; p < p_tiled; p += 16)
+        for (int64_t j = 0; j < j_tiled; j += 16)
+          k.transpose_tile16(b + (n0 + j0 + j) * ldb + k0 + p, ldb, panel + p * nr + j, nr);
+    }
     for (int64_t p = 0; p < kc; ++p) {
       float* row = panel + p * nr;
       if (!trans_b) {
         const float* src = b + (k0 + p) * ldb + n0 + j0;
         std::memcpy(row, src, size_t(w) * sizeof(float));
       } else {
-        for (int64_t j = 0; j < w; ++j) row[j] = b[(n0 + j0 + j) * ldb + k0 + p];
+        for (int64_t j = p < p_tiled ? j_tiled : 0; j < w; ++j) row[j] = b[(n0 + j0 + j) * ldb + k0 + p];
       }
       for (int64_t j = w; j < nr; ++j) row[j] = 0.0f;
     }
