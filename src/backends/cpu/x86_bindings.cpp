@@ -90,8 +90,9 @@ void fused_gemm_x86(KernelContext& ctx) {
   }
   const Tensor a = a0.contiguous();
   const Tensor res = res0 ? res0->contiguous() : Tensor();
-  // The GEMM writes every element of C when K > 0 (beta = 0 never reads it); it may take over the
-  // residual's buffer, and then accumulates onto it (beta = 1: its K blocks would overwrite it otherwise).
+  // The GEMM writes every element of C when K > 0 (beta = 0 never reads it). It accumulates onto the
+  // residual (beta = 1), which may be in C's own buffer (output_reusing; its K blocks would overwrite it
+  // before the last added it) or is copied there first, so that a run gives the same bits either way.
   Tensor& y = k <= 0                          ? ctx.output(0, DType::f32, os)
               : res0 && res0->is_contiguous() ? ctx.output_reusing(0, 3, DType::f32, os)
                                               : ctx.output_for_overwrite(0, DType::f32, os);
@@ -99,7 +100,10 @@ void fused_gemm_x86(KernelContext& ctx) {
   const auto packed = kernels::x86::PackedB::view(bp.data<float>(), k, n, kc, nr, bp.storage());
   ep.bias = bias ? bias->data<float>() : nullptr;
   ep.residual = res0 ? res.data<float>() : nullptr;
-  if (ep.residual && ep.residual == y.data<float>()) ep.residual = nullptr, ep.beta = 1.0f;
+  if (ep.residual && k > 0) {
+    if (ep.residual != y.data<float>()) std::memcpy(y.data<float>(), ep.residual, size_t(y.nbytes()));
+    ep.residual = nullptr, ep.beta = 1.0f;
+  }
   ep.ldr = n;
   ep.act = *act;
   kernels::x86::sgemm_packed(m, a.data<float>(), k, false, packed, y.data<float>(), n, ep, ctx.pool());

@@ -353,10 +353,13 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
       k_blocks(tt, cc, streamed ? 128 : std::max<int64_t>(512, (64 << 10) / (P * 4)));
   int64_t max_taps = 0;
   for (const KBlock& b : blocks) max_taps = std::max(max_taps, b.t1 - b.t0);
-  // The residual in y's own buffer (output_reusing): over several K blocks the first would overwrite it
-  // before the last adds it, so the blocks accumulate onto it from the first instead (one block adds it
-  // as it stores, element by element, which aliasing does not disturb).
-  const bool res_in_y = ep.residual == y && blocks.size() > 1;
+  // Over several K blocks the blocks accumulate onto the residual in y from the first (one block adds it
+  // as it stores, element by element, which y aliasing it does not disturb). With the residual in y's own
+  // buffer (output_reusing) the first block would otherwise overwrite it before the last adds it; a
+  // residual elsewhere is copied into y first, so that a run gives the same bits either way (the first
+  // run of a session, before its memory plan, has no aliasing).
+  const bool res_in_y = ep.residual && blocks.size() > 1;
+  if (res_in_y && ep.residual != y) std::memcpy(y, ep.residual, size_t(M * OC) * sizeof(float));
   const float* const residual = res_in_y ? nullptr : ep.residual;
   // Pixels per task: 96 (a multiple of every MR) at one thread. Over several, tasks go out in a guided
   // schedule (run_tasks), so a task is also the smallest piece a thread can take at the end of the conv:
