@@ -17,6 +17,8 @@ CpuFeatures detect() {
   CpuFeatures f;
 #if defined(__x86_64__)
   unsigned a, b, c, d;
+  if (__get_cpuid(0, &a, &b, &c, &d))  // vendor string in b, d, c: "Auth" "enti" "cAMD"
+    f.amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
   const bool osxsave = (c >> 27) & 1;
   const bool has_fma = (c >> 12) & 1, has_f16c = (c >> 29) & 1;

@@ -9,6 +9,8 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512vnni = false, avx512bf16 = false;
+  // AuthenticAMD: where a kernel's best choice measured differently on AMD (Zen 3/4) and Intel.
+  bool amd = false;
   // Per-core L2 size in bytes (the OS's report; 1 MiB where it gives none): GEMM cache blocking.
   long l2_bytes = 1 << 20;
   // What the avx512f kernel folders are compiled for (-mavx512f/bw/vl/dq): dispatch to them needs all four.

@@ -111,11 +111,18 @@ constexpr int64_t kSmallM = 32;
 constexpr int64_t kStreamPassBytes = int64_t(16) << 10;
 // ... and writes C through a staging block this many columns wide (see gemm_range_direct).
 constexpr int64_t kStageCols = 4096;
-// An unpacked B is read that way (in place, no packing pass) up to this many rows. Measured on Zen 4
+// An unpacked B is read that way (in place, no packing pass) up to this many rows on AMD. Measured on Zen 4
 // (bench/gemm_bench, best of 3, alternating builds): 49-197 rows 2-22% faster at one thread and 15-39% at
 // two than packing B per block; a prepacked B keeps the blocked order past kSmallM, 5-10% faster for it.
-// Not for panels one cache line wide (see line_panels).
+// On the Intel Xeon VM the opposite: packing per block past kSmallM rows was 15-50% faster at one thread
+// (197 x 3072 x 768 87 -> 133 GFLOP/s, 128 x 768 x 768 108 -> 137, 49 x 2048 x 512 88 -> 111) and 4-41% at
+// two (in-process A/B, 41 rounds), so elsewhere kSmallM holds. Not for panels one cache line wide (see
+// line_panels).
 constexpr int64_t kSmallMUnpacked = 256;
+int64_t small_m_unpacked() {
+  static const int64_t rows = cpu_features().amd ? kSmallMUnpacked : kSmallM;
+  return rows;
+}
 // An unpacked B of at most this many floats is read in place by the direct path (not line_panels).
 constexpr int64_t kRawBFloats = 64 * 1024;
 
@@ -309,7 +316,7 @@ void gemm_range(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_beg
 void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end,
                        const GemmBlocking& blk, const UkrInfo& u) {
   const int64_t mr = u.mr, nr = u.nr;
-  const bool small = m_end - m_begin <= (pr.packed || line_panels(nr) ? kSmallM : kSmallMUnpacked);
+  const bool small = m_end - m_begin <= (pr.packed || line_panels(nr) ? kSmallM : small_m_unpacked());
   const bool raw_b = !pr.packed && !pr.trans_b && (small || (pr.k * pr.n <= kRawBFloats && !line_panels(nr)));
   const int64_t KC = blk.kc;
   // Larger M over a prepacked B with wide tiles: while the row groups compute a block from L2, their tiles
