@@ -12,8 +12,6 @@
 
 namespace tessera::bench {
 
-using tessera::wait_for_huge_page_collapse;
-
 // 32 f32 FLOP/cycle/core at the nominal clock in TESSERA_PEAK_GHZ (default 3.5875: 114.8 GFLOP/s a core).
 inline double peak_gflops(int threads) {
   const char* g = std::getenv("TESSERA_PEAK_GHZ");

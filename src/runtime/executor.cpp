@@ -262,10 +262,8 @@ void RunState::note_reuse(int node, int out, const Tensor& x, const Tensor& t) {
 std::shared_ptr<const Plan> RunState::make_plan() const {
   // An output that takes over its input's buffer (output_reusing) joins that buffer's request: where the
   // input is as large, whole (not a view into it), planned, and read by nothing after the node.
-  std::vector<int> root(records_.size());
-  for (size_t i = 0; i < root.size(); ++i) root[i] = int(i);
-  std::vector<int> last(records_.size());
-  for (size_t i = 0; i < records_.size(); ++i) last[i] = records_[i].last;
+  std::vector<int> root(records_.size()), last(records_.size());
+  for (size_t i = 0; i < records_.size(); ++i) root[i] = int(i), last[i] = records_[i].last;
   for (const Reuse& u : reuses_) {  // in node order, so chains (a -> b -> c in place) join one root
     const Record &in = records_[size_t(u.in_record)], &out = records_[size_t(u.out_record)];
     const int r = root[size_t(u.in_record)];

@@ -96,32 +96,30 @@ void transpose_tile16(const float* x, int64_t ldx, float* y, int64_t ldy) {
     for (int b = 0; b < 16; b += 8) transpose_tile8(x + a + b * ldx, ldx, y + a * ldy + b, ldy);
 }
 
-// 8 pixels of each plane -> 24 interleaved floats: each output vector takes its lanes from the three planes
-// by a permute each and two blends.
+// 8 pixels of each plane -> 24 interleaved floats: output vector k gathers lane m from pixel (8k + m) / 3
+// of every plane with one permute each, and two blends keep plane (8k + m) % 3.
 void interleave3(const float* x, int64_t ldx, float* y, int64_t n) {
-  alignas(32) int32_t idx[3][3][8];
-  int blend[3][3] = {};
+  alignas(32) int32_t idx[3][8], from1[3][8], from2[3][8];
   for (int k = 0; k < 3; ++k)
     for (int m = 0; m < 8; ++m) {
-      const int o = 8 * k + m, a = o / 3, b = o % 3;
-      for (int q = 0; q < 3; ++q) idx[k][q][m] = a;
-      blend[k][b] |= 1 << m;
+      const int o = 8 * k + m;
+      idx[k][m] = o / 3, from1[k][m] = o % 3 == 1 ? -1 : 0, from2[k][m] = o % 3 == 2 ? -1 : 0;
     }
+  __m256i ix[3];
+  __m256 sel1[3], sel2[3];
+  for (int k = 0; k < 3; ++k) {
+    ix[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(idx[k]));
+    sel1[k] = _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(from1[k])));
+    sel2[k] = _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(from2[k])));
+  }
   const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx;
   int64_t a = 0;
   for (; a + 8 <= n; a += 8) {
-    const __m256 v[3] = {_mm256_loadu_ps(x0 + a), _mm256_loadu_ps(x1 + a), _mm256_loadu_ps(x2 + a)};
+    const __m256 v0 = _mm256_loadu_ps(x0 + a), v1 = _mm256_loadu_ps(x1 + a), v2 = _mm256_loadu_ps(x2 + a);
     for (int k = 0; k < 3; ++k) {
-      const __m256i ix = _mm256_load_si256(reinterpret_cast<const __m256i*>(idx[k][0]));
-      __m256 out = _mm256_setzero_ps();
-      for (int b = 0; b < 3; ++b) {
-        const __m256 pv = _mm256_permutevar8x32_ps(v[b], ix);
-        const __m256 sel = _mm256_castsi256_ps(
-            _mm256_setr_epi32(-((blend[k][b] >> 0) & 1), -((blend[k][b] >> 1) & 1), -((blend[k][b] >> 2) & 1),
-                              -((blend[k][b] >> 3) & 1), -((blend[k][b] >> 4) & 1), -((blend[k][b] >> 5) & 1),
-                              -((blend[k][b] >> 6) & 1), -((blend[k][b] >> 7) & 1)));
-        out = _mm256_blendv_ps(out, pv, sel);
-      }
+      __m256 out = _mm256_permutevar8x32_ps(v0, ix[k]);
+      out = _mm256_blendv_ps(out, _mm256_permutevar8x32_ps(v1, ix[k]), sel1[k]);
+      out = _mm256_blendv_ps(out, _mm256_permutevar8x32_ps(v2, ix[k]), sel2[k]);
       _mm256_storeu_ps(y + 3 * a + 8 * k, out);
     }
   }
