@@ -169,7 +169,9 @@ void conv_ukr_portable(const float* const* rows, int64_t ntaps, int64_t kc, cons
 
 void dw_row_portable(const DwRowArgs& a) {
   const int64_t c = a.c;
-  std::vector<float> acc(static_cast<size_t>(c));  // not in y: the residual may live there (output_reusing)
+  // sums not in y: the residual may live there (output_reusing); per thread, not a heap block per row
+  thread_local std::vector<float> acc;
+  if (acc.size() < size_t(c)) acc.resize(size_t(c));
   for (int64_t ox = a.ox0; ox < a.ox0 + a.cnt; ++ox) {
     float* yo = a.y + (ox - a.ox0) * c;
     for (int64_t ch = 0; ch < c; ++ch) acc[size_t(ch)] = a.bias ? a.bias[ch] : 0.0f;
