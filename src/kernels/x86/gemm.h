@@ -122,9 +122,12 @@ using GemmUkr = void (*)(int64_t kc, const float* a, const float* b, float* c, i
 // pf + p * pf_step bytes, so a caller can pace the warming of the next panel
 // over all the tiles that read this one; pf != nullptr with pf_step = 0 issues no
 // software prefetch (a lone row group streaming B: the hardware prefetcher does better alone).
+// pf_l1 (with pf != nullptr): also prefetch this panel into L1 ahead of the loads, as with pf = nullptr
+// (a panel longer than L1 holds, which every row group re-reads from L2).
 using GemmUkrDirect = void (*)(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
-                               int64_t ldb, const float* pf, int64_t pf_step, float* c, int64_t ldc,
-                               int64_t mr, int64_t nr, float alpha, float beta, const UkrEpilogue* ep);
+                               int64_t ldb, const float* pf, int64_t pf_step, bool pf_l1, float* c,
+                               int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta,
+                               const UkrEpilogue* ep);
 
 // GEMV for M = 1 over an unpacked row-major B: y[0:n] = sum_p x[p*incx] * b[p*ldb + 0:n].
 using GemvRows = void (*)(int64_t k, const float* x, int64_t incx, const float* b, int64_t ldb, int64_t n,
@@ -159,10 +162,10 @@ using GemmTiles = void (*)(int64_t kc, const float* a, int64_t rs_a, int64_t cs_
 #define GEMM_UKR(name, isa, MR, NR)                                                                    \
   void name(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr, \
             float beta, const UkrEpilogue* ep);
-#define GEMM_UKR_DIRECT(ukr, name)                                                                        \
-  void name(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,          \
-            const float* pf, int64_t pf_step, float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, \
-            float beta, const UkrEpilogue* ep);
+#define GEMM_UKR_DIRECT(ukr, name)                                                                       \
+  void name(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,         \
+            const float* pf, int64_t pf_step, bool pf_l1, float* c, int64_t ldc, int64_t mr, int64_t nr, \
+            float alpha, float beta, const UkrEpilogue* ep);
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
 

@@ -29,8 +29,8 @@ inline __m256i lane_mask(int64_t w) {  // lanes [0, w) set, w clamped to [0, 8]
 // ymm registers through the K loop, so full tiles, nearly all of them, get their own instantiation.
 template <int MR, int NV, bool FULL>
 void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
-                 const float* pf_b, int64_t pf_bytes, float* c, int64_t ldc, int64_t /*mr == MR*/, int64_t nr,
-                 float alpha, float beta, const UkrEpilogue* ep) {
+                 const float* pf_b, int64_t pf_bytes, bool pf_l1, float* c, int64_t ldc, int64_t /*mr == MR*/,
+                 int64_t nr, float alpha, float beta, const UkrEpilogue* ep) {
   static_assert(MR >= 1 && MR <= 6 && NV >= 1 && NV <= 2);
   __m256i mask[NV];
 #pragma GCC unroll 2
@@ -59,6 +59,7 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
   for (int64_t p = 0; p < kc; ++p, bp += ldb, ap += cs_a, pf += pf_step) {
     if (far) {
       if (pf_step) _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T1);
+      if (pf_l1) _mm_prefetch(reinterpret_cast<const char*>(bp + kPrefetchRows * ldb), _MM_HINT_T0);
     } else {
       _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T0);
     }
@@ -157,7 +158,7 @@ constexpr std::array<std::array<std::array<GemmTiles, 3>, 2>, 2> kRowTiles[2] = 
                                                                                  row_tiles_by_bias<true>()};
 
 using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*,
-                          int64_t, float*, int64_t, int64_t, int64_t, float, float, const UkrEpilogue*);
+                          int64_t, bool, float*, int64_t, int64_t, int64_t, float, float, const UkrEpilogue*);
 
 // kTable[mr - 1][nv - 1][full]
 template <int MR>
@@ -172,11 +173,12 @@ constexpr std::array<std::array<DirectFn, 2>, 2> kTable[6] = {row_of_table<1>(),
 }  // namespace
 
 void f32_gemm_direct_6x16__avx2(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
-                                int64_t ldb, const float* pf, int64_t pf_step, float* c, int64_t ldc,
-                                int64_t mr, int64_t nr, float alpha, float beta, const UkrEpilogue* ep) {
+                                int64_t ldb, const float* pf, int64_t pf_step, bool pf_l1, float* c,
+                                int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta,
+                                const UkrEpilogue* ep) {
   const int64_t nv = (nr + 7) / 8;
-  kTable[mr - 1][nv - 1][nr == 8 * nv](kc, a, rs_a, cs_a, b, ldb, pf, pf_step, c, ldc, mr, nr, alpha, beta,
-                                       ep);
+  kTable[mr - 1][nv - 1][nr == 8 * nv](kc, a, rs_a, cs_a, b, ldb, pf, pf_step, pf_l1, c, ldc, mr, nr, alpha,
+                                       beta, ep);
 }
 
 void f32_gemm_tiles_6x16__avx2(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,

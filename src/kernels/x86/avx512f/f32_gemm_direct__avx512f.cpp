@@ -7,9 +7,11 @@
 // it saves, and tall-skinny shapes whose A would be packed for one panel only.
 // B is software-prefetched into L1 a fixed distance ahead along the panel (for a
 // prepacked panel that runs on into the next one), or into L2 where the caller
-// says (the small-M driver spreads the next panel over the tiles of this one).
+// says (the small-M driver spreads the next panel over the tiles of this one), or both.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 
 #include "kernels/x86/avx512f/zmm_traits.h"
@@ -23,33 +25,27 @@ namespace {
 
 constexpr int64_t kPrefetchRows = 16;  // 16 rows of 256 B = 4 KiB ahead of the loads
 
-// far: the lines of [pf, pf + pf_step) over successive rows need ceil(pf_step / 64)
-// prefetches per row (nfar), wherever pf starts in a line.
-// Always inlined: GCC 12 otherwise splits the far branch into a `.part` function, finds it free of side
-// effects (prefetches have none it can see) and deletes the call, so no L2 prefetch was ever issued.
-template <int NV>
-[[gnu::always_inline]] inline void prefetch_row(uintptr_t pf, bool far, int nfar) {
-  if (far) {
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j)
-      if (j < nfar) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T1);
-  } else {
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * j), _MM_HINT_T0);
-  }
-}
+// How a tile's K loop prefetches B, fixed per instantiation so that the loop holds no branch for it:
+// PF = kNear: into L1, NV lines per row kPrefetchRows ahead along the panel; 0: none; 1..NV: into L2, that
+// many lines per row at the caller's pf, advancing pf_step bytes per row — and with L1TOO into L1 as kNear
+// as well. L1TOO is for row groups that re-read a 64 KB panel (256 rows) from L2 while warming the next
+// block: ViT-B/16's GEMMs (197 rows, weights prepacked) 7-9% faster with it on the Xeon, one thread, B
+// from memory or in cache (in-process A/B); the small-M paths' 16 KB passes sit in L1 and do not want it
+// (16 x 3072 x 768 1-2% slower), nor B read in place by a few row groups (16-24 rows, 5-6% slower).
+constexpr int kNear = -1;
 
-template <int MR, int NV>
+// One tile. The K loop is what the FMA ports see, so it carries as little else as possible: the prefetch
+// mode is a template parameter, A's rows are addressed from two bases (rows 0-2 and 3-5, each at 0, 1 or
+// 2 row strides: base + index * scale, no per-row pointer), and only the last vector of B is masked (an
+// all-ones mask when the tile is full). Written with a run-time far/near branch and six row offsets, the
+// loop reloaded offsets from the stack and tested the mode on every row: 4-8% slower alone (Xeon, B in L1).
+template <int MR, int NV, int PF, bool L1TOO = false>
 void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
-                 const float* pf_b, int64_t pf_bytes, float* c, int64_t ldc, int64_t /*mr == MR*/, int64_t nr,
-                 float alpha, float beta, const UkrEpilogue* ep) {
-  static_assert(MR >= 1 && MR <= 6 && NV >= 1 && NV <= 4);
-  __mmask16 mask[NV];
-  for (int j = 0; j < NV; ++j) {
-    const int64_t w = nr - 16 * j;
-    mask[j] = w >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (w > 0 ? w : 0)) - 1u);
-  }
-  const bool full = nr == 16 * NV;
+                 const float* pf_b, int64_t pf_bytes, float* c, int64_t ldc, int64_t nr, float alpha,
+                 float beta, const UkrEpilogue* ep) {
+  static_assert(MR >= 1 && MR <= 6 && NV >= 1 && NV <= 4 && PF >= kNear && PF <= NV && (!L1TOO || PF > 0));
+  const int64_t wlast = nr - 16 * (NV - 1);
+  const __mmask16 mlast = wlast >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << wlast) - 1u);
   __m512 acc[MR][NV];
 #pragma GCC unroll 6
   for (int i = 0; i < MR; ++i)
@@ -62,39 +58,35 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j)
       _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * j), _MM_HINT_T0);
-  // near: into L1 along this panel; far (pf_b): into L2, paced by the caller
-  const bool far = pf_b != nullptr;
-  const uintptr_t pf_step = far ? uintptr_t(pf_bytes) : uintptr_t(ldb) * sizeof(float);
-  uintptr_t pf = far ? reinterpret_cast<uintptr_t>(pf_b)
-                     : reinterpret_cast<uintptr_t>(b) + uintptr_t(kPrefetchRows) * pf_step;
-  const int nfar = int((pf_step + 63) / 64);
-  const float* ap = a;
-  const float* bp = b;
-  if (full) {
-    for (int64_t p = 0; p < kc; ++p, bp += ldb, ap += cs_a, pf += pf_step) {
-      prefetch_row<NV>(pf, far, nfar);
-      __m512 bv[NV];
+  const int64_t rsb = rs_a * int64_t(sizeof(float)), csb = cs_a * int64_t(sizeof(float));
+  const int64_t ldbb = ldb * int64_t(sizeof(float));
+  const char* a0 = reinterpret_cast<const char*>(a);
+  const char* a3 = a0 + 3 * rsb;
+  const char* bp = reinterpret_cast<const char*>(b);
+  const char* pf = PF == kNear ? bp + kPrefetchRows * ldbb : reinterpret_cast<const char*>(pf_b);
+  const int64_t pfs = PF == kNear ? ldbb : pf_bytes;
+  // counted down: counted up, the loop versioned for cs_a == 1 compared its bound with the stack
+  for (int64_t p = kc; p > 0; --p, bp += ldbb, a0 += csb, a3 += csb) {
+    if constexpr (PF != 0) {
 #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) bv[j] = _mm512_loadu_ps(bp + 16 * j);
-#pragma GCC unroll 6
-      for (int i = 0; i < MR; ++i) {
-        const __m512 av = _mm512_set1_ps(ap[i * rs_a]);
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
-      }
+      for (int j = 0; j < (PF == kNear ? NV : PF); ++j)
+        _mm_prefetch(pf + 64 * j, PF == kNear ? _MM_HINT_T0 : _MM_HINT_T1);
+      pf += pfs;
     }
-  } else {
-    for (int64_t p = 0; p < kc; ++p, bp += ldb, ap += cs_a, pf += pf_step) {
-      prefetch_row<NV>(pf, far, nfar);
-      __m512 bv[NV];
+    if constexpr (L1TOO) {
 #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) bv[j] = _mm512_maskz_loadu_ps(mask[j], bp + 16 * j);
+      for (int j = 0; j < NV; ++j) _mm_prefetch(bp + kPrefetchRows * ldbb + 64 * j, _MM_HINT_T0);
+    }
+    __m512 bv[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV - 1; ++j) bv[j] = _mm512_loadu_ps(reinterpret_cast<const float*>(bp) + 16 * j);
+    bv[NV - 1] = _mm512_maskz_loadu_ps(mlast, reinterpret_cast<const float*>(bp) + 16 * (NV - 1));
 #pragma GCC unroll 6
-      for (int i = 0; i < MR; ++i) {
-        const __m512 av = _mm512_set1_ps(ap[i * rs_a]);
+    for (int i = 0; i < MR; ++i) {
+      const char* ai = (i < 3 ? a0 : a3) + (i % 3) * rsb;
+      const __m512 av = _mm512_set1_ps(*reinterpret_cast<const float*>(ai));
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
-      }
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
     }
   }
 
@@ -104,7 +96,7 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
     float* crow = c + i * ldc;
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) {
-      const __mmask16 m = mask[j];
+      const __mmask16 m = j == NV - 1 ? mlast : __mmask16(0xFFFF);
       __m512 v = alpha == 1.0f ? acc[i][j] : _mm512_mul_ps(valpha, acc[i][j]);
       if (beta != 0.0f) v = _mm512_fmadd_ps(vbeta, _mm512_maskz_loadu_ps(m, crow + 16 * j), v);
       if (ep) {
@@ -122,31 +114,41 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
 }
 
 using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*,
-                          int64_t, float*, int64_t, int64_t, int64_t, float, float, const UkrEpilogue*);
+                          int64_t, float*, int64_t, int64_t, float, float, const UkrEpilogue*);
 
-template <int MR>
-constexpr DirectFn row_of(int nv) {
-  return nv == 1   ? direct_tile<MR, 1>
-         : nv == 2 ? direct_tile<MR, 2>
-         : nv == 3 ? direct_tile<MR, 3>
-                   : direct_tile<MR, 4>;
+// One tile shape's prefetch modes: near, none, far with 1..4 lines per row (clamped to NV), then far with
+// 1..4 lines and L1TOO.
+template <int MR, int NV>
+constexpr std::array<DirectFn, 10> modes_of() {
+  return {direct_tile<MR, NV, kNear>,
+          direct_tile<MR, NV, 0>,
+          direct_tile<MR, NV, 1>,
+          direct_tile<MR, NV, std::min(2, NV)>,
+          direct_tile<MR, NV, std::min(3, NV)>,
+          direct_tile<MR, NV, std::min(4, NV)>,
+          direct_tile<MR, NV, 1, true>,
+          direct_tile<MR, NV, std::min(2, NV), true>,
+          direct_tile<MR, NV, std::min(3, NV), true>,
+          direct_tile<MR, NV, std::min(4, NV), true>};
 }
-
-constexpr DirectFn kTable[6][4] = {
-    {row_of<1>(1), row_of<1>(2), row_of<1>(3), row_of<1>(4)},
-    {row_of<2>(1), row_of<2>(2), row_of<2>(3), row_of<2>(4)},
-    {row_of<3>(1), row_of<3>(2), row_of<3>(3), row_of<3>(4)},
-    {row_of<4>(1), row_of<4>(2), row_of<4>(3), row_of<4>(4)},
-    {row_of<5>(1), row_of<5>(2), row_of<5>(3), row_of<5>(4)},
-    {row_of<6>(1), row_of<6>(2), row_of<6>(3), row_of<6>(4)},
-};
+template <int MR>
+constexpr std::array<std::array<DirectFn, 10>, 4> row_of() {
+  return {modes_of<MR, 1>(), modes_of<MR, 2>(), modes_of<MR, 3>(), modes_of<MR, 4>()};
+}
+constexpr std::array<std::array<std::array<DirectFn, 10>, 4>, 6> kTable = {
+    row_of<1>(), row_of<2>(), row_of<3>(), row_of<4>(), row_of<5>(), row_of<6>()};
 
 }  // namespace
 
 void f32_gemm_direct_6x64__avx512f(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
-                                   int64_t ldb, const float* pf, int64_t pf_step, float* c, int64_t ldc,
-                                   int64_t mr, int64_t nr, float alpha, float beta, const UkrEpilogue* ep) {
-  kTable[mr - 1][(nr + 15) / 16 - 1](kc, a, rs_a, cs_a, b, ldb, pf, pf_step, c, ldc, mr, nr, alpha, beta, ep);
+                                   int64_t ldb, const float* pf, int64_t pf_step, bool pf_l1, float* c,
+                                   int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta,
+                                   const UkrEpilogue* ep) {
+  // far: the lines per row of [pf, pf + pf_step), wherever pf starts in a line (0: no far prefetch)
+  const int lines = pf == nullptr ? 0 : int(std::min<int64_t>((pf_step + 63) / 64, 4));
+  const int mode = pf == nullptr || (lines == 0 && pf_l1) ? 0 : lines == 0 ? 1 : 1 + lines + (pf_l1 ? 4 : 0);
+  kTable[mr - 1][(nr + 15) / 16 - 1][mode](kc, a, rs_a, cs_a, b, ldb, pf, pf_step, c, ldc, nr, alpha, beta,
+                                           ep);
 }
 
 // GEMV over an unpacked row-major B: y[0:n] = sum_p x[p * incx] * b[p * ldb + 0:n].
