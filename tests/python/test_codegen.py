@@ -46,16 +46,18 @@ def _disassemble(src: str, tmp_path, flags=None) -> dict[str, str]:
 
 
 def test_direct_gemm_tiles_keep_their_prefetches(tmp_path):
-    """Every prefetch mode of every tile shape (direct_tile<MR, NV, PF, L1TOO>) issues its prefetches in the K
-    loop, and the loop touches the stack for nothing: with the mode tested per row and six row offsets in
-    registers, GCC reloaded offsets from the stack on every K step (4-8% slower alone)."""
+    """Every prefetch mode of every tile shape (direct_tile<MR, NV, PF, L1TOO, PACK>) issues its prefetches in the
+    K loop, and the loop touches the stack for nothing: with the mode tested per row and six row offsets in
+    registers, GCC reloaded offsets from the stack on every K step (4-8% slower alone). The packing tiles store
+    a whole 64-float row of B per K step."""
     funcs = _disassemble("src/kernels/x86/avx512f/f32_gemm_direct__avx512f.cpp", tmp_path)
     tiles = {n: body for n, body in funcs.items() if "direct_tile<" in n and "(" in n and "+0x" not in n}
-    # per MR (1..6) and NV (1..4): near, none, far with 1..NV lines, far with 1..NV lines and L1TOO
-    assert len(tiles) == 6 * sum(2 + 2 * nv for nv in range(1, 5)), sorted(tiles)
+    # per MR (1..6) and NV (1..4): near, none, far with 1..NV lines, far with 1..NV lines and L1TOO; near packing
+    assert len(tiles) == 6 * sum(2 + 2 * nv + 1 for nv in range(1, 5)), sorted(tiles)
     stack = re.compile(r"\(%r[sb]p\)")
     for name, body in tiles.items():
-        mr, nv, pf, l1too = re.search(r"direct_tile<(\d+), (\d+), (-?\d+), (true|false)>", name).groups()
+        _, nv, pf, l1too, pack = re.search(r"direct_tile<(\d+), (\d+), (-?\d+), (true|false), (true|false)>",
+                                           name).groups()
         loops = _fma_loops(body)  # the K loop, and where GCC unrolls it, its remainder
         assert loops, f"{name}: no FMA loop found"
         for loop in map("\n".join, loops):
@@ -65,6 +67,9 @@ def test_direct_gemm_tiles_keep_their_prefetches(tmp_path):
                 assert "prefetcht0" in loop, f"{name}: the near (L1) prefetch was compiled away"
             if int(pf) == 0:
                 assert "prefetch" not in loop, f"{name}: prefetches where none were asked for"
+            if pack == "true":
+                stores = len(re.findall(r"vmovups %zmm\d+,(?:-?0x[0-9a-f]+)?\(%r", loop))
+                assert stores and stores % 4 == 0, f"{name}: the packing tile does not store whole rows of B"
             assert not stack.search(loop), f"{name}: its K loop reads or writes the stack"
 
 

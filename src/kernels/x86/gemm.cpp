@@ -32,11 +32,12 @@ struct UkrInfo {
   GemmUkr fn;
   int64_t mr, nr;
   bool (*available)();
-  GemmUkrDirect direct;  // direct-A companion, or nullptr
-  GemvRows gemv;         // M = 1 over an unpacked B, or nullptr
-  GemvDots gemv_t;       // M = 1 over a transposed unpacked B, or nullptr
-  GemvPanels panels;     // M = 1 over prepacked panels, or nullptr
-  GemmTiles tiles;       // a row group over whole panels, or nullptr
+  GemmUkrDirect direct;           // direct-A companion, or nullptr
+  GemvRows gemv;                  // M = 1 over an unpacked B, or nullptr
+  GemvDots gemv_t;                // M = 1 over a transposed unpacked B, or nullptr
+  GemvPanels panels;              // M = 1 over prepacked panels, or nullptr
+  GemmTiles tiles;                // a row group over whole panels, or nullptr
+  GemmUkrDirectPack direct_pack;  // a direct tile packing the B it reads, or nullptr
 };
 
 bool has_avx512f() {
@@ -54,7 +55,7 @@ const std::vector<UkrInfo>& ukr_table() {
   static const std::vector<UkrInfo> table = [] {
     std::vector<UkrInfo> t;
 #define GEMM_UKR(name, isa, MR, NR) \
-  t.push_back({#name, name, MR, NR, has_##isa, nullptr, nullptr, nullptr, nullptr, nullptr});
+  t.push_back({#name, name, MR, NR, has_##isa, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr});
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
 #define GEMM_UKR(name, isa, MR, NR)
@@ -73,6 +74,9 @@ const std::vector<UkrInfo>& ukr_table() {
 #define GEMM_UKR_TILES(ukr, tname) \
   for (UkrInfo & u : t)            \
     if (std::string_view(u.name) == #ukr) u.tiles = tname;
+#define GEMM_UKR_DIRECT_PACK(ukr, pname) \
+  for (UkrInfo & u : t)                  \
+    if (std::string_view(u.name) == #ukr) u.direct_pack = pname;
 #include "kernels/x86/gemm_ukernels.def"
 #undef GEMM_UKR
     return t;
@@ -335,6 +339,9 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
                          : round_up(warm_next ? std::max(blk.nc / 2, nr) : blk.nc, nr);
   const int64_t MC = small ? m_end - m_begin : round_up(blk.mc, mr);
   float* bpack = (pr.packed || raw_b) ? nullptr : tl_pack_b.get(size_t(NC * KC));
+  // B packed per block by the block's first row group, as its tiles read it (GemmUkrDirectPack), not in a
+  // pass before them: the packing's loads from memory overlap that group's FMAs.
+  const bool pack_in_tiles = bpack && !pr.trans_b && !small && u.direct_pack;
   const GemmEpilogue& ep = *pr.ep;
   const bool has_post = ep.bias || ep.row_bias || ep.residual || ep.act != Activation::none;
   const int64_t rs_a = pr.trans_a ? 1 : pr.lda, cs_a = pr.trans_a ? pr.lda : 1;
@@ -374,7 +381,7 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
         bblock = pr.b + pc * pr.ldb + jc;
         ldb = pr.ldb, pstride = nr;
       } else {
-        pack_b_block(pr.b, pr.ldb, pr.trans_b, pc, kc, jc, nc, nr, bpack);
+        if (!pack_in_tiles) pack_b_block(pr.b, pr.ldb, pr.trans_b, pc, kc, jc, nc, nr, bpack);
         bblock = bpack;
         ldb = nr, pstride = kc * nr;
       }
@@ -510,6 +517,14 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
         } else {
           for (int64_t g = 0; g < groups; ++g) {
             const int64_t row = group_row(g), h = base + (g < extra);
+            if (pack_in_tiles && ic == m_begin && g == 0) {  // packs the block for the groups after it
+              for (int64_t jr = 0; jr < nc; jr += nr)
+                u.direct_pack(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, pr.b + pc * pr.ldb + jc + jr,
+                              pr.ldb, bpack + (jr / nr) * kc * nr, pr.c + row * pr.ldc + jc + jr, pr.ldc, h,
+                              std::min(nr, nc - jr), ep.alpha, beta, epilogue(row, jc + jr));
+              finish_rows(row, h);
+              continue;
+            }
             int64_t jr = 0;
             // a full row group's whole panels in one call where the kernel has one (GemmTiles)
             if (u.tiles && h == mr && ep.alpha == 1.0f && !ep.row_bias && nc >= nr) {

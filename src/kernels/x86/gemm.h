@@ -129,6 +129,13 @@ using GemmUkrDirect = void (*)(int64_t kc, const float* a, int64_t rs_a, int64_t
                                int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta,
                                const UkrEpilogue* ep);
 
+// Direct-A tile over B read in place (row p at b + p * ldb, not transposed) that also writes each row of the
+// panel it reads to packed + p * NR (NR floats, zero past nr): the first row group of a block packs the
+// panels for the others while it computes. Prefetches B into L1 along its rows.
+using GemmUkrDirectPack = void (*)(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
+                                   int64_t ldb, float* packed, float* c, int64_t ldc, int64_t mr, int64_t nr,
+                                   float alpha, float beta, const UkrEpilogue* ep);
+
 // GEMV for M = 1 over an unpacked row-major B: y[0:n] = sum_p x[p*incx] * b[p*ldb + 0:n].
 using GemvRows = void (*)(int64_t k, const float* x, int64_t incx, const float* b, int64_t ldb, int64_t n,
                           float* y);
@@ -157,6 +164,10 @@ using GemmTiles = void (*)(int64_t kc, const float* a, int64_t rs_a, int64_t cs_
 #define GEMM_UKR_TILES(ukr, name)                                                                \
   void name(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb, \
             int64_t pstride, int64_t npanels, float* c, int64_t ldc, float beta, const UkrEpilogue* ep);
+#define GEMM_UKR_DIRECT_PACK(ukr, name)                                                            \
+  void name(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,   \
+            float* packed, float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta, \
+            const UkrEpilogue* ep);
 #define GEMM_UKR_GEMV(ukr, name) \
   void name(int64_t k, const float* x, int64_t incx, const float* b, int64_t ldb, int64_t n, float* y);
 #define GEMM_UKR(name, isa, MR, NR)                                                                    \

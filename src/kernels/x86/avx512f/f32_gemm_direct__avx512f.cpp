@@ -39,10 +39,11 @@ constexpr int kNear = -1;
 // 2 row strides: base + index * scale, no per-row pointer), and only the last vector of B is masked (an
 // all-ones mask when the tile is full). Written with a run-time far/near branch and six row offsets, the
 // loop reloaded offsets from the stack and tested the mode on every row: 4-8% slower alone (Xeon, B in L1).
-template <int MR, int NV, int PF, bool L1TOO = false>
+// PACK: also store each row of B as read to packed + p * 64 (zeros past nr), for GemmUkrDirectPack.
+template <int MR, int NV, int PF, bool L1TOO = false, bool PACK = false>
 void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b, int64_t ldb,
-                 const float* pf_b, int64_t pf_bytes, float* c, int64_t ldc, int64_t nr, float alpha,
-                 float beta, const UkrEpilogue* ep) {
+                 const float* pf_b, int64_t pf_bytes, float* packed, float* c, int64_t ldc, int64_t nr,
+                 float alpha, float beta, const UkrEpilogue* ep) {
   static_assert(MR >= 1 && MR <= 6 && NV >= 1 && NV <= 4 && PF >= kNear && PF <= NV && (!L1TOO || PF > 0));
   const int64_t wlast = nr - 16 * (NV - 1);
   const __mmask16 mlast = wlast >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << wlast) - 1u);
@@ -81,6 +82,11 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
 #pragma GCC unroll 4
     for (int j = 0; j < NV - 1; ++j) bv[j] = _mm512_loadu_ps(reinterpret_cast<const float*>(bp) + 16 * j);
     bv[NV - 1] = _mm512_maskz_loadu_ps(mlast, reinterpret_cast<const float*>(bp) + 16 * (NV - 1));
+    if constexpr (PACK) {
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) _mm512_storeu_ps(packed + 16 * j, j < NV ? bv[j] : _mm512_setzero_ps());
+      packed += 64;
+    }
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
       const char* ai = (i < 3 ? a0 : a3) + (i % 3) * rsb;
@@ -114,7 +120,7 @@ void direct_tile(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const f
 }
 
 using DirectFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, const float*,
-                          int64_t, float*, int64_t, int64_t, float, float, const UkrEpilogue*);
+                          int64_t, float*, float*, int64_t, int64_t, float, float, const UkrEpilogue*);
 
 // One tile shape's prefetch modes: near, none, far with 1..4 lines per row (clamped to NV), then far with
 // 1..4 lines and L1TOO.
@@ -138,6 +144,15 @@ constexpr std::array<std::array<DirectFn, 10>, 4> row_of() {
 constexpr std::array<std::array<std::array<DirectFn, 10>, 4>, 6> kTable = {
     row_of<1>(), row_of<2>(), row_of<3>(), row_of<4>(), row_of<5>(), row_of<6>()};
 
+template <int MR>
+constexpr std::array<DirectFn, 4> packing_row_of() {
+  return {direct_tile<MR, 1, kNear, false, true>, direct_tile<MR, 2, kNear, false, true>,
+          direct_tile<MR, 3, kNear, false, true>, direct_tile<MR, 4, kNear, false, true>};
+}
+constexpr std::array<std::array<DirectFn, 4>, 6> kPackingTable = {packing_row_of<1>(), packing_row_of<2>(),
+                                                                  packing_row_of<3>(), packing_row_of<4>(),
+                                                                  packing_row_of<5>(), packing_row_of<6>()};
+
 }  // namespace
 
 void f32_gemm_direct_6x64__avx512f(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a, const float* b,
@@ -147,8 +162,16 @@ void f32_gemm_direct_6x64__avx512f(int64_t kc, const float* a, int64_t rs_a, int
   // far: the lines per row of [pf, pf + pf_step), wherever pf starts in a line (0: no far prefetch)
   const int lines = pf == nullptr ? 0 : int(std::min<int64_t>((pf_step + 63) / 64, 4));
   const int mode = pf == nullptr || (lines == 0 && pf_l1) ? 0 : lines == 0 ? 1 : 1 + lines + (pf_l1 ? 4 : 0);
-  kTable[mr - 1][(nr + 15) / 16 - 1][mode](kc, a, rs_a, cs_a, b, ldb, pf, pf_step, c, ldc, nr, alpha, beta,
-                                           ep);
+  kTable[mr - 1][(nr + 15) / 16 - 1][mode](kc, a, rs_a, cs_a, b, ldb, pf, pf_step, nullptr, c, ldc, nr, alpha,
+                                           beta, ep);
+}
+
+void f32_gemm_direct_pack_6x64__avx512f(int64_t kc, const float* a, int64_t rs_a, int64_t cs_a,
+                                        const float* b, int64_t ldb, float* packed, float* c, int64_t ldc,
+                                        int64_t mr, int64_t nr, float alpha, float beta,
+                                        const UkrEpilogue* ep) {
+  kPackingTable[mr - 1][(nr + 15) / 16 - 1](kc, a, rs_a, cs_a, b, ldb, nullptr, 0, packed, c, ldc, nr, alpha,
+                                            beta, ep);
 }
 
 // GEMV over an unpacked row-major B: y[0:n] = sum_p x[p * incx] * b[p * ldb + 0:n].
