@@ -161,6 +161,10 @@ def test_outputs_are_independent_copies():
     np.testing.assert_array_equal(x, np.ones(4))
     (y2,) = run_or_skip(sess, {"x": x})
     np.testing.assert_array_equal(y2, np.ones(4))
+    # the run reads the input array in place (no copy): an output must still not share its memory
+    x[:] = 3
+    del x
+    np.testing.assert_array_equal(y2, np.ones(4))
 
 
 def test_empty_tensor():
