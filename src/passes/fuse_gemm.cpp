@@ -137,7 +137,7 @@ void absorb_epilogue(const ir::Graph& g, Match& m) {
 void rewrite(ir::Graph& g, Match& m) {
   using kernels::x86::PackedB;
   const int64_t k = m.k, n = m.n;
-  const size_t floats = PackedB::packed_floats(k, n, PackedB::native_kc(), PackedB::native_nr());
+  const size_t floats = PackedB::packed_floats(k, n, PackedB::kc_for(k, n), PackedB::native_nr());
   Tensor pt;
   {
     const HugePagesScope huge;  // a decoder's GEMMs stream the weights (core/memory.h)
@@ -164,7 +164,7 @@ void rewrite(ir::Graph& g, Match& m) {
   f->opset = 1;
   set_attr_int(f, "K", k);
   set_attr_int(f, "N", n);
-  set_attr_int(f, "kc", PackedB::native_kc());
+  set_attr_int(f, "kc", PackedB::kc_for(k, n));
   set_attr_int(f, "nr", PackedB::native_nr());
   if (m.a_rank2) set_attr_int(f, "a_rank", 2);
   if (m.act) set_activation_attrs(f, *m.act);

@@ -59,7 +59,7 @@ void fused_gemm_x86(KernelContext& ctx) {
   Shape os = a0.shape();
   if (!os.empty()) os.back() = n;
   if (a0.dtype() != DType::f32 || nr != kernels::x86::PackedB::native_nr() ||
-      kc != kernels::x86::PackedB::native_kc() || a0.rank() < 1 || a0.dim(-1) != k ||
+      kc != kernels::x86::PackedB::kc_for(k, n) || a0.rank() < 1 || a0.dim(-1) != k ||
       (ctx.attr_int("a_rank", 0) != 0 && a0.rank() != ctx.attr_int("a_rank", 0)) ||
       size_t(bp.numel()) != kernels::x86::PackedB::packed_floats(k, n, kc, nr) || !act ||
       (bias && (bias->dtype() != DType::f32 || bias->numel() != n)) ||

@@ -622,12 +622,13 @@ void run_gemv(const Problem& pr, ThreadPool* pool, const UkrInfo& u, int threads
   apply_tile_act(ep.act, pr.c, pr.ldc, 1, pr.n);
 }
 
-// An unpacked B of few columns (npad, rounded to whole panels) takes deeper K blocks than blk.kc: each K
-// block reads and writes every tile of C once more. As deep as keeps a K block of all of B's columns within
-// the default KC x NC budget (half of L2), at most kMaxKc rows (an MR x KC sliver of A within half of L1),
-// K split into equal blocks. 3136 x 64 x 576 in one block instead of three: 12-16% faster at one thread,
-// 4-8% at two (7-10% with AVX2 on the Xeon); 512^3 in two of 256 rows, 1024^3 and wider unchanged. Not for
-// small M, which reads B in place (24 x 256 x 2304 5% slower with 768-row blocks).
+// A B of few columns (npad, rounded to whole panels) takes deeper K blocks than blk.kc, unpacked (run) or
+// prepacked (PackedB::kc_for): each K block reads and writes every tile of C once more. As deep as keeps a K
+// block of all of B's columns within the default KC x NC budget (half of L2), at most kMaxKc rows (an MR x KC
+// sliver of A within half of L1), K split into equal blocks. 3136 x 64 x 576 in one block instead of three:
+// 12-16% faster at one thread, 4-8% at two (7-10% with AVX2 on the Xeon); 512^3 in two of 256 rows, 1024^3
+// and wider unchanged (so are the transformers' weights, 768+ columns). Not for small M over an unpacked B,
+// which reads it in place (24 x 256 x 2304 5% slower with 768-row blocks).
 constexpr int64_t kMaxKc = 1024;
 void deepen_k_blocks(GemmBlocking& blk, int64_t k, int64_t npad) {
   const int64_t budget = std::min(kMaxKc, blk.kc * blk.nc / std::max<int64_t>(npad, 1));
@@ -768,7 +769,7 @@ PackedB PackedB::pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int6
   PackedB p;
   p.k_ = k;
   p.n_ = n;
-  p.kc_ = native_kc();
+  p.kc_ = kc_for(k, n);
   p.nr_ = native_nr();
   p.size_ = packed_floats(k, n, p.kc_, p.nr_) * sizeof(float);
   float* buf = nullptr;
@@ -784,7 +785,7 @@ PackedB PackedB::pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int6
 }
 
 void PackedB::pack_into(float* dst, const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n) {
-  const int64_t kc = native_kc(), nr = native_nr();
+  const int64_t kc = kc_for(k, n), nr = native_nr();
   const int64_t npad = round_up(std::max<int64_t>(n, 1), nr);
   const int64_t blocks = std::max<int64_t>((k + kc - 1) / kc, 1);
   for (int64_t pc = 0, blkno = 0; pc < k; pc += kc, ++blkno)
@@ -823,6 +824,11 @@ int64_t PackedB::native_nr() {
 }
 int64_t PackedB::native_kc() {
   return default_gemm_blocking().kc;
+}
+int64_t PackedB::kc_for(int64_t k, int64_t n) {
+  GemmBlocking blk = default_gemm_blocking();
+  deepen_k_blocks(blk, k, round_up(std::max<int64_t>(n, 1), native_nr()));
+  return blk.kc;
 }
 
 void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b,

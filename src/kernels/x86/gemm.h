@@ -50,7 +50,7 @@ class PackedB {
  public:
   PackedB() = default;
   static PackedB pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n);
-  // Packs into caller-owned storage of packed_floats(k, n, native_kc(), native_nr()) floats
+  // Packs into caller-owned storage of packed_floats(k, n, kc_for(k, n), native_nr()) floats
   // (e.g. a graph initializer's, so the packing is not copied again).
   static void pack_into(float* dst, const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n);
   // Wraps panels packed earlier (e.g. stored as a graph initializer); `keep` owns them.
@@ -60,9 +60,11 @@ class PackedB {
   static size_t packed_floats(int64_t k, int64_t n, int64_t kc, int64_t nr);
   // Element (row p, column j) of a packing, read back (the layout, for reference kernels).
   static float at(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr, int64_t p, int64_t j);
-  // The micro-kernel width and K block this CPU packs for.
+  // The micro-kernel width and K block this CPU packs for; a B of few columns is packed in deeper K
+  // blocks (kc_for, as the GEMM blocks an unpacked one).
   static int64_t native_nr();
   static int64_t native_kc();
+  static int64_t kc_for(int64_t k, int64_t n);
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
   int64_t kc() const { return kc_; }
