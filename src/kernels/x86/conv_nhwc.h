@@ -17,6 +17,7 @@
 
 #include <xmmintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -136,10 +137,15 @@ struct ConvPrefetch {
   const char* p = nullptr;
   int64_t step = 0;
 };
+// Lines prefetch_step<NV> issues per K step.
+template <int NV>
+int64_t prefetch_lines(const ConvPrefetch& pf) {
+  return pf.p ? std::min<int64_t>((pf.step + 63) / 64, NV) : 0;
+}
 template <int NV>
 [[gnu::always_inline]] inline void prefetch_step(const char*& p, int64_t step) {
   if (!p) return;
-  const int64_t lines = (step + 63) / 64;
+  const int64_t lines = prefetch_lines<NV>({p, step});
 #pragma GCC unroll 4
   for (int j = 0; j < NV; ++j)
     if (j < lines) _mm_prefetch(p + 64 * j, _MM_HINT_T1);

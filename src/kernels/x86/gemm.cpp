@@ -142,6 +142,11 @@ bool line_panels(int64_t nr) {
   return nr * int64_t(sizeof(float)) <= 64;
 }
 
+// The most rows the direct path treats as small M, for a prepacked or an unpacked B (see above).
+int64_t small_m_rows(bool packed, int64_t nr) {
+  return packed || line_panels(nr) ? kSmallM : small_m_unpacked();
+}
+
 // Whether the small-M path copies each panel of an unpacked B into a contiguous
 // buffer before its row groups read it: line panels over an aliasing stride (above)
 // with four or more row groups (Zen 3, in-process A/B, one thread: 24 x 2048 x 512
@@ -320,7 +325,7 @@ void gemm_range(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_beg
 void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end,
                        const GemmBlocking& blk, const UkrInfo& u) {
   const int64_t mr = u.mr, nr = u.nr;
-  const bool small = m_end - m_begin <= (pr.packed || line_panels(nr) ? kSmallM : small_m_unpacked());
+  const bool small = m_end - m_begin <= small_m_rows(pr.packed != nullptr, nr);
   const bool raw_b = !pr.packed && !pr.trans_b && (small || (pr.k * pr.n <= kRawBFloats && !line_panels(nr)));
   const int64_t KC = blk.kc;
   // Larger M over a prepacked B with wide tiles: while the row groups compute a block from L2, their tiles
@@ -642,7 +647,7 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
   GemmBlocking blk = default_gemm_blocking();
   if (pr.packed) {
     blk.kc = pr.packed->kc();
-  } else if (pr.m > (line_panels(u.nr) ? kSmallM : small_m_unpacked())) {
+  } else if (pr.m > small_m_rows(false, u.nr)) {
     deepen_k_blocks(blk, pr.k, round_up(pr.n, u.nr));
   }
   if (pr.m == 0 || pr.n == 0) return;

@@ -122,9 +122,7 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
   static constexpr Fn kModes[5] = {conv_ukr_impl<MR, NV, LD, 0>, conv_ukr_impl<MR, NV, LD, 1>,
                                    conv_ukr_impl<MR, NV, LD, std::min(2, NV)>,
                                    conv_ukr_impl<MR, NV, LD, std::min(3, NV)>, conv_ukr_impl<MR, NV, LD, NV>};
-  // the lines per K step of [pf.p, pf.p + pf.step), as prefetch_step issues them (at most NV)
-  const int64_t lines = pf.p ? std::min<int64_t>((pf.step + 63) / 64, NV) : 0;
-  kModes[lines](rows, ntaps, kc, w, ldw, y, ldy, mr, nr, accumulate, ep, pf);
+  kModes[prefetch_lines<NV>(pf)](rows, ntaps, kc, w, ldw, y, ldy, mr, nr, accumulate, ep, pf);
 }
 
 inline __m256 act256(__m256 v, const ConvTileEpilogue& ep) {
