@@ -204,7 +204,18 @@ void layout_nhwc(ir::Graph& g) {
       lay.s = "NHWC";
       f->attrs["layout"] = lay;
       set_attr_ints(f, "weight_shape", {oc, cg, kh, kw});
-      g.connect_input(f, nhwc_of(n->inputs[0]));
+      // A stem conv (few input channels) whose input is not in NHWC already reads it in NCHW: no Transpose
+      // of the image (conv2d_nchw_in_f32).
+      cp.groups = dense ? 1 : oc;
+      const bool has_residual = n->inputs.size() > 3 && n->inputs[3];
+      if (dense && !wino && !has_residual && !twin.count(n->inputs[0]) &&
+          kernels::x86::conv_nchw_in_applies(cp, kernels::x86::conv_isa())) {
+        lay.s = "NCHW";
+        f->attrs["input_layout"] = lay;
+        g.connect_input(f, n->inputs[0]);
+      } else {
+        g.connect_input(f, nhwc_of(n->inputs[0]));
+      }
       g.connect_input(f, constant(g, n->inputs[1]->name + "_nhwc", std::move(packed)));
       g.connect_input(f, n->inputs.size() > 2 ? n->inputs[2] : nullptr);
       g.connect_input(f, n->inputs.size() > 3 ? nhwc_of(n->inputs[3]) : nullptr);

@@ -93,8 +93,35 @@ def test_ir_after_passes(tmp_path):
     assert ir.count("tessera.NhwcMaxPool(") == 1
     assert ir.count("winograd=4") == 1  # the one 3x3 stride-1 dense conv
     assert ir.count("tessera.NhwcGlobalAveragePool(") == 1 and "= GlobalAveragePool(" not in ir
-    # into the region once (x), out for a3 (a graph output), around the grouped conv; none before the pool
+    # into the region once (x: the first conv is a Winograd one, which reads NHWC), out for a3 (a graph
+    # output), around the grouped conv; none before the pool
+    assert 'input_layout="NCHW"' not in ir
     assert ir.count("Transpose(") == 4
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_stem_conv_reads_nchw(threads):
+    """A first conv of 3 channels, stride 2, asymmetric padding, Clip, then a pointwise conv: the stem reads
+    the image in NCHW (no Transpose into the region) where the kernel applies, and the outputs match."""
+    inits = [_w("w0", 20, 3, 3, 3), _w("b0", 20), _w("w1", 12, 20, 1, 1),
+             numpy_helper.from_array(np.float32(0.0), "lo"), numpy_helper.from_array(np.float32(6.0), "hi")]
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], strides=[2, 2], pads=[1, 0, 1, 1]),
+             helper.make_node("Clip", ["c0", "lo", "hi"], ["r0"]),
+             helper.make_node("Conv", ["r0", "w1"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 37, 29])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    b = m.SerializeToString()
+    x = RNG.standard_normal((2, 3, 37, 29)).astype(np.float32)
+    s = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads))
+    ir = s.graph_text()
+    if "avx512f" in tessera.kernel_isa().split():
+        assert 'input_layout="NCHW"' in ir and ir.count("Transpose(") == 1  # the output's only
+    got = s.run(None, {"x": x})[0]
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
 
 
 def inverted_residuals():
@@ -191,6 +218,8 @@ _W_OK = 16 * 36  # 8 output channels pad to one 16-wide panel, K = 36
     ("FusedConv", dict(_CONV, pads=[0, 0, 0, 0], kernel_shape=[9, 9], weight_shape=[8, 4, 9, 9]),
      16 * 4 * 81, (1, 5, 5, 4)),                                                # empty output
     ("FusedConv", _CONV, _W_OK, (1, 5, 5)),                                     # rank
+    ("FusedConv", dict(_CONV, input_layout="NCHW", winograd=4), _W_OK, (1, 4, 5, 5)),  # NCHW input: direct
+    ("FusedConv", dict(_CONV, input_layout="NCHW"), _W_OK, (1, 5, 5, 4)),       # channels (NCHW: 5)
     ("NhwcMaxPool", dict(kernel_shape=[3]), None, (1, 5, 5, 4)),
     ("NhwcMaxPool", dict(kernel_shape=[7, 7]), None, (1, 5, 5, 4)),
     ("NhwcMaxPool", dict(kernel_shape=[3, 3], strides=[-1, 1]), None, (1, 5, 5, 4)),
@@ -232,6 +261,16 @@ def test_good_nhwc_nodes_run():
         so = tessera.SessionOptions(threads=1, optimization_level=level)
         (y,) = tessera.InferenceSession(_tessera_node_model("FusedConv", _CONV, [w], x.shape), so).run(None, {"x": x})
         assert y.shape == (1, 5, 5, 8) and y[0, 2, 2, 0] == 36 and y[0, 0, 0, 0] == 16
+        # the input in NCHW (a stem conv: 36 taps), and over 5 x 5 windows (100 taps: a Transpose first)
+        xc = np.ones((1, 4, 5, 5), np.float32)
+        (y,) = tessera.InferenceSession(_tessera_node_model("FusedConv", dict(_CONV, input_layout="NCHW"), [w],
+                                                            xc.shape), so).run(None, {"x": xc})
+        assert y.shape == (1, 5, 5, 8) and y[0, 2, 2, 0] == 36 and y[0, 0, 0, 0] == 16
+        w5 = numpy_helper.from_array(np.ones(16 * 100, np.float32), "w")
+        attrs5 = dict(_CONV, input_layout="NCHW", kernel_shape=[5, 5], pads=[2, 2, 2, 2], weight_shape=[8, 4, 5, 5])
+        (y,) = tessera.InferenceSession(_tessera_node_model("FusedConv", attrs5, [w5], xc.shape),
+                                        so).run(None, {"x": xc})
+        assert y.shape == (1, 5, 5, 8) and y[0, 2, 2, 0] == 100 and y[0, 0, 0, 0] == 36
         (y,) = tessera.InferenceSession(_tessera_node_model("NhwcMaxPool", dict(kernel_shape=[3, 3]), [], x.shape),
                                         so).run(None, {"x": x})
         assert y.shape == (1, 3, 3, 4)

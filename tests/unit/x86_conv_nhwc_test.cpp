@@ -347,3 +347,65 @@ TEST(X86ConvNhwc, PointwiseDepthwiseMatchesTwoConvs) {
       }
   }
 }
+
+// A stem conv read in NCHW and written in NHWC (conv2d_nchw_in_f32), against the reference over the
+// image transposed to NHWC: 1 to 4 channels, 1x1 to 3x5 windows, strides 1 and 2, asymmetric and zero
+// padding, output widths below, at and above 16 (a tile's pixels) and channels below, at and above 16
+// (a tile's channels) and 64 (a panel), several images and row bands over two threads, every epilogue.
+TEST(X86ConvNhwc, NchwInputStemMatchesReference) {
+  if (!conv_nchw_in_applies(
+          [] {
+            Conv2dParams p;
+            p.c = 3, p.kh = p.kw = 3, p.sh = p.sw = 2;
+            return p;
+          }(),
+          ConvIsa::avx512f))
+    GTEST_SKIP() << "needs AVX-512";
+  ThreadPool pool(2);
+  struct Case {
+    int64_t n, c, h, w, oc, kh, kw, s, pt, pl, pb, pr;
+  };
+  const Case cases[] = {{1, 3, 224, 224, 32, 3, 3, 2, 1, 1, 1, 1},  // MobileNetV2's stem
+                        {2, 3, 33, 35, 16, 3, 3, 2, 1, 1, 1, 1},   {1, 3, 17, 31, 24, 3, 3, 1, 1, 1, 1, 1},
+                        {1, 1, 9, 15, 7, 3, 3, 1, 0, 0, 0, 0},     {1, 4, 12, 40, 80, 3, 3, 2, 0, 1, 1, 0},
+                        {1, 2, 5, 3, 65, 3, 5, 1, 2, 1, 0, 3},     {1, 3, 30, 16, 17, 1, 1, 2, 0, 0, 0, 0},
+                        {3, 3, 11, 48, 48, 2, 2, 2, 0, 0, 1, 1}};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1, 1);
+  auto fill = [&](size_t n) {
+    std::vector<float> v(n);
+    for (auto& e : v) e = d(rng);
+    return v;
+  };
+  for (const Case& c : cases) {
+    Conv2dParams p;
+    p.n = c.n, p.c = c.c, p.h = c.h, p.w = c.w, p.oc = c.oc, p.kh = c.kh, p.kw = c.kw, p.sh = p.sw = c.s;
+    p.pad_t = c.pt, p.pad_l = c.pl, p.pad_b = c.pb, p.pad_r = c.pr;
+    ASSERT_TRUE(conv_nchw_in_applies(p, ConvIsa::avx512f));
+    const auto x = fill(size_t(c.n * c.c * c.h * c.w)), w = fill(size_t(c.oc * c.c * c.kh * c.kw)),
+               bias = fill(size_t(c.oc));
+    std::vector<float> xt(x.size());  // NHWC for the reference
+    for (int64_t b = 0; b < c.n; ++b)
+      for (int64_t ci = 0; ci < c.c; ++ci)
+        for (int64_t i = 0; i < c.h * c.w; ++i)
+          xt[size_t((b * c.h * c.w + i) * c.c + ci)] = x[size_t((b * c.c + ci) * c.h * c.w + i)];
+    std::vector<float> wp(conv_nhwc_packed_floats(c.oc, c.c * c.kh * c.kw));
+    conv_nhwc_pack_weights(w.data(), c.oc, c.c, c.kh, c.kw, wp.data());
+    for (int fused = 0; fused < 3; ++fused) {
+      ConvEpilogue ep;
+      if (fused >= 1) ep.bias = bias.data();
+      if (fused == 1) ep.act = Activation::relu;
+      if (fused == 2) ep.act = Activation::clip, ep.clip_min = -0.2f, ep.clip_max = 0.5f;
+      std::vector<float> want(size_t(c.n * p.oh() * p.ow() * c.oc));
+      reference(p, xt, w, ep, want);
+      for (ThreadPool* tp : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> got(want.size(), std::numeric_limits<float>::quiet_NaN());
+        conv2d_nchw_in_f32(p, x.data(), wp.data(), ep, got.data(), tp, ConvIsa::avx512f);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 1e-4f * (1.0f + std::fabs(want[i])))
+              << "c " << c.c << " " << c.h << "x" << c.w << " oc " << c.oc << " k " << c.kh << "x" << c.kw
+              << " s " << c.s << " fused " << fused << " threads " << (tp ? 2 : 1) << " at " << i;
+      }
+    }
+  }
+}

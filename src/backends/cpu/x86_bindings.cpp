@@ -11,6 +11,7 @@
 #include "kernels/ref/registry.h"
 #include "kernels/x86/conv2d.h"
 #include "kernels/x86/conv_nhwc.h"
+#include "kernels/x86/eltwise.h"
 #include "kernels/x86/gemm.h"
 
 namespace tessera::backends::cpu {
@@ -137,7 +138,13 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   }
   kernels::x86::Conv2dParams p;
   read_geometry(ctx, p);
-  p.n = x0.dim(0), p.h = x0.dim(1), p.w = x0.dim(2), p.c = x0.dim(3), p.oc = ws[0];
+  // input_layout "NCHW": the input is read in NCHW (a stem conv, see conv2d_nchw_in_f32)
+  const bool nchw_in = ctx.attr_string("input_layout", "NHWC") == "NCHW";
+  p.n = x0.dim(0), p.oc = ws[0];
+  if (nchw_in)
+    p.c = x0.dim(1), p.h = x0.dim(2), p.w = x0.dim(3);
+  else
+    p.h = x0.dim(1), p.w = x0.dim(2), p.c = x0.dim(3);
   p.groups = ctx.attr_int("group", 1);
   const bool dense = p.groups == 1;
   const int64_t wino = ctx.attr_int("winograd", 0);
@@ -152,7 +159,8 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   ctx.check(size_t(w0.numel()) == want, "packed weights have ", w0.numel(), " floats, not ", want);
   ctx.check(p.oh() > 0 && p.ow() > 0, "output would be empty");
   if (b) ctx.check(b->dtype() == DType::f32 && b->numel() == p.oc, "bias must have ", p.oc, " elements");
-  const Tensor x = x0.contiguous(), w = w0.contiguous();
+  const Tensor w = w0.contiguous();
+  Tensor x = x0.contiguous();
   const Shape ys{p.n, p.oh(), p.ow(), p.oc};
   if (r)
     ctx.check(r->dtype() == DType::f32 && r->shape() == ys, "residual ", r->text(),
@@ -168,6 +176,21 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   ep.bias = b ? bc.data<float>() : nullptr;
   ep.residual = r ? rc.data<float>() : nullptr;
   ep.act = conv_activation(ctx, ep.clip_min, ep.clip_max);
+  if (nchw_in) {
+    ctx.check(!wino && dense, "input_layout NCHW needs a dense direct conv");
+    const bool act_ok = ep.act == kernels::x86::Activation::none ||
+                        ep.act == kernels::x86::Activation::relu || ep.act == kernels::x86::Activation::clip;
+    if (!r && act_ok && kernels::x86::conv_nchw_in_applies(p, kernels::x86::conv_isa())) {
+      kernels::x86::conv2d_nchw_in_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(), ctx.pool(),
+                                       kernels::x86::conv_isa());
+      return;
+    }
+    // elsewhere (another ISA than the session was created on): an NHWC copy of the input
+    Tensor xt = Tensor::uninitialized(DType::f32, {p.n, p.h, p.w, p.c});
+    kernels::x86::transpose_f32(x.data<float>(), xt.data<float>(), {p.n, p.c, p.h, p.w}, {0, 2, 3, 1},
+                                ctx.pool());
+    x = std::move(xt);
+  }
   if (wino)
     kernels::x86::conv2d_wino_nhwc_f32(p, int(wino), x.data<float>(), w.data<float>(), ep, y.data<float>(),
                                        ctx.pool());

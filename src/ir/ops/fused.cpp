@@ -81,7 +81,8 @@ void infer_fused_conv(InferenceContext& ctx) {
   }
   if (nhwc) {
     const auto ws = ctx.attr_ints("weight_shape");
-    const auto sp = spatial_out(ctx, (*x)[1], (*x)[2]);
+    const bool nchw_in = ctx.attr_string("input_layout", "NHWC") == "NCHW";  // the output is NHWC
+    const auto sp = nchw_in ? spatial_out(ctx, (*x)[2], (*x)[3]) : spatial_out(ctx, (*x)[1], (*x)[2]);
     ctx.set_output(0, ctx.input_dtype(0),
                    std::vector<Dim>{(*x)[0], sp[0], sp[1], ws.size() == 4 ? Dim(ws[0]) : Dim()});
     return;
@@ -180,6 +181,7 @@ void register_fused_schemas(OpRegistry& r) {
                             {"clip_min", K::f},
                             {"clip_max", K::f},
                             {"layout", K::s},
+                            {"input_layout", K::s},
                             {"weight_shape", K::ints},
                             {"winograd", K::i}},
                            "tessera");

@@ -114,8 +114,10 @@ void fused_conv(KernelContext& ctx) {
     ctx.check(w.rank() == 4, "FusedConv is 2-D");
     wshape = {w.dim(0), w.dim(1), w.dim(2), w.dim(3)};
   }
-  const int64_t n = x.dim(0), c = nhwc ? x.dim(3) : x.dim(1), h = nhwc ? x.dim(1) : x.dim(2),
-                wd = nhwc ? x.dim(2) : x.dim(3), oc = wshape[0];
+  // layout NHWC with input_layout NCHW: the input alone is NCHW (a stem conv)
+  const bool x_nhwc = nhwc && ctx.attr_string("input_layout", "NHWC") != "NCHW";
+  const int64_t n = x.dim(0), c = x_nhwc ? x.dim(3) : x.dim(1), h = x_nhwc ? x.dim(1) : x.dim(2),
+                wd = x_nhwc ? x.dim(2) : x.dim(3), oc = wshape[0];
   ctx.check(g > 0 && oc > 0 && c % g == 0 && oc % g == 0 && wshape[1] == c / g,
             "channels do not match the groups");
   ctx.check(wshape[2] == ks[0] && wshape[3] == ks[1], "weights do not match kernel_shape");
@@ -126,6 +128,7 @@ void fused_conv(KernelContext& ctx) {
   const bool dw = nhwc && g > 1;
   const int64_t wino_m = nhwc ? ctx.attr_int("winograd", 0) : 0;
   const bool wino = wino_m != 0;
+  ctx.check(x_nhwc || !nhwc || (g == 1 && !wino), "input_layout NCHW needs a dense direct conv");
   if (wino) {
     ctx.check((wino_m == 2 || wino_m == 4) && g == 1 && ks[0] == 3 && ks[1] == 3 && st[0] == 1 &&
                   st[1] == 1 && dl[0] == 1 && dl[1] == 1,
@@ -146,7 +149,7 @@ void fused_conv(KernelContext& ctx) {
   const float *xp = x.data<float>(), *wp = w.data<float>();
   float* yp = y.data<float>();
   auto xat = [&](int64_t bi, int64_t ch, int64_t iy, int64_t ix) {
-    return nhwc ? xp[((bi * h + iy) * wd + ix) * c + ch] : xp[((bi * c + ch) * h + iy) * wd + ix];
+    return x_nhwc ? xp[((bi * h + iy) * wd + ix) * c + ch] : xp[((bi * c + ch) * h + iy) * wd + ix];
   };
   auto wat = [&](int64_t o, int64_t ci, int64_t r, int64_t q) {
     if (!nhwc) return wp[((o * cg + ci) * ks[0] + r) * ks[1] + q];

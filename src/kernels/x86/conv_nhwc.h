@@ -85,6 +85,16 @@ inline void conv2d_wino_nhwc_f32(const Conv2dParams& p, int m, const float* x, c
   conv2d_wino_nhwc_f32(p, m, x, up, ep, y, pool, conv_isa());
 }
 
+// A dense conv of few input channels (an image model's stem: three colour planes) read in NCHW, written
+// in NHWC, weights packed as for conv2d_nhwc_f32: the input needs no NHWC copy. Output pixels lie along
+// the vector lanes, so each tap (ci, r, s) is one contiguous load from a row of the input plane, split by
+// a horizontal stride of 2 into its even and odd columns once per row; a 16-pixel x 16-channel tile is
+// transposed in registers as it is stored. No residual. Applies on AVX-512 only (the caller falls back
+// to a Transpose and conv2d_nhwc_f32 elsewhere).
+bool conv_nchw_in_applies(const Conv2dParams& p, ConvIsa isa);
+void conv2d_nchw_in_f32(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep,
+                        float* y, ThreadPool* pool, ConvIsa isa);
+
 // Max / average pooling over NHWC. Pool geometry in Conv2dParams terms (oc = c,
 // kh/kw the window; oh/ow may be given explicitly for ceil_mode).
 struct PoolParams {
@@ -258,5 +268,27 @@ void wino23_out_avx2(const float* m, int64_t mstride, int64_t n, const WinoOut& 
 void wino43_in_avx2(const float* const* src, int64_t c, float* v, int64_t stride);
 void wino43_out_avx2(const float* m, int64_t mstride, int64_t n, const WinoOut& o);
 void dw_row_avx2(const DwRowArgs& a);
+
+// One output row of conv2d_nchw_in_f32 for a block of up to 16 output channels: taps[t] is the phase
+// row tap t (packed-weight row t) reads, at the row's output column 0 (read to the next multiple of 16
+// columns); w the block's first weight column, row t at w + t * ldw (16 columns, zero past the last
+// channel); y[ox * ldy + o] for o < nc.
+struct NchwInRowArgs {
+  const float* const* taps;
+  int64_t ntaps;
+  const float* w;
+  int64_t ldw;
+  int64_t ow;
+  float* y;
+  int64_t ldy, nc;
+  const float* bias;  // nc values, or nullptr
+  Activation act;
+  float clip_min, clip_max;
+};
+void conv_nchw_in_row_avx512f(const NchwInRowArgs& a);
+// The `stride` phase rows of one input row (w floats, pad_l zeros to its left, zeros past its end):
+// out[p * len + j] = row[j * stride + p - pad_l].
+void nchw_phase_rows_avx512f(const float* row, int64_t w, int64_t pad_l, int64_t stride, int64_t len,
+                             float* out);
 
 }  // namespace tessera::kernels::x86
