@@ -339,50 +339,59 @@ void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape,
   }
   const int64_t outer = numel / (dA * dB);
   const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
-  // Tasks over (outer index, tile of B, chunk of A): an NCHW -> NHWC input
-  // transpose is one outer index with 3 values of B, and must still split.
-  constexpr int64_t T = 32, TA = 512;
+  // Tasks over (outer index, chunk of A, tile of B), B fastest: an NCHW -> NHWC input transpose is one
+  // outer index with 3 values of B, and must still split. A thread's tasks are consecutive, so it writes
+  // whole output rows (A) but where its run starts or ends: B outermost gave each thread a part of every
+  // row, both writing the cache line at the boundary (ViT's 196 x 768 patch map back to NCHW at two
+  // threads: 2x slower than at one; 4x on MobileNetV2's 7 x 7 x 960).
+  // Under 16K elements (64 KiB) one thread: the fork-join costs more than the copy (7 x 7 x 160 at two
+  // threads: 5 us against 2 at one).
+  // A task is one 16-row tile of A (so that threads split A evenly, at any row), or 512 values of A where
+  // B is a few channels interleaved (a task per 16 would cost more than its copy).
+  constexpr int64_t T = 32;
+  const int64_t TA = dB <= 4 ? 512 : 16;
   const int64_t tb = (dB + T - 1) / T, ta = (dA + TA - 1) / TA;
-  parallel_for(pool, outer * tb * ta, std::max<int64_t>(1, 8192 / (T * TA)), [&](int64_t s, int64_t e) {
-    for (int64_t task = s; task < e; ++task) {
-      const int64_t a_lo = (task % ta) * TA, a_hi = std::min(dA, a_lo + TA);
-      const int64_t b0 = (task / ta % tb) * T, b1 = std::min(dB, b0 + T);
-      int64_t xoff, yoff;
-      offsets(task / (ta * tb), xoff, yoff);
-      if (dB <= 4 && osA == dB) {
-        // a few output-innermost values per A (interleaving channels): runs of
-        // b1 - b0 floats, with the count known to the compiler
-        const float* xs = x + xoff + b0 * isB;
-        float* yd = y + yoff + b0;
-        switch (b1 - b0) {
-          case 2:
-            interleave_runs<2>(xs, isB, yd, a_lo, a_hi);
-            continue;
-          case 3:  // an image's three color planes
-            k.interleave3(xs + a_lo, isB, yd + 3 * a_lo, a_hi - a_lo);
-            continue;
-          case 4:
-            interleave_runs<4>(xs, isB, yd, a_lo, a_hi);
-            continue;
-          default:
-            break;
-        }
-      }
-      // 16 x 16 tiles in vector registers, the ragged edges scalar
-      const int64_t bfull = b0 + (b1 - b0) / 16 * 16;
-      for (int64_t a0 = a_lo; a0 < a_hi; a0 += T) {
-        const int64_t a1 = std::min(a_hi, a0 + T), afull = a0 + (a1 - a0) / 16 * 16;
-        for (int64_t a = a0; a < afull; a += 16)
-          for (int64_t b = b0; b < bfull; b += 16)
-            k.transpose_tile16(x + xoff + a + b * isB, isB, y + yoff + a * osA + b, osA);
-        for (int64_t a = a0; a < a1; ++a) {
-          const float* xs = x + xoff + a + b0 * isB;
-          float* yd = y + yoff + a * osA + b0;
-          for (int64_t b = a < afull ? bfull - b0 : 0; b < b1 - b0; ++b) yd[b] = xs[b * isB];
-        }
-      }
-    }
-  });
+  parallel_for(numel >= (1 << 14) ? pool : nullptr, outer * tb * ta, std::max<int64_t>(1, 8192 / (T * TA)),
+               [&](int64_t s, int64_t e) {
+                 for (int64_t task = s; task < e; ++task) {
+                   const int64_t a_lo = (task / tb % ta) * TA, a_hi = std::min(dA, a_lo + TA);
+                   const int64_t b0 = (task % tb) * T, b1 = std::min(dB, b0 + T);
+                   int64_t xoff, yoff;
+                   offsets(task / (ta * tb), xoff, yoff);
+                   if (dB <= 4 && osA == dB) {
+                     // a few output-innermost values per A (interleaving channels): runs of
+                     // b1 - b0 floats, with the count known to the compiler
+                     const float* xs = x + xoff + b0 * isB;
+                     float* yd = y + yoff + b0;
+                     switch (b1 - b0) {
+                       case 2:
+                         interleave_runs<2>(xs, isB, yd, a_lo, a_hi);
+                         continue;
+                       case 3:  // an image's three color planes
+                         k.interleave3(xs + a_lo, isB, yd + 3 * a_lo, a_hi - a_lo);
+                         continue;
+                       case 4:
+                         interleave_runs<4>(xs, isB, yd, a_lo, a_hi);
+                         continue;
+                       default:
+                         break;
+                     }
+                   }
+                   // 16 x 16 tiles in vector registers, the ragged edges scalar
+                   const int64_t bfull = b0 + (b1 - b0) / 16 * 16;
+                   for (int64_t a0 = a_lo; a0 < a_hi; a0 += T) {
+                     const int64_t a1 = std::min(a_hi, a0 + T), afull = a0 + (a1 - a0) / 16 * 16;
+                     for (int64_t a = a0; a < afull; a += 16)
+                       for (int64_t b = b0; b < bfull; b += 16)
+                         k.transpose_tile16(x + xoff + a + b * isB, isB, y + yoff + a * osA + b, osA);
+                     for (int64_t a = a0; a < a1; ++a) {
+                       const float* xs = x + xoff + a + b0 * isB;
+                       float* yd = y + yoff + a * osA + b0;
+                       for (int64_t b = a < afull ? bfull - b0 : 0; b < b1 - b0; ++b) yd[b] = xs[b * isB];
+                     }
+                   }
+                 }
+               });
 }
 
 }  // namespace tessera::kernels::x86
