@@ -385,6 +385,10 @@ TEST(X86Eltwise, TransposeMatchesRef) {
       {{197, 12, 64}, {1, 2, 0}},
       {{1, 40, 14, 15}, {0, 2, 3, 1}},
       {{1, 31, 49}, {0, 2, 1}},
+      // over 16K elements (threaded): a conv region's NHWC output back to NCHW, ragged rows and columns
+      {{1, 14, 14, 768}, {0, 3, 1, 2}},
+      {{1, 7, 7, 961}, {0, 3, 1, 2}},
+      {{2, 130, 131}, {0, 2, 1}},
       // only size-1 dims move: a view of the input (ViT's [197, 1, 768] <-> [1, 197, 768])
       {{197, 1, 768}, {1, 0, 2}},
       {{1, 5, 1, 7}, {2, 1, 3, 0}},
