@@ -4,18 +4,30 @@ namespace tessera {
 
 const char* Attribute::kind_name(Kind k) {
   switch (k) {
-    case Kind::undefined: return "undefined";
-    case Kind::f: return "FLOAT";
-    case Kind::i: return "INT";
-    case Kind::s: return "STRING";
-    case Kind::t: return "TENSOR";
-    case Kind::g: return "GRAPH";
-    case Kind::floats: return "FLOATS";
-    case Kind::ints: return "INTS";
-    case Kind::strings: return "STRINGS";
-    case Kind::tensors: return "TENSORS";
-    case Kind::graphs: return "GRAPHS";
-    case Kind::type_proto: return "TYPE_PROTO";
+    case Kind::undefined:
+      return "undefined";
+    case Kind::f:
+      return "FLOAT";
+    case Kind::i:
+      return "INT";
+    case Kind::s:
+      return "STRING";
+    case Kind::t:
+      return "TENSOR";
+    case Kind::g:
+      return "GRAPH";
+    case Kind::floats:
+      return "FLOATS";
+    case Kind::ints:
+      return "INTS";
+    case Kind::strings:
+      return "STRINGS";
+    case Kind::tensors:
+      return "TENSORS";
+    case Kind::graphs:
+      return "GRAPHS";
+    case Kind::type_proto:
+      return "TYPE_PROTO";
   }
   return "?";
 }
@@ -54,6 +66,11 @@ std::string KernelContext::attr_string(std::string_view n, std::string def) cons
 std::vector<int64_t> KernelContext::attr_ints(std::string_view n, std::vector<int64_t> def) const {
   const Attribute* a = typed(*this, n, Attribute::Kind::ints);
   return a ? a->ints : def;
+}
+std::span<const int64_t> KernelContext::attr_ints_view(std::string_view n,
+                                                       std::span<const int64_t> def) const {
+  const Attribute* a = typed(*this, n, Attribute::Kind::ints);
+  return a ? std::span<const int64_t>(a->ints) : def;
 }
 std::vector<float> KernelContext::attr_floats(std::string_view n, std::vector<float> def) const {
   const Attribute* a = typed(*this, n, Attribute::Kind::floats);

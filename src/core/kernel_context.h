@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +71,8 @@ class KernelContext {
   float attr_float(std::string_view n, float def) const;
   std::string attr_string(std::string_view n, std::string def) const;
   std::vector<int64_t> attr_ints(std::string_view n, std::vector<int64_t> def = {}) const;
+  // The same without a copy: a view of the attribute's values (valid while the kernel runs), or def.
+  std::span<const int64_t> attr_ints_view(std::string_view n, std::span<const int64_t> def = {}) const;
   std::vector<float> attr_floats(std::string_view n, std::vector<float> def = {}) const;
   std::vector<std::string> attr_strings(std::string_view n) const;
   int64_t required_attr_int(std::string_view n) const;

@@ -176,7 +176,7 @@ class NodeContext final : public KernelContext {
     if (i >= outs_.size()) fail(ErrorCode::internal, "kernel set output ", i, " of ", outs_.size());
     outs_[i] = std::move(v);
   }
-  const Attribute* attr(std::string_view n) const override { return cn_.node->attr(n); }
+  const Attribute* attr(std::string_view n) const override { return cn_.attr(n); }
   ThreadPool* pool() const override { return rs_.pool(); }
   std::vector<DataValue> run_subgraph(const Subgraph& g, const std::vector<DataValue>& inputs) override {
     return rs_.run_subgraph(cn_, f_, g, inputs);

@@ -205,6 +205,7 @@ void SessionImpl::compile_graph(const ir::Graph& g, const std::vector<const ir::
           break;
         }
     cn.fn = backends::cpu::select(n);
+    for (const auto& [name, a] : n.attrs) cn.attrs.emplace_back(name, &a);
     if (!cn.fn)
       throw Error(ErrorCode::unsupported,
                   cat("no kernel for op '", n.domain.empty() ? "" : n.domain + ".", n.op_type, "' on the ",

@@ -114,8 +114,9 @@ thread_local AlignedScratch tl_conv_scratch;
 
 // Geometry attributes (kernel_shape, strides, dilations, pads) into p, checked.
 void read_geometry(KernelContext& ctx, kernels::x86::Conv2dParams& p) {
-  const auto ks = ctx.attr_ints("kernel_shape"), st = ctx.attr_ints("strides", {1, 1}),
-             dl = ctx.attr_ints("dilations", {1, 1}), pd = ctx.attr_ints("pads", {0, 0, 0, 0});
+  static constexpr int64_t kOnes[2] = {1, 1}, kZeros[4] = {0, 0, 0, 0};
+  const auto ks = ctx.attr_ints_view("kernel_shape"), st = ctx.attr_ints_view("strides", kOnes),
+             dl = ctx.attr_ints_view("dilations", kOnes), pd = ctx.attr_ints_view("pads", kZeros);
   ctx.check(ks.size() == 2 && st.size() == 2 && dl.size() == 2 && pd.size() == 4,
             "kernel_shape, strides, dilations must have 2 values and pads 4");
   p.kh = ks[0], p.kw = ks[1], p.sh = st[0], p.sw = st[1], p.dh = dl[0], p.dw = dl[1];
@@ -131,7 +132,7 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   const Tensor& w0 = ctx.required_input(1);
   const Tensor* b = ctx.input(2);
   const Tensor* r = ctx.input(3);
-  const auto ws = ctx.attr_ints("weight_shape");
+  const auto ws = ctx.attr_ints_view("weight_shape");
   if (x0.dtype() != DType::f32 || w0.dtype() != DType::f32 || x0.rank() != 4 || ws.size() != 4) {
     run_ref(ctx, "tessera");
     return;
