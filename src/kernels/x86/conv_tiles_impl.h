@@ -1,5 +1,6 @@
 // Whole conv tiles in one call (ConvTiles, conv_nhwc.h), written once for any vector ISA: the AVX2 file
-// instantiates it for 6 x 16 tiles (NV = 2 ymm per row), the AVX-512 file for 6 x 64 (NV = 4 zmm). Included
+// instantiates it for 6 x 16 tiles (NV = 2 ymm per row), the AVX-512 file for 6 x 64, 12 x 32 and 12 x 16
+// (the row loops unroll fully up to 16 rows: one left rolled kept its accumulators in memory). Included
 // only by the ISA files, which compile it with their flags. V supplies vec, kWidth, load, store, fma, add,
 // max, min, set1, zero.
 //
@@ -32,20 +33,20 @@ void run(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, 
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
         const typename V::vec b0 = BIAS ? V::load(bias + W * j + V::kWidth * v) : V::zero();
-#pragma GCC unroll 6
+#pragma GCC unroll 16
         for (int i = 0; i < MR; ++i) acc[i][v] = b0;
       }
       const float* wk = wp;
       for (int64_t tap = 0; tap < (TABLE ? ntaps : 1); ++tap) {
         const float* r[MR];
-#pragma GCC unroll 6
+#pragma GCC unroll 16
         for (int i = 0; i < MR; ++i) r[i] = TABLE ? rows[(t * ntaps + tap) * MR + i] : x + (t * MR + i) * ldx;
 #pragma GCC unroll 4
         for (int64_t k = 0; k < kc; ++k, wk += W) {
           typename V::vec b[NV];
 #pragma GCC unroll 4
           for (int v = 0; v < NV; ++v) b[v] = V::load(wk + V::kWidth * v);
-#pragma GCC unroll 6
+#pragma GCC unroll 16
           for (int i = 0; i < MR; ++i) {
             const typename V::vec a = V::set1(r[i][k]);
 #pragma GCC unroll 4
@@ -53,7 +54,7 @@ void run(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, 
           }
         }
       }
-#pragma GCC unroll 6
+#pragma GCC unroll 16
       for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) {
