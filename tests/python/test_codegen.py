@@ -124,6 +124,8 @@ def test_avx2_kernels_keep_their_accumulators_in_registers(tmp_path, src, kernel
 
 
 def test_avx512_conv_tiles_keep_their_accumulators_in_registers(tmp_path):
-    """The 6 x 64 whole-tile conv kernel holds 24 zmm accumulators, 4 of B and a broadcast: 29 of 32."""
+    """The whole-tile conv kernels hold 24 zmm accumulators (6 x 64, 12 x 32) or 12 (12 x 16), their B vectors
+    and a broadcast: at most 29 of 32."""
     funcs = _disassemble("src/kernels/x86/avx512f/f32_conv_nhwc__avx512f.cpp", tmp_path)
-    _assert_k_loops_keep_registers(funcs, "conv_tiles::run<", 24, "zmm")  # 3 activations x bias x residual x form
+    # 3 tile shapes x 3 activations x bias x residual x form
+    _assert_k_loops_keep_registers(funcs, "conv_tiles::run<", 72, "zmm")
