@@ -129,3 +129,5 @@ def test_avx512_conv_tiles_keep_their_accumulators_in_registers(tmp_path):
     funcs = _disassemble("src/kernels/x86/avx512f/f32_conv_nhwc__avx512f.cpp", tmp_path)
     # 3 tile shapes x 3 activations x bias x residual x form
     _assert_k_loops_keep_registers(funcs, "conv_tiles::run<", 72, "zmm")
+    _assert_k_loops_keep_registers(funcs, "tiles_zy<", 24, "zmm")  # 12 x 24: zmm + ymm accumulators
+    _assert_k_loops_keep_registers(funcs, "tiles_zy<", 24, "ymm")

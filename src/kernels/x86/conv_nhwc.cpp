@@ -519,7 +519,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
             all_fast = true;
             for (int64_t si = 0; si < nspans; ++si) {
               const Span& sp = spans[si];
-              if (sp.width % k.nr != 0 || sp.ldw != k.nr) {
+              if (!k.tiles_take(sp.width, sp.ldw)) {
                 all_fast = false;
                 continue;
               }
@@ -530,14 +530,14 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
                                         ep.clip_min,
                                         ep.clip_max};
               if (nt > 0 && npf == 0)
-                k.tiles(pointwise ? nullptr : rows, x + m0 * C, C, nt, ntaps, b.c1 - b.c0, sp.w, k.nr * K,
+                k.tiles(pointwise ? nullptr : rows, x + m0 * C, C, nt, ntaps, b.c1 - b.c0, sp.w, sp.ldw * K,
                         sp.width / k.nr, y + m0 * OC + sp.col, OC, te);
               for (int64_t t = 0; t < nt && npf > 0; ++t) {  // streamed weights: a tile per call, paced
                 burst(si);
                 ConvTileEpilogue tt = te;
                 if (tt.residual) tt.residual += t * k.mr * OC;
                 k.tiles(pointwise ? nullptr : rows + t * ntaps * k.mr, x + (m0 + t * k.mr) * C, C, 1, ntaps,
-                        b.c1 - b.c0, sp.w, k.nr * K, sp.width / k.nr, y + (m0 + t * k.mr) * OC + sp.col, OC,
+                        b.c1 - b.c0, sp.w, sp.ldw * K, sp.width / k.nr, y + (m0 + t * k.mr) * OC + sp.col, OC,
                         tt);
               }
             }
@@ -555,7 +555,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
             const ConvUkr fn = k.for_rows(mr);
             for (int64_t si = 0; si < nspans; ++si) {
               const Span& sp = spans[si];
-              if (mt < fast_end && sp.width % k.nr == 0 && sp.ldw == k.nr) continue;  // done above
+              if (mt < fast_end && k.tiles_take(sp.width, sp.ldw)) continue;  // done above
               ConvTileEpilogue te_{ep.bias ? ep.bias + sp.col : nullptr,
                                    residual ? residual + mt * OC + sp.col : nullptr,
                                    OC,

@@ -185,7 +185,12 @@ struct ConvUkrInfo {
   // K: the next panel's weights start ldw * ntaps * kc floats after this one's (one call per tile row).
   bool panels = false;
   ConvTiles tiles = nullptr;  // where the ISA has one
+  int64_t tiles_ldw = 0;      // the panel width `tiles` reads its weights at; 0: nr (24 columns: 32)
   ConvUkr for_rows(int64_t m) const { return rem && m < mr ? rem[m] : fn; }
+  // A span of `width` columns from a panel `ldw` wide goes to `tiles` (whole tiles, all of K in one block)
+  bool tiles_take(int64_t width, int64_t ldw) const {
+    return tiles && width % nr == 0 && ldw == (tiles_ldw ? tiles_ldw : nr);
+  }
 };
 // For AVX-512: one kernel per width of the panel's columns (16, 24, 32, 48, 64); AVX2: 8 wide for at most
 // 8 columns, else 16 wide (the driver walks wider blocks in strips of the kernel's width);

@@ -193,6 +193,83 @@ void conv_ukr_zy(const float* const* rows, int64_t ntaps, int64_t kc, const floa
   }
 }
 
+// Whole 12 x 24 tiles (ConvTiles), conv_tiles::run's loops with conv_ukr_zy's zmm + ymm accumulators: the
+// panel rows are 32 floats apart (a 24-wide panel is packed 32 wide), npanels is 1.
+template <Activation ACT, bool BIAS, bool RES, bool TABLE>
+void tiles_zy(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
+              int64_t kc, const float* w, int64_t, int64_t, float* y, int64_t ldy,
+              const ConvTileEpilogue& ep) {
+  constexpr int MR = 12;
+  const float* res = ep.residual;
+  for (int64_t t = 0; t < ntiles; ++t, y += MR * ldy, res += RES ? MR * ep.ldr : 0) {
+    __m512 az[MR];
+    __m256 ay[MR];
+    const __m512 bz = BIAS ? _mm512_loadu_ps(ep.bias) : _mm512_setzero_ps();
+    const __m256 by = BIAS ? _mm256_loadu_ps(ep.bias + 16) : _mm256_setzero_ps();
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) az[i] = bz, ay[i] = by;
+    const float* wk = w;
+    for (int64_t tap = 0; tap < (TABLE ? ntaps : 1); ++tap) {
+      const float* r[MR];
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) r[i] = TABLE ? rows[(t * ntaps + tap) * MR + i] : x + (t * MR + i) * ldx;
+#pragma GCC unroll 4
+      for (int64_t k = 0; k < kc; ++k, wk += 32) {
+        const __m512 b0 = _mm512_loadu_ps(wk);
+        const __m256 b1 = _mm256_loadu_ps(wk + 16);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i) {
+          const __m512 a = _mm512_set1_ps(r[i][k]);
+          az[i] = _mm512_fmadd_ps(a, b0, az[i]);
+          ay[i] = _mm256_fmadd_ps(_mm512_castps512_ps256(a), b1, ay[i]);
+        }
+      }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      __m512 sz = az[i];
+      __m256 sy = ay[i];
+      if constexpr (RES) {
+        sz = _mm512_add_ps(sz, _mm512_loadu_ps(res + i * ep.ldr));
+        sy = _mm256_add_ps(sy, _mm256_loadu_ps(res + i * ep.ldr + 16));
+      }
+      if constexpr (ACT == Activation::relu) {
+        sz = _mm512_max_ps(sz, _mm512_setzero_ps());
+        sy = _mm256_max_ps(sy, _mm256_setzero_ps());
+      }
+      if constexpr (ACT == Activation::clip) {
+        sz = _mm512_min_ps(_mm512_max_ps(sz, _mm512_set1_ps(ep.clip_min)), _mm512_set1_ps(ep.clip_max));
+        sy = _mm256_min_ps(_mm256_max_ps(sy, _mm256_set1_ps(ep.clip_min)), _mm256_set1_ps(ep.clip_max));
+      }
+      _mm512_storeu_ps(y + i * ldy, sz);
+      _mm256_storeu_ps(y + i * ldy + 16, sy);
+    }
+  }
+}
+
+void tiles_zy_avx512f(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
+                      int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
+                      const ConvTileEpilogue& ep) {
+  // [activation][table][bias][residual], as conv_tiles::dispatch
+  auto by_epilogue = [](auto act, auto table) {
+    constexpr Activation A = decltype(act)::value;
+    constexpr bool T = decltype(table)::value;
+    return std::array<ConvTiles, 4>{tiles_zy<A, false, false, T>, tiles_zy<A, false, true, T>,
+                                    tiles_zy<A, true, false, T>, tiles_zy<A, true, true, T>};
+  };
+  auto by_form = [&](auto act) {
+    return std::array<std::array<ConvTiles, 4>, 2>{by_epilogue(act, std::false_type{}),
+                                                   by_epilogue(act, std::true_type{})};
+  };
+  static constexpr std::array<std::array<std::array<ConvTiles, 4>, 2>, 3> kTable = {
+      by_form(std::integral_constant<Activation, Activation::none>{}),
+      by_form(std::integral_constant<Activation, Activation::relu>{}),
+      by_form(std::integral_constant<Activation, Activation::clip>{})};
+  const int a = ep.act == Activation::relu ? 1 : ep.act == Activation::clip ? 2 : 0;
+  kTable[a][rows != nullptr][2 * (ep.bias != nullptr) + (ep.residual != nullptr)](
+      rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
+}
+
 // rem[m]: the kernel for a remainder tile of exactly m < MR rows, so that its FMAs cover only those rows
 // (49 pixels of a 7 x 7 map in 6-row tiles: the last tile's 1 row cost as much as 6).
 template <int NV, int LD, int... M>
@@ -212,10 +289,10 @@ constexpr auto kRem16 = rem_table<1, 12>(std::make_integer_sequence<int, 11>{});
 }  // namespace
 
 namespace {
-// Whole tiles (conv_tiles_impl.h; the same template as AVX2's 6 x 16, which the tests run everywhere): 6 x 64,
-// and 12 x 32 and 12 x 16 for narrow convs — MobileNetV2's 32 -> 16 projection at 112 x 112 1.2x faster than
-// the general 12 x 16 kernel (which reloads a row pointer from the stack every K step), 192 -> 32 at 28 x 28
-// 1.07-1.2x.
+// Whole tiles (conv_tiles_impl.h; the same template as AVX2's 6 x 16, which the tests run everywhere): 6 x
+// 64, and 12 x 32 and 12 x 16 for narrow convs — MobileNetV2's 32 -> 16 projection at 112 x 112 1.2x faster
+// than the general 12 x 16 kernel (which reloads a row pointer from the stack every K step), 192 -> 32 at 28
+// x 28 1.07-1.2x.
 template <int MR, int NV>
 void tiles_avx512f(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
                    int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
@@ -228,7 +305,7 @@ ConvUkrInfo conv_ukr_avx512f(int64_t width) {
   if (width > 48) return {conv_ukr<6, 4>, 6, 64, kRem64.data(), /*panels=*/false, tiles_avx512f<6, 4>};
   if (width > 32) return {conv_ukr<8, 3>, 8, 48, kRem48.data()};
   if (width > 24) return {conv_ukr<12, 2>, 12, 32, kRem32.data(), false, tiles_avx512f<12, 2>};
-  if (width > 16) return {conv_ukr_zy<12>, 12, 24, kRem24.data()};
+  if (width > 16) return {conv_ukr_zy<12>, 12, 24, kRem24.data(), false, tiles_zy_avx512f, /*tiles_ldw=*/32};
   return {conv_ukr<12, 1>, 12, 16, kRem16.data(), false, tiles_avx512f<12, 1>};
 }
 
