@@ -24,6 +24,14 @@ std::vector<ConvIsa> isas() {
   return v;
 }
 
+// n values uniform in [-1, 1).
+std::vector<float> random_floats(std::mt19937& rng, size_t n) {
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (auto& e : v) e = d(rng);
+  return v;
+}
+
 // x NHWC, w OIHW (ONNX), y NHWC.
 void reference(const Conv2dParams& p, const std::vector<float>& x, const std::vector<float>& w,
                const ConvEpilogue& ep, std::vector<float>& y) {
@@ -52,12 +60,7 @@ void reference(const Conv2dParams& p, const std::vector<float>& x, const std::ve
 
 void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa, int wino = 0) {
   std::mt19937 rng(unsigned(p.c * 31 + p.oc * 7 + p.kh * 3 + p.sh));
-  std::uniform_real_distribution<float> d(-1, 1);
-  auto fill = [&](size_t n) {
-    std::vector<float> v(n);
-    for (auto& e : v) e = d(rng);
-    return v;
-  };
+  auto fill = [&](size_t n) { return random_floats(rng, n); };
   const int64_t oh = p.oh(), ow = p.ow();
   auto x = fill(size_t(p.n * p.c * p.h * p.w));
   auto w = fill(size_t(p.oc * (p.c / p.groups) * p.kh * p.kw));
@@ -313,12 +316,7 @@ TEST(X86ConvNhwc, PointwiseDepthwiseMatchesTwoConvs) {
                         {1, 7, 7, 32, 200, 3, 1, 1, 1, 1, 1, 1},
                         {1, 6, 9, 16, 72, 3, 1, 1, 1, 1, 1, 1}};
   std::mt19937 rng(77);
-  std::uniform_real_distribution<float> d(-1, 1);
-  auto fill = [&](size_t n) {
-    std::vector<float> v(n);
-    for (auto& e : v) e = d(rng);
-    return v;
-  };
+  auto fill = [&](size_t n) { return random_floats(rng, n); };
   for (const Case& c : cases) {
     Conv2dParams pw;
     pw.n = c.n, pw.c = c.c, pw.h = c.h, pw.w = c.w, pw.oc = c.e;
@@ -371,12 +369,7 @@ TEST(X86ConvNhwc, NchwInputStemMatchesReference) {
                         {1, 2, 5, 3, 65, 3, 5, 1, 2, 1, 0, 3},     {1, 3, 30, 16, 17, 1, 1, 2, 0, 0, 0, 0},
                         {3, 3, 11, 48, 48, 2, 2, 2, 0, 0, 1, 1}};
   std::mt19937 rng(5);
-  std::uniform_real_distribution<float> d(-1, 1);
-  auto fill = [&](size_t n) {
-    std::vector<float> v(n);
-    for (auto& e : v) e = d(rng);
-    return v;
-  };
+  auto fill = [&](size_t n) { return random_floats(rng, n); };
   for (const Case& c : cases) {
     Conv2dParams p;
     p.n = c.n, p.c = c.c, p.h = c.h, p.w = c.w, p.oc = c.oc, p.kh = c.kh, p.kw = c.kw, p.sh = p.sw = c.s;

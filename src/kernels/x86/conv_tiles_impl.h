@@ -69,19 +69,19 @@ void run(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, 
   }
 }
 
-// The instantiation for ep's activation (none, Relu or Clip: the driver sends no other), bias, residual and
-// input form (row tables, or pointwise rows at x).
-template <class V, int MR, int NV>
-void dispatch(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
-              int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
-              const ConvTileEpilogue& ep) {
+// The instantiation K::fn<ACT, BIAS, RES, TABLE> (a ConvTiles) for ep's activation (none, Relu or Clip: the
+// driver sends no other), bias, residual and input form (row tables, or pointwise rows at x).
+template <class K>
+void dispatch_by(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
+                 int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
+                 const ConvTileEpilogue& ep) {
   using Fn = ConvTiles;
   // [activation][table][bias][residual]
   auto by_epilogue = [](auto act, auto table) {
     constexpr Activation A = decltype(act)::value;
     constexpr bool T = decltype(table)::value;
-    return std::array<Fn, 4>{run<V, MR, NV, A, false, false, T>, run<V, MR, NV, A, false, true, T>,
-                             run<V, MR, NV, A, true, false, T>, run<V, MR, NV, A, true, true, T>};
+    return std::array<Fn, 4>{K::template fn<A, false, false, T>, K::template fn<A, false, true, T>,
+                             K::template fn<A, true, false, T>, K::template fn<A, true, true, T>};
   };
   auto by_form = [&](auto act) {
     return std::array<std::array<Fn, 4>, 2>{by_epilogue(act, std::false_type{}),
@@ -94,6 +94,19 @@ void dispatch(const float* const* rows, const float* x, int64_t ldx, int64_t nti
   const int a = ep.act == Activation::relu ? 1 : ep.act == Activation::clip ? 2 : 0;
   kTable[a][rows != nullptr][2 * (ep.bias != nullptr) + (ep.residual != nullptr)](
       rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
+}
+
+template <class V, int MR, int NV>
+struct Run {
+  template <Activation ACT, bool BIAS, bool RES, bool TABLE>
+  static constexpr ConvTiles fn = run<V, MR, NV, ACT, BIAS, RES, TABLE>;
+};
+
+template <class V, int MR, int NV>
+void dispatch(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
+              int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
+              const ConvTileEpilogue& ep) {
+  dispatch_by<Run<V, MR, NV>>(rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
 }
 
 }  // namespace tessera::kernels::x86::conv_tiles

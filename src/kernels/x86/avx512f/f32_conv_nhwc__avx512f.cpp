@@ -247,27 +247,15 @@ void tiles_zy(const float* const* rows, const float* x, int64_t ldx, int64_t nti
   }
 }
 
+struct ZyTiles {
+  template <Activation ACT, bool BIAS, bool RES, bool TABLE>
+  static constexpr ConvTiles fn = tiles_zy<ACT, BIAS, RES, TABLE>;
+};
+
 void tiles_zy_avx512f(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
                       int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
                       const ConvTileEpilogue& ep) {
-  // [activation][table][bias][residual], as conv_tiles::dispatch
-  auto by_epilogue = [](auto act, auto table) {
-    constexpr Activation A = decltype(act)::value;
-    constexpr bool T = decltype(table)::value;
-    return std::array<ConvTiles, 4>{tiles_zy<A, false, false, T>, tiles_zy<A, false, true, T>,
-                                    tiles_zy<A, true, false, T>, tiles_zy<A, true, true, T>};
-  };
-  auto by_form = [&](auto act) {
-    return std::array<std::array<ConvTiles, 4>, 2>{by_epilogue(act, std::false_type{}),
-                                                   by_epilogue(act, std::true_type{})};
-  };
-  static constexpr std::array<std::array<std::array<ConvTiles, 4>, 2>, 3> kTable = {
-      by_form(std::integral_constant<Activation, Activation::none>{}),
-      by_form(std::integral_constant<Activation, Activation::relu>{}),
-      by_form(std::integral_constant<Activation, Activation::clip>{})};
-  const int a = ep.act == Activation::relu ? 1 : ep.act == Activation::clip ? 2 : 0;
-  kTable[a][rows != nullptr][2 * (ep.bias != nullptr) + (ep.residual != nullptr)](
-      rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
+  conv_tiles::dispatch_by<ZyTiles>(rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
 }
 
 // rem[m]: the kernel for a remainder tile of exactly m < MR rows, so that its FMAs cover only those rows
