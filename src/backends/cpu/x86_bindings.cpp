@@ -179,9 +179,7 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   ep.act = conv_activation(ctx, ep.clip_min, ep.clip_max);
   if (nchw_in) {
     ctx.check(!wino && dense, "input_layout NCHW needs a dense direct conv");
-    const bool act_ok = ep.act == kernels::x86::Activation::none ||
-                        ep.act == kernels::x86::Activation::relu || ep.act == kernels::x86::Activation::clip;
-    if (!r && act_ok && kernels::x86::conv_nchw_in_applies(p, kernels::x86::conv_isa())) {
+    if (!r && kernels::x86::conv_nchw_in_applies(p, kernels::x86::conv_isa())) {
       kernels::x86::conv2d_nchw_in_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(), ctx.pool(),
                                        kernels::x86::conv_isa());
       return;

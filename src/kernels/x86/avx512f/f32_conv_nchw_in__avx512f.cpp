@@ -77,31 +77,20 @@ void conv_nchw_in_row_avx512f(const NchwInRowArgs& a) {
 
 void nchw_phase_rows_avx512f(const float* src, int64_t w, int64_t pad_l, int64_t stride, int64_t len,
                              float* out) {
-  // t[i] = src[i - pad_l] inside the row, 0 outside; phase p: out[p * len + j] = t[j * stride + p]
+  // t[i] = src[i - pad_l] inside the row, 0 outside, for i < n (then zeros to `end`); phase p:
+  // out[p * len + j] = t[j * stride + p]
   const int64_t n = len * stride;
-  if (stride == 1) {
-    float* t = out;
+  auto padded = [&](float* t, int64_t end) {
     const int64_t a = std::min(pad_l, n), b = std::clamp<int64_t>(pad_l + w, a, n);
     std::memset(t, 0, size_t(a) * sizeof(float));
     std::memcpy(t + a, src + (a - pad_l), size_t(b - a) * sizeof(float));
-    std::memset(t + b, 0, size_t(n - b) * sizeof(float));
-    return;
-  }
-  alignas(64) float tbuf[4096];
-  float* t = n <= 4096 ? tbuf : nullptr;
-  if (!t) {  // a row this long: element by element
-    for (int64_t p = 0; p < stride; ++p)
-      for (int64_t j = 0; j < len; ++j) {
-        const int64_t ix = j * stride + p - pad_l;
-        out[p * len + j] = ix >= 0 && ix < w ? src[ix] : 0.0f;
-      }
-    return;
-  }
-  const int64_t a = std::min(pad_l, n), b = std::clamp<int64_t>(pad_l + w, a, n);
-  std::memset(t, 0, size_t(a) * sizeof(float));
-  std::memcpy(t + a, src + (a - pad_l), size_t(b - a) * sizeof(float));
-  std::memset(t + b, 0, size_t(((n + 31) / 32 * 32) - b) * sizeof(float));
-  if (stride == 2) {
+    std::memset(t + b, 0, size_t(end - b) * sizeof(float));
+  };
+  if (stride == 1) return padded(out, n);
+  constexpr int64_t kMax = 4096;
+  if (stride == 2 && n <= kMax) {  // the padded row in L1, split by permutes
+    alignas(64) float t[kMax];
+    padded(t, (n + 31) / 32 * 32);
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     for (int64_t j = 0; j < len; j += 16) {
@@ -112,8 +101,11 @@ void nchw_phase_rows_avx512f(const float* src, int64_t w, int64_t pad_l, int64_t
     }
     return;
   }
-  for (int64_t p = 0; p < stride; ++p)
-    for (int64_t j = 0; j < len; ++j) out[p * len + j] = t[j * stride + p];
+  for (int64_t p = 0; p < stride; ++p)  // a row this long: element by element
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t ix = j * stride + p - pad_l;
+      out[p * len + j] = ix >= 0 && ix < w ? src[ix] : 0.0f;
+    }
 }
 
 }  // namespace tessera::kernels::x86
