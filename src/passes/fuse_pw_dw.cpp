@@ -4,8 +4,12 @@
 // lives a band of rows at a time in cache instead of going to memory and back
 // (kernels/x86/conv_nhwc.h, conv2d_pw_dw_nhwc_f32). This is the expansion and
 // depthwise pair of every inverted-residual block (MobileNetV2/V3, EfficientNet,
-// MnasNet); the projection conv after it stays a FusedConv (it may carry the
-// block's residual). Runs after layout_nhwc, whose packed weights it reuses.
+// MnasNet). A pointwise FusedConv that is the pair's only reader (the block's
+// projection, with or without the block's residual) joins it too: its input, the
+// depthwise output, then stays in cache as well; so does one that is the only
+// reader of a depthwise conv without an expansion (a block without one, every
+// depthwise-separable conv of MobileNetV1 or Xception). Runs after layout_nhwc,
+// whose packed weights it reuses.
 #include <unordered_set>
 
 #include "passes/pass_manager.h"
@@ -15,10 +19,12 @@ namespace tessera::passes {
 
 namespace {
 
-bool is_nhwc_conv(const ir::Node* n) {
+// A direct NHWC FusedConv reading NHWC, without a residual unless `residual_ok`.
+bool is_nhwc_conv(const ir::Node* n, bool residual_ok = false) {
   if (!n || n->domain != "tessera" || n->op_type != "FusedConv" || n->outputs.size() != 1) return false;
-  return string_attr(n, "layout", "") == "NHWC" && int_attr(n, "winograd", 0) == 0 && n->inputs.size() >= 2 &&
-         n->inputs[0] && n->inputs[1] && (n->inputs.size() < 4 || !n->inputs[3]);  // no residual
+  return string_attr(n, "layout", "") == "NHWC" && string_attr(n, "input_layout", "NHWC") == "NHWC" &&
+         int_attr(n, "winograd", 0) == 0 && n->inputs.size() >= 2 && n->inputs[0] && n->inputs[1] &&
+         (residual_ok || n->inputs.size() < 4 || !n->inputs[3]);
 }
 
 bool pointwise(const ir::Node* n) {
@@ -34,34 +40,85 @@ bool depthwise_of(const ir::Node* n, int64_t channels) {
          ws[1] == 1 && ints_attr(n, "kernel_shape", {}).size() == 2;
 }
 
-// Fuses pw with its depthwise reader; returns that reader (removed from the graph with pw), or nullptr.
-const ir::Node* try_fuse(ir::Graph& g, ir::Node* pw) {
-  if (!is_nhwc_conv(pw) || !pointwise(pw)) return nullptr;
-  const auto ws = ints_attr(pw, "weight_shape", {});
-  if (ws.size() != 4) return nullptr;
-  const int64_t e = ws[0];
-  ir::Node* dw = sole_consumer(g, pw->outputs[0]);
-  if (!is_nhwc_conv(dw) || dw->inputs[0] != pw->outputs[0] || !depthwise_of(dw, e)) return nullptr;
+// The input at i, or nullptr.
+ir::Value* input_at(const ir::Node* n, size_t i) {
+  return i < n->inputs.size() ? n->inputs[i] : nullptr;
+}
+
+// The projection of depthwise conv dw over e channels: its output's only reader, a pointwise conv (so the
+// projection's residual cannot depend on that output) — unless that conv is itself the expansion of a next
+// pair (no residual, read only by a depthwise conv): the pair keeps it, whose intermediate is the wider one.
+ir::Node* projection_of(const ir::Graph& g, const ir::Node* dw, int64_t e) {
+  ir::Node* pj = sole_consumer(g, dw->outputs[0]);
+  if (!is_nhwc_conv(pj, /*residual_ok=*/true) || pj->inputs[0] != dw->outputs[0] || !pointwise(pj))
+    return nullptr;
+  const auto ws = ints_attr(pj, "weight_shape", {});
+  if (ws.size() != 4 || ws[1] != e) return nullptr;
+  if (is_nhwc_conv(pj)) {
+    const ir::Node* next = sole_consumer(g, pj->outputs[0]);
+    if (is_nhwc_conv(next) && next->inputs[0] == pj->outputs[0] && depthwise_of(next, ws[0])) return nullptr;
+  }
+  return pj;
+}
+
+// Replaces [pw ->] dw [-> pj] (pw or pj may be null, not both) by one FusedPwDwConv over e channels.
+void fuse(ir::Graph& g, ir::Node* pw, ir::Node* dw, ir::Node* pj, int64_t e) {
   ir::Node* f = g.add_node("FusedPwDwConv", dw->name);
   f->domain = "tessera";
   f->opset = 1;
   set_attr_int(f, "channels", e);
   for (const char* k : {"kernel_shape", "strides", "dilations", "pads", "activation", "clip_min", "clip_max"})
     if (const Attribute* a = dw->attr(k)) f->attrs[k] = *a;
-  set_activation_attrs(
-      f, {string_attr(pw, "activation", ""), float_attr(pw, "clip_min", 0), float_attr(pw, "clip_max", 0)},
-      "pw_");
-  ir::Value* x = pw->inputs[0];
-  ir::Value* w1 = pw->inputs[1];
-  ir::Value* b1 = pw->inputs.size() > 2 ? pw->inputs[2] : nullptr;
+  ir::Value *w1 = nullptr, *b1 = nullptr, *w3 = nullptr, *b3 = nullptr, *r3 = nullptr;
+  ir::Value* x = pw ? pw->inputs[0] : dw->inputs[0];
+  if (pw) {
+    set_activation_attrs(
+        f, {string_attr(pw, "activation", ""), float_attr(pw, "clip_min", 0), float_attr(pw, "clip_max", 0)},
+        "pw_");
+    w1 = pw->inputs[1], b1 = input_at(pw, 2);
+  }
   ir::Value* w2 = dw->inputs[1];
-  ir::Value* b2 = dw->inputs.size() > 2 ? dw->inputs[2] : nullptr;
+  ir::Value* b2 = input_at(dw, 2);
   ir::Value* y = dw->outputs[0];
-  g.remove_node(dw);
-  g.remove_node(pw);
+  if (pj) {
+    set_attr_int(f, "proj_channels", ints_attr(pj, "weight_shape", {})[0]);
+    set_activation_attrs(
+        f, {string_attr(pj, "activation", ""), float_attr(pj, "clip_min", 0), float_attr(pj, "clip_max", 0)},
+        "proj_");
+    w3 = pj->inputs[1], b3 = input_at(pj, 2), r3 = input_at(pj, 3);
+    y = pj->outputs[0];
+  }
+  for (ir::Node* n : {pj, dw, pw})
+    if (n) g.remove_node(n);
   for (ir::Value* v : {x, w1, b1, w2, b2}) g.connect_input(f, v);
+  if (w3)
+    for (ir::Value* v : {w3, b3, r3}) g.connect_input(f, v);
   g.connect_output(f, y);
-  return dw;  // (only its address: the node is gone)
+}
+
+// Fuses n, a pointwise conv, with its depthwise reader (and that one's projection); or n, a depthwise conv
+// that no pointwise conv expands into, with its projection. Returns the nodes removed from the graph (only
+// their addresses: the nodes are gone), or nothing.
+std::vector<const ir::Node*> try_fuse(ir::Graph& g, ir::Node* n) {
+  if (!is_nhwc_conv(n)) return {};
+  const auto ws = ints_attr(n, "weight_shape", {});
+  if (ws.size() != 4) return {};
+  if (pointwise(n)) {
+    const int64_t e = ws[0];
+    ir::Node* dw = sole_consumer(g, n->outputs[0]);
+    if (!is_nhwc_conv(dw) || dw->inputs[0] != n->outputs[0] || !depthwise_of(dw, e)) return {};
+    ir::Node* pj = projection_of(g, dw, e);
+    fuse(g, n, dw, pj, e);
+    if (pj) return {n, dw, pj};
+    return {n, dw};
+  }
+  // A depthwise conv whose input comes from a pointwise conv that would pair with it was taken by that conv,
+  // which comes first in the graph's order.
+  if (!depthwise_of(n, ws[0])) return {};
+  ir::Node* pj = projection_of(g, n, ws[0]);
+  if (!pj) return {};
+  fuse(g, nullptr, n, pj, ws[0]);
+  return {n, pj};
 }
 
 }  // namespace
@@ -72,10 +129,8 @@ void fuse_pw_dw(ir::Graph& g) {
   std::unordered_set<const ir::Node*> removed;  // fused away: not to be looked at again
   for (ir::Node* n : nodes) {
     if (removed.count(n)) continue;
-    if (const ir::Node* dw = try_fuse(g, n)) {
-      removed.insert(n);
-      removed.insert(dw);
-    }
+    const std::vector<const ir::Node*> gone = try_fuse(g, n);
+    removed.insert(gone.begin(), gone.end());
   }
   if (!removed.empty()) {
     g.topological_sort();

@@ -66,11 +66,14 @@ NodeCost node_cost(const KernelContext& ctx, const std::vector<DataValue>& outpu
     c.flops = 2 * rows * lk * (d + dv);
   } else if (op == "FusedPwDwConv" && ctx.input(0) && ctx.input(0)->rank() == 4 && !outputs.empty() &&
              outputs[0].is_tensor()) {
-    // the pointwise conv over every input pixel (C -> E), then kh * kw MACs per output element
+    // the pointwise conv over every input pixel (C -> E), then kh * kw MACs per depthwise output element
+    // (then E per projection output element)
     const Tensor* x = ctx.input(0);
     const std::vector<int64_t> ks = ctx.attr_ints("kernel_shape");
     const double e = double(ctx.attr_int("channels", 0)), taps = ks.size() == 2 ? double(ks[0] * ks[1]) : 0;
-    c.flops = 2 * numel(x) * e + 2 * taps * out_elems;
+    const double p = ctx.input(5) ? double(ctx.attr_int("proj_channels", 0)) : 0;
+    const double dw_elems = p > 0 ? out_elems / p * e : out_elems;
+    c.flops = (ctx.input(1) ? 2 * numel(x) * e : 0) + 2 * taps * dw_elems + 2 * e * (p > 0 ? out_elems : 0);
   } else if (op == "ConvTranspose") {
     const Tensor* x = ctx.input(0);
     const Tensor* w = ctx.input(1);

@@ -88,8 +88,10 @@ def test_ir_after_passes(tmp_path):
     out = subprocess.run([exe, "info", str(p), "--ir"], capture_output=True, text=True, check=True).stdout
     ir = out.split("FLOPs (estimate)")[1]
     assert "= BatchNormalization(" not in ir and "= Relu(" not in ir and "= Clip(" not in ir
-    # every conv but the grouped one; the expansion + depthwise pair is one FusedPwDwConv
-    assert ir.count('layout="NHWC"') == 4 and ir.count("tessera.FusedPwDwConv(") == 1
+    # every conv but the grouped one; the expansion, depthwise and projection convs (with the residual Add)
+    # are one FusedPwDwConv
+    assert ir.count('layout="NHWC"') == 3 and ir.count("tessera.FusedPwDwConv(") == 1
+    assert ir.count("proj_channels=16") == 1
     assert ir.count("tessera.NhwcMaxPool(") == 1
     assert ir.count("winograd=4") == 1  # the one 3x3 stride-1 dense conv
     assert ir.count("tessera.NhwcGlobalAveragePool(") == 1 and "= GlobalAveragePool(" not in ir
@@ -167,6 +169,70 @@ def test_pointwise_depthwise_fusion(threads, tmp_path):
         assert ir.count("tessera.FusedPwDwConv(") == 2  # the third expansion is also read by the Add
 
 
+def projected_blocks():
+    """Whole inverted-residual blocks, as fuse_pw_dw rewrites them (expansion, depthwise and projection in one
+    node): a depthwise conv and its projection without an expansion (a depthwise-separable conv, MobileNetV2's
+    first block); a stride-1 block whose projection adds the block's input; a stride-2 block whose projection (70
+    channels: past a 64-wide panel) ends in Relu, its output also a graph output and read by a third block;
+    that block's projection feeds a depthwise conv, so it stays the expansion of the pair after it."""
+    inits = [_w("d0", 16, 1, 3, 3), _w("db0", 16), _w("p0", 16, 16, 1, 1),
+             _w("e1", 64, 16, 1, 1), _w("eb1", 64), _w("d1", 64, 1, 3, 3), _w("db1", 64),
+             _w("p1", 16, 64, 1, 1), _w("pb1", 16),
+             _w("e2", 48, 16, 1, 1), _w("d2", 48, 1, 3, 3), _w("p2", 70, 48, 1, 1), _w("pb2", 70),
+             _w("e3", 40, 70, 1, 1), _w("d3", 40, 1, 3, 3), _w("p3", 24, 40, 1, 1),
+             _w("d4", 24, 1, 3, 3), _w("db4", 24),
+             numpy_helper.from_array(np.float32(0.0), "lo"), numpy_helper.from_array(np.float32(6.0), "hi")]
+    nodes = [
+        helper.make_node("Conv", ["x", "d0", "db0"], ["c0"], group=16, pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["c0", "lo", "hi"], ["v0"]),
+        helper.make_node("Conv", ["v0", "p0"], ["x0"]),
+        helper.make_node("Conv", ["x0", "e1", "eb1"], ["t1"]),
+        helper.make_node("Clip", ["t1", "lo", "hi"], ["u1"]),
+        helper.make_node("Conv", ["u1", "d1", "db1"], ["c1"], group=64, pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["c1", "lo", "hi"], ["v1"]),
+        helper.make_node("Conv", ["v1", "p1", "pb1"], ["q1"]),
+        helper.make_node("Add", ["q1", "x0"], ["y1"]),
+        helper.make_node("Conv", ["y1", "e2"], ["t2"]),
+        helper.make_node("Relu", ["t2"], ["u2"]),
+        helper.make_node("Conv", ["u2", "d2"], ["c2"], group=48, strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["c2", "p2", "pb2"], ["q2"]),
+        helper.make_node("Relu", ["q2"], ["y2"]),
+        helper.make_node("Conv", ["y2", "e3"], ["t3"]),
+        helper.make_node("Conv", ["t3", "d3"], ["c3"], group=40, pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["c3", "p3"], ["q3"]),
+        helper.make_node("Conv", ["q3", "d4", "db4"], ["y3"], group=24, pads=[1, 1, 1, 1]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16, 29, 27])],
+                          [helper.make_tensor_value_info("y2", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("y3", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("batch", [1, 2])
+def test_projection_fusion(threads, batch, tmp_path):
+    m = projected_blocks()
+    b = m.SerializeToString()
+    x = RNG.standard_normal((batch, 16, 29, 27)).astype(np.float32)
+    got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for g_, w_ in zip(got, want):
+        assert g_.shape == w_.shape
+        assert np.abs(g_ - w_).max() / np.abs(w_).max() <= 1e-4
+    p = tmp_path / "ir.onnx"
+    p.write_bytes(b)
+    exe = os.path.join(os.path.dirname(tessera.__file__), "bin", "tessera")
+    if os.path.exists(exe):
+        ir = subprocess.run([exe, "info", str(p), "--ir"], capture_output=True, text=True,
+                            check=True).stdout.split("FLOPs (estimate)")[1]
+        # blocks 0 to 2 with their projections; block 3's pair without its projection, which is the expansion
+        # of the last pair
+        assert ir.count("tessera.FusedPwDwConv(") == 5 and ir.count("proj_channels=") == 3
+        assert 'proj_activation="Relu"' in ir
+
+
 _PWDW = dict(channels=6, kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
 
 
@@ -183,6 +249,37 @@ def test_bad_pw_dw_nodes_fail_cleanly(attrs, w1size, w2size, xshape, level):
     inits = [numpy_helper.from_array(np.ones(w1size, np.float32), "w1"),
              numpy_helper.from_array(np.ones(w2size, np.float32), "w2")]
     n = helper.make_node("FusedPwDwConv", ["x", "w1", "", "w2"], ["y"], domain="tessera", **attrs)
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xshape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("tessera", 1)])
+    m.ir_version = 8
+    with pytest.raises(Exception, match="node"):
+        s = tessera.InferenceSession(m.SerializeToString(), tessera.SessionOptions(threads=1,
+                                                                                   optimization_level=level))
+        s.run(None, {"x": np.ones(xshape, np.float32)})
+
+
+_PROJ = dict(_PWDW, proj_channels=5)
+
+
+@pytest.mark.parametrize("attrs,w3size,extra,xshape", [
+    (_PROJ, 80, [], (1, 5, 5, 4)),                                   # packed projection size (16 x 6)
+    (dict(_PROJ, proj_channels=0), 96, [], (1, 5, 5, 4)),
+    (_PROJ, 96, [("b3", (4,))], (1, 5, 5, 4)),                       # projection bias length
+    (_PROJ, 96, [("b3", (5,)), ("r3", (1, 5, 5, 6))], (1, 5, 5, 4)),  # residual shape
+    (dict(_PROJ, proj_activation="Tanh"), 96, [], (1, 5, 5, 4)),
+    (_PROJ, 0, [("b3", (5,))], (1, 5, 5, 4)),                        # a projection bias without weights
+])
+@pytest.mark.parametrize("level", [0, 99])
+def test_bad_projection_nodes_fail_cleanly(attrs, w3size, extra, xshape, level):
+    inits = [numpy_helper.from_array(np.ones(64, np.float32), "w1"),
+             numpy_helper.from_array(np.ones(54, np.float32), "w2")]
+    if w3size:
+        inits.append(numpy_helper.from_array(np.ones(w3size, np.float32), "w3"))
+    inits += [numpy_helper.from_array(np.ones(s, np.float32), name) for name, s in extra]
+    names = {i.name for i in inits}
+    ins = ["x", "w1", "", "w2", ""] + [n if n in names else "" for n in ("w3", "b3", "r3")]
+    n = helper.make_node("FusedPwDwConv", ins, ["y"], domain="tessera", **attrs)
     g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xshape))],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("tessera", 1)])

@@ -294,7 +294,9 @@ TEST(X86ConvNhwc, MaxPoolMatchesReferenceAndPropagatesNaN) {
 
 // Pointwise conv feeding a depthwise conv, a band of rows at a time (conv2d_pw_dw_nhwc_f32), against the
 // two reference convs one after the other: strides 1 and 2, 3x3 and 5x5, dilation, asymmetric padding,
-// two images, bands over two threads, and rows wide enough that a band takes several steps.
+// two images, bands over two threads, and rows wide enough that a band takes several steps; each case
+// also with a projection conv after the depthwise conv (against a third reference conv), and with the
+// projection but no expansion.
 TEST(X86ConvNhwc, PointwiseDepthwiseMatchesTwoConvs) {
   ThreadPool pool(2);
   struct Case {
@@ -334,15 +336,40 @@ TEST(X86ConvNhwc, PointwiseDepthwiseMatchesTwoConvs) {
     std::vector<float> w1p(conv_nhwc_packed_floats(c.e, c.c)), w2p(size_t(c.e * c.k * c.k));
     conv_nhwc_pack_weights(w1.data(), c.e, c.c, 1, 1, w1p.data());
     dw_nhwc_pack_weights(w2.data(), c.e, c.k, c.k, w2p.data());
+    // and with a projection (e -> oc3 channels: below, at and above a 64-wide panel) with a residual or an
+    // activation, as the third conv of an inverted-residual block
+    const int64_t oc3 = c.c % 2 ? 70 : c.c + 8;
+    Conv2dParams pj;
+    pj.n = c.n, pj.c = c.e, pj.h = dw.oh(), pj.w = dw.ow(), pj.oc = oc3;
+    const auto w3 = fill(size_t(oc3 * c.e)), b3 = fill(size_t(oc3)),
+               res = fill(size_t(c.n * dw.oh() * dw.ow() * oc3));
+    const ConvEpilogue ep3 = c.c % 2 ? ConvEpilogue{b3.data(), nullptr, Activation::relu, 0.0f, 0.0f}
+                                     : ConvEpilogue{b3.data(), res.data(), Activation::none, 0.0f, 0.0f};
+    std::vector<float> want3(size_t(c.n * dw.oh() * dw.ow() * oc3));
+    reference(pj, want, w3, ep3, want3);
+    std::vector<float> w3p(conv_nhwc_packed_floats(oc3, c.e));
+    conv_nhwc_pack_weights(w3.data(), oc3, c.e, 1, 1, w3p.data());
+    const ConvProjection proj{w3p.data(), oc3, ep3};
+    // and without the expansion: the depthwise conv reads the expanded map t itself
+    Conv2dParams pw_none = pw;
+    pw_none.c = c.e;
     for (ConvIsa isa : isas())
-      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-        std::vector<float> got(want.size(), std::numeric_limits<float>::quiet_NaN());
-        conv2d_pw_dw_nhwc_f32(pw, x.data(), w1p.data(), ep1, dw, w2p.data(), ep2, got.data(), p, isa);
-        for (size_t i = 0; i < want.size(); ++i)
-          ASSERT_NEAR(got[i], want[i], 1e-4f * (1.0f + std::fabs(want[i])))
-              << "h " << c.h << " w " << c.w << " c " << c.c << " e " << c.e << " k " << c.k << " s " << c.s
-              << " d " << c.d << " isa " << int(isa) << " threads " << (p ? 2 : 1) << " at " << i;
-      }
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool})
+        for (const int form : {0, 1, 2}) {  // pair, pair + projection, depthwise + projection
+          const std::vector<float>& ref = form ? want3 : want;
+          std::vector<float> got(ref.size(), std::numeric_limits<float>::quiet_NaN());
+          if (form < 2)
+            conv2d_pw_dw_nhwc_f32(pw, x.data(), w1p.data(), ep1, dw, w2p.data(), ep2, got.data(), p, isa,
+                                  form ? &proj : nullptr);
+          else
+            conv2d_pw_dw_nhwc_f32(pw_none, t.data(), nullptr, ConvEpilogue{}, dw, w2p.data(), ep2, got.data(),
+                                  p, isa, &proj);
+          for (size_t i = 0; i < ref.size(); ++i)
+            ASSERT_NEAR(got[i], ref[i], 1e-4f * (1.0f + std::fabs(ref[i])))
+                << "h " << c.h << " w " << c.w << " c " << c.c << " e " << c.e << " k " << c.k << " s " << c.s
+                << " d " << c.d << " isa " << int(isa) << " threads " << (p ? 2 : 1) << " form " << form
+                << " at " << i;
+        }
   }
 }
 

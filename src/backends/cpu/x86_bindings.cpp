@@ -24,14 +24,14 @@ void run_ref(KernelContext& ctx, const char* domain) {
   run_reference(ctx, domain);
 }
 
-// The epilogue activation from the activation / clip_min / clip_max attributes (pw: FusedPwDwConv's
-// pointwise stage, pw_activation / pw_clip_min / pw_clip_max); nullopt for a name the kernels do not
-// take (the GELUs only where `gelu`): the reference kernel then reports it.
-std::optional<Activation> activation_of(const KernelContext& ctx, float& lo, float& hi, bool pw = false,
-                                        bool gelu = false) {
-  const std::string a = ctx.attr_string(pw ? "pw_activation" : "activation", "");
-  lo = ctx.attr_float(pw ? "pw_clip_min" : "clip_min", 0);
-  hi = ctx.attr_float(pw ? "pw_clip_max" : "clip_max", 0);
+// The epilogue activation from the activation / clip_min / clip_max attributes after `prefix` ("pw_",
+// "proj_": FusedPwDwConv's pointwise and projection stages); nullopt for a name the kernels do not take
+// (the GELUs only where `gelu`): the reference kernel then reports it.
+std::optional<Activation> activation_of(const KernelContext& ctx, float& lo, float& hi,
+                                        const std::string& prefix = "", bool gelu = false) {
+  const std::string a = ctx.attr_string(prefix + "activation", "");
+  lo = ctx.attr_float(prefix + "clip_min", 0);
+  hi = ctx.attr_float(prefix + "clip_max", 0);
   if (a.empty()) return Activation::none;
   if (a == "Relu") return Activation::relu;
   if (a == "Clip") return Activation::clip;
@@ -41,9 +41,9 @@ std::optional<Activation> activation_of(const KernelContext& ctx, float& lo, flo
 }
 
 // The convolutions' activation (none, Relu, Clip); anything else is an error naming it.
-Activation conv_activation(const KernelContext& ctx, float& lo, float& hi, bool pw = false) {
-  const auto a = activation_of(ctx, lo, hi, pw);
-  const char* key = pw ? "pw_activation" : "activation";
+Activation conv_activation(const KernelContext& ctx, float& lo, float& hi, const std::string& prefix = "") {
+  const auto a = activation_of(ctx, lo, hi, prefix);
+  const std::string key = prefix + "activation";
   ctx.check(a.has_value(), "unsupported ", key, " '", ctx.attr_string(key, ""), "'");
   return *a;
 }
@@ -56,7 +56,7 @@ void fused_gemm_x86(KernelContext& ctx) {
   const int64_t k = ctx.required_attr_int("K"), n = ctx.required_attr_int("N");
   const int64_t kc = ctx.required_attr_int("kc"), nr = ctx.required_attr_int("nr");
   kernels::x86::GemmEpilogue ep;
-  const auto act = activation_of(ctx, ep.clip_min, ep.clip_max, false, /*gelu=*/true);
+  const auto act = activation_of(ctx, ep.clip_min, ep.clip_max, "", /*gelu=*/true);
   Shape os = a0.shape();
   if (!os.empty()) os.back() = n;
   if (a0.dtype() != DType::f32 || nr != kernels::x86::PackedB::native_nr() ||
@@ -197,14 +197,19 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
     kernels::x86::conv2d_nhwc_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(), ctx.pool());
 }
 
-// tessera.FusedPwDwConv: the pointwise conv feeding the depthwise conv, a band of rows at a time.
+// tessera.FusedPwDwConv: the pointwise conv feeding the depthwise conv (and the projection), a band of rows
+// at a time.
 void fused_pw_dw_conv_x86(KernelContext& ctx) {
   const Tensor& x0 = ctx.required_input(0);
-  const Tensor& w1 = ctx.required_input(1);
+  const Tensor* w1 = ctx.input(1);  // none: no expansion
   const Tensor* b1 = ctx.input(2);
   const Tensor& w2 = ctx.required_input(3);
   const Tensor* b2 = ctx.input(4);
-  if (x0.dtype() != DType::f32 || w1.dtype() != DType::f32 || w2.dtype() != DType::f32 || x0.rank() != 4) {
+  const Tensor* w3 = ctx.input(5);
+  const Tensor* b3 = ctx.input(6);
+  const Tensor* r3 = ctx.input(7);
+  if (x0.dtype() != DType::f32 || (w1 && w1->dtype() != DType::f32) || w2.dtype() != DType::f32 ||
+      x0.rank() != 4 || (w3 && w3->dtype() != DType::f32)) {
     run_ref(ctx, "tessera");
     return;
   }
@@ -214,24 +219,55 @@ void fused_pw_dw_conv_x86(KernelContext& ctx) {
   pw.n = x0.dim(0), pw.h = x0.dim(1), pw.w = x0.dim(2), pw.c = x0.dim(3), pw.oc = e;
   read_geometry(ctx, dw);
   dw.n = pw.n, dw.h = pw.h, dw.w = pw.w, dw.c = dw.oc = dw.groups = e;
-  ctx.check(size_t(w1.numel()) == kernels::x86::conv_nhwc_packed_floats(e, pw.c),
-            "packed pointwise weights have ", w1.numel(), " floats, not ",
-            kernels::x86::conv_nhwc_packed_floats(e, pw.c));
+  if (w1)
+    ctx.check(size_t(w1->numel()) == kernels::x86::conv_nhwc_packed_floats(e, pw.c),
+              "packed pointwise weights have ", w1->numel(), " floats, not ",
+              kernels::x86::conv_nhwc_packed_floats(e, pw.c));
+  else
+    ctx.check(pw.c == e && !b1, "without expansion weights, channels must be the input's ", pw.c,
+              " and there is no expansion bias");
   ctx.check(w2.numel() == e * dw.kh * dw.kw, "packed depthwise weights have ", w2.numel(), " floats, not ",
             e * dw.kh * dw.kw);
   for (const Tensor* b : {b1, b2})
     if (b) ctx.check(b->dtype() == DType::f32 && b->numel() == e, "bias must have ", e, " elements");
   ctx.check(dw.oh() > 0 && dw.ow() > 0, "output would be empty");
-  const Tensor x = x0.contiguous(), w1c = w1.contiguous(), w2c = w2.contiguous();
+  // the projection's output channels (the block's output), or e without one
+  const int64_t p = w3 ? ctx.attr_int("proj_channels", 0) : e;
+  const Shape ys{dw.n, dw.oh(), dw.ow(), p};
+  if (w3) {
+    ctx.check(p > 0, "proj_channels must be positive with a projection");
+    ctx.check(size_t(w3->numel()) == kernels::x86::conv_nhwc_packed_floats(p, e),
+              "packed projection weights have ", w3->numel(), " floats, not ",
+              kernels::x86::conv_nhwc_packed_floats(p, e));
+    if (b3) ctx.check(b3->dtype() == DType::f32 && b3->numel() == p, "bias must have ", p, " elements");
+    if (r3)
+      ctx.check(r3->dtype() == DType::f32 && r3->shape() == ys, "residual ", r3->text(),
+                " does not match the output");
+  } else {
+    ctx.check(!b3 && !r3, "a projection bias or residual needs projection weights");
+  }
+  const Tensor x = x0.contiguous(), w1c = w1 ? w1->contiguous() : Tensor(), w2c = w2.contiguous();
   const Tensor b1c = b1 ? b1->contiguous() : Tensor(), b2c = b2 ? b2->contiguous() : Tensor();
-  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {dw.n, dw.oh(), dw.ow(), e});
+  const Tensor w3c = w3 ? w3->contiguous() : Tensor(), b3c = b3 ? b3->contiguous() : Tensor();
+  const Tensor r3c = r3 ? r3->contiguous() : Tensor();
+  // A fresh output even with a residual: the bands read input rows next to the rows others write, and the
+  // residual is often that input.
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, ys);
   kernels::x86::ConvEpilogue ep1, ep2;
   ep1.bias = b1 ? b1c.data<float>() : nullptr;
-  ep1.act = conv_activation(ctx, ep1.clip_min, ep1.clip_max, /*pw=*/true);
+  ep1.act = conv_activation(ctx, ep1.clip_min, ep1.clip_max, "pw_");
   ep2.bias = b2 ? b2c.data<float>() : nullptr;
   ep2.act = conv_activation(ctx, ep2.clip_min, ep2.clip_max);
-  kernels::x86::conv2d_pw_dw_nhwc_f32(pw, x.data<float>(), w1c.data<float>(), ep1, dw, w2c.data<float>(), ep2,
-                                      y.data<float>(), ctx.pool());
+  kernels::x86::ConvProjection proj;
+  if (w3) {
+    proj.w = w3c.data<float>(), proj.oc = p;
+    proj.ep.bias = b3 ? b3c.data<float>() : nullptr;
+    proj.ep.residual = r3 ? r3c.data<float>() : nullptr;
+    proj.ep.act = conv_activation(ctx, proj.ep.clip_min, proj.ep.clip_max, "proj_");
+  }
+  kernels::x86::conv2d_pw_dw_nhwc_f32(pw, x.data<float>(), w1 ? w1c.data<float>() : nullptr, ep1, dw,
+                                      w2c.data<float>(), ep2, y.data<float>(), ctx.pool(),
+                                      w3 ? &proj : nullptr);
 }
 
 void nhwc_max_pool_x86(KernelContext& ctx) {
@@ -375,6 +411,10 @@ void matmul_x86(KernelContext& ctx) {
 }
 
 }  // namespace
+
+KernelFn x86_fused_pw_dw_conv_kernel() {
+  return fused_pw_dw_conv_x86;
+}  // tests
 
 void register_x86_bindings() {
   add_tuned_kernel("tessera", "FusedGemm", {}, fused_gemm_x86);

@@ -18,6 +18,10 @@
 //     (W2 packed [kh*kw][E], kernel_shape/strides/dilations/pads, then activation) — the expansion
 //     and depthwise convs of an inverted-residual block, run a band of rows at a time so the
 //     E-channel intermediate never leaves the cache (made by the fuse_pw_dw pass). channels = E.
+//   FusedPwDwConv(X, W1, B1?, W2, B2?, W3, B3?, Residual?) -> Y[N,OH,OW,P]: the same pair, then a
+//     pointwise projection of the depthwise output (E -> P = proj_channels; W3 packed as a dense
+//     1x1 FusedConv's, then + Residual [N,OH,OW,P], then proj_activation): the whole block. Without W1
+//     (and B1) there is no expansion: the depthwise conv reads X (C = E), a depthwise-separable conv.
 //   NhwcMaxPool(X[N,H,W,C]) -> Y[N,OH,OW,C]: MaxPool (ceil_mode 0) over NHWC.
 //   NhwcGlobalAveragePool(X[N,H,W,C]) -> Y[N,C,1,1]: the mean over H and W (Y is the
 //     same in either layout, so it leaves the NHWC region without a Transpose).
@@ -98,7 +102,7 @@ void infer_fused_pw_dw_conv(InferenceContext& ctx) {
     return;
   }
   const auto sp = spatial_out(ctx, (*x)[1], (*x)[2]);
-  const int64_t e = ctx.attr_int("channels", -1);
+  const int64_t e = ctx.attr_int(ctx.has_input(5) ? "proj_channels" : "channels", -1);
   ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], sp[0], sp[1], e > 0 ? Dim(e) : Dim()});
 }
 
@@ -187,7 +191,7 @@ void register_fused_schemas(OpRegistry& r) {
                            "tessera");
   c.family = "fused";
   r.add(c);
-  OpSchema pd = make_schema("FusedPwDwConv", 4, 5, 1, 1, infer_fused_pw_dw_conv,
+  OpSchema pd = make_schema("FusedPwDwConv", 4, 8, 1, 1, infer_fused_pw_dw_conv,
                             {{"channels", K::i},
                              {"pw_activation", K::s},
                              {"pw_clip_min", K::f},
@@ -198,7 +202,11 @@ void register_fused_schemas(OpRegistry& r) {
                              {"pads", K::ints},
                              {"activation", K::s},
                              {"clip_min", K::f},
-                             {"clip_max", K::f}},
+                             {"clip_max", K::f},
+                             {"proj_channels", K::i},
+                             {"proj_activation", K::s},
+                             {"proj_clip_min", K::f},
+                             {"proj_clip_max", K::f}},
                             "tessera");
   pd.family = "fused";
   r.add(pd);

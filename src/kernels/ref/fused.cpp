@@ -339,7 +339,8 @@ void fused_attention(KernelContext& ctx) {
   ctx.set_output(0, DataValue(transposed(o, "out_perm")));
 }
 
-// The pointwise FusedConv, then the depthwise FusedConv, each the reference kernel (NHWC, packed weights).
+// The pointwise FusedConv, then the depthwise FusedConv (then the projection FusedConv), each the reference
+// kernel (NHWC, packed weights).
 void fused_pw_dw_conv(KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
   ctx.check(x.rank() == 4, "FusedPwDwConv takes an NHWC image, got ", x.text());
@@ -358,7 +359,10 @@ void fused_pw_dw_conv(KernelContext& ctx) {
                       {"activation", attr_s(ctx.attr_string("pw_activation", ""))},
                       {"clip_min", attr_f(ctx.attr_float("pw_clip_min", 0))},
                       {"clip_max", attr_f(ctx.attr_float("pw_clip_max", 0))}};
-  const Tensor t = SubCall(ctx, "FusedConv", {x, ctx.required_input(1), optional(2)}, pw, "tessera").run();
+  // without W1 (no expansion) the depthwise conv reads X
+  ctx.check(ctx.input(1) || x.dim(3) == e, "without expansion weights, channels must be X's ", x.dim(3));
+  const Tensor t =
+      ctx.input(1) ? SubCall(ctx, "FusedConv", {x, *ctx.input(1), optional(2)}, pw, "tessera").run() : x;
   AttrMap dw = {{"layout", attr_s("NHWC")},
                 {"group", attr_i(e)},
                 {"kernel_shape", attr_ints(ks)},
@@ -368,8 +372,22 @@ void fused_pw_dw_conv(KernelContext& ctx) {
                 {"clip_max", attr_f(ctx.attr_float("clip_max", 0))}};
   for (const char* name : {"strides", "dilations", "pads"})
     if (const Attribute* a = ctx.attr(name)) dw[name] = *a;
+  const Tensor d = SubCall(ctx, "FusedConv", {t, ctx.required_input(3), optional(4)}, dw, "tessera").run();
+  if (!ctx.input(5)) {
+    ctx.set_output(0, DataValue(d));
+    return;
+  }
+  const int64_t p = ctx.attr_int("proj_channels", 0);
+  ctx.check(p > 0, "proj_channels must be positive with a projection");
+  const AttrMap pj = {{"layout", attr_s("NHWC")},
+                      {"kernel_shape", attr_ints({1, 1})},
+                      {"weight_shape", attr_ints({p, e, 1, 1})},
+                      {"activation", attr_s(ctx.attr_string("proj_activation", ""))},
+                      {"clip_min", attr_f(ctx.attr_float("proj_clip_min", 0))},
+                      {"clip_max", attr_f(ctx.attr_float("proj_clip_max", 0))}};
   ctx.set_output(
-      0, DataValue(SubCall(ctx, "FusedConv", {t, ctx.required_input(3), optional(4)}, dw, "tessera").run()));
+      0, DataValue(
+             SubCall(ctx, "FusedConv", {d, *ctx.input(5), optional(6), optional(7)}, pj, "tessera").run()));
 }
 
 }  // namespace

@@ -955,12 +955,29 @@ void conv2d_nchw_in_f32(const Conv2dParams& p, const float* x, const float* wp, 
 // (the halo it shares with the band above), so one thread computes each
 // intermediate row once. Measured against the two convs apart on MobileNetV2's
 // pairs: equal at one thread; at two, 1.2-1.4x on the 112 to 28 pixel maps.
+// A projection runs on each step's depthwise output rows as they are made (a
+// per-thread buffer of those rows), so that output never goes to memory either.
 void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* w1, const ConvEpilogue& ep1,
                            const Conv2dParams& dw, const float* w2, const ConvEpilogue& ep2, float* y,
-                           ThreadPool* pool, ConvIsa isa) {
+                           ThreadPool* pool, ConvIsa isa, const ConvProjection* proj) {
   if (!conv_isa_available(isa)) isa = ConvIsa::portable;
   const int64_t n = pw.n, H = dw.h, W = dw.w, C = pw.c, E = dw.c, OH = dw.oh(), OW = dw.ow();
   if (n <= 0 || OH <= 0 || OW <= 0) return;
+  const bool expand = w1 != nullptr;  // else the depthwise conv reads x (C = E)
+  // The projection of depthwise output rows [oy0, oy1) of image img, read at d (OW * E floats a row).
+  auto project = [&](const float* d, int64_t img, int64_t oy0, int64_t oy1, ThreadPool* tp) {
+    Conv2dParams q;
+    q.n = 1, q.h = oy1 - oy0, q.w = OW, q.c = E, q.oc = proj->oc;
+    ConvEpilogue e3 = proj->ep;
+    const int64_t at = (img * OH + oy0) * OW * proj->oc;
+    if (e3.residual) e3.residual += at;
+    conv_dense(q, d, proj->w, e3, y + at, tp, isa);
+  };
+  // Paths that make whole depthwise maps: through a scratch map when a projection follows.
+  auto depthwise_maps = [&]() -> float* {
+    thread_local AlignedScratch tl_dmap;
+    return proj ? tl_dmap.get(size_t(n * OH * OW * E)) : y;
+  };
   const int64_t row = W * E;  // floats per intermediate row
   auto first_row = [&](int64_t oy) { return std::clamp<int64_t>(oy * dw.sh - dw.pad_t, 0, H); };
   auto end_row = [&](int64_t oy1) {
@@ -972,6 +989,12 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
       std::max<int64_t>(1, int64_t(cpu_features().l2_bytes) / 2 / int64_t(sizeof(float)) / row);
   int64_t step = 1;
   while (step < OH && (step * dw.sh + (dw.kh - 1) * dw.dh + 1) <= budget) ++step;
+  // With a projection, also no more than keep the depthwise output rows (which the projection reads back
+  // at once) within an eighth of L2: MobileNetV2 2-2.7% faster at one thread than at the pair's step (its
+  // 56 x 56 x 144 block 11%), 0.7-1.9% at two; a sixteenth or a fourth, 1-1.5% (Xeon, in-process A/B).
+  if (proj)
+    step = std::clamp<int64_t>(int64_t(cpu_features().l2_bytes) / 8 / int64_t(sizeof(float)) / (OW * E), 1,
+                               step);
   const int64_t threads = pool ? pool->num_threads() : 1;
   // Bands per image: one per image when the images keep the threads busy; else one per thread, as long as
   // the halo rows each band boundary recomputes (kh - sh, dilated) stay under 1/3 of a band's input rows
@@ -986,11 +1009,12 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
   if (threads > 1 && n < threads) {
     bands = threads <= OH && (OH / threads) * dw.sh >= 3 * halo ? threads : 0;
 #ifdef TESSERA_CONV_X86
-    if (bands == 0 && isa != ConvIsa::portable && dw3_rows_applies(dw) && !ep1.residual) {
+    if (bands == 0 && expand && isa != ConvIsa::portable && dw3_rows_applies(dw) && !ep1.residual) {
       // Blocks of channels instead: the depthwise conv needs only its own channels of the intermediate,
       // so a task makes one block's intermediate for the whole image (in L2) and convolves it there.
       // MobileNetV2's 14 x 14 pairs at two threads: 10% faster than the two convs apart, 7 x 7: 3.5%.
       const int64_t nb = (E + kConvBlock - 1) / kConvBlock, K = C;
+      float* const ydw = depthwise_maps();
       auto block_task = [&](int64_t t, bool more) {
         const int64_t img = t / nb, c0 = t % nb * kConvBlock, ce = std::min(kConvBlock, E - c0);
         thread_local AlignedScratch tl_block;
@@ -1006,7 +1030,7 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
         Dw3RowsArgs a{};
         a.x = mid, a.h = H, a.w = W, a.c = ce, a.wp = w2 + c0, a.ldy = E, a.ldw = E;
         a.sh = dw.sh, a.sw = dw.sw, a.pad_t = dw.pad_t, a.pad_l = dw.pad_l, a.oy0 = 0, a.oy1 = OH, a.ow = OW;
-        a.y = y + img * OH * OW * E + c0;
+        a.y = ydw + img * OH * OW * E + c0;
         a.residual = ep2.residual ? ep2.residual + img * OH * OW * E + c0 : nullptr;
         a.bias = ep2.bias ? ep2.bias + c0 : nullptr;
         a.act = ep2.act, a.clip_min = ep2.clip_min, a.clip_max = ep2.clip_max;
@@ -1018,14 +1042,21 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
       run_tasks(pool, n * nb, double(n * H * W) * double(C * E), [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) block_task(t, t + 1 < e);
       });
+      if (proj) project(ydw, 0, 0, n * OH, pool);
       return;
     }
 #endif
     if (bands == 0) {
       thread_local AlignedScratch tl_mid;
-      float* mid = tl_mid.get(size_t(n * H * row));
-      conv_dense(pw, x, w1, ep1, mid, pool, isa);
-      conv_depthwise(dw, mid, w2, ep2, y, pool, isa);
+      const float* mid = x;
+      if (expand) {
+        float* m = tl_mid.get(size_t(n * H * row));
+        conv_dense(pw, x, w1, ep1, m, pool, isa);
+        mid = m;
+      }
+      float* const ydw = depthwise_maps();
+      conv_depthwise(dw, mid, w2, ep2, ydw, pool, isa);
+      if (proj) project(ydw, 0, 0, n * OH, pool);
       return;
     }
   }
@@ -1033,29 +1064,39 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
   auto task = [&](int64_t t) {
     const int64_t img = t / bands, oy_a = (t % bands) * per_band, oy_b = std::min(OH, oy_a + per_band);
     if (oy_a >= oy_b) return;
-    thread_local AlignedScratch tl_band;
+    thread_local AlignedScratch tl_band, tl_dout;
     const size_t need = size_t((std::min(OH, step) - 1) * dw.sh + (dw.kh - 1) * dw.dh + 1) * size_t(row);
-    float* buf = tl_band.get(need);
+    float* buf = expand ? tl_band.get(need) : nullptr;
+    float* dout = proj ? tl_dout.get(size_t(std::min(OH, step) * OW * E)) : nullptr;
     const float* ximg = x + img * H * W * C;
     int64_t lo = 0, hi = 0;  // intermediate rows [lo, hi) are at buf
     for (int64_t oy0 = oy_a; oy0 < oy_b; oy0 += step) {
       const int64_t oy1 = std::min(oy_b, oy0 + step), nlo = first_row(oy0), nhi = end_row(oy1);
-      int64_t have = nlo;  // rows [nlo, have) already in buf
-      if (hi > nlo && nlo >= lo) {
-        std::memmove(buf, buf + (nlo - lo) * row, size_t((hi - nlo) * row) * sizeof(float));
-        have = hi;
+      const float* src = ximg + nlo * W * C;  // the depthwise conv's input rows [nlo, nhi)
+      if (expand) {
+        int64_t have = nlo;  // rows [nlo, have) already in buf
+        if (hi > nlo && nlo >= lo) {
+          std::memmove(buf, buf + (nlo - lo) * row, size_t((hi - nlo) * row) * sizeof(float));
+          have = hi;
+        }
+        if (nhi > have) {
+          Conv2dParams q = pw;
+          q.n = 1, q.h = nhi - have;
+          conv_dense(q, ximg + have * W * C, w1, ep1, buf + (have - nlo) * row, nullptr, isa);
+        }
+        lo = nlo, hi = nhi;
+        src = buf;
       }
-      if (nhi > have) {
-        Conv2dParams q = pw;
-        q.n = 1, q.h = nhi - have;
-        conv_dense(q, ximg + have * W * C, w1, ep1, buf + (have - nlo) * row, nullptr, isa);
-      }
-      lo = nlo, hi = nhi;
       Conv2dParams q = dw;
       q.n = 1, q.h = nhi - nlo;
       q.pad_t = nlo - (oy0 * dw.sh - dw.pad_t);
       q.pad_b = std::max<int64_t>(0, (oy1 - oy0 - 1) * dw.sh + (dw.kh - 1) * dw.dh + 1 - q.h - q.pad_t);
-      conv_depthwise(q, buf, w2, ep2, y + (img * OH + oy0) * OW * E, nullptr, isa);
+      if (proj) {
+        conv_depthwise(q, src, w2, ep2, dout, nullptr, isa);
+        project(dout, img, oy0, oy1, nullptr);
+      } else {
+        conv_depthwise(q, src, w2, ep2, y + (img * OH + oy0) * OW * E, nullptr, isa);
+      }
     }
   };
   if (pool && n * bands > 1)

@@ -55,17 +55,29 @@ inline void conv2d_nhwc_f32(const Conv2dParams& p, const float* x, const float* 
   conv2d_nhwc_f32(p, x, wp, ep, y, pool, conv_isa());
 }
 
+// The projection a pointwise -> depthwise pair may end with (an inverted-residual block's third conv): a
+// 1x1 conv of the depthwise output (E -> oc channels), w packed as a dense 1x1 conv's (above), its epilogue's
+// residual (if any) shaped as the final output and not aliasing the pair's input x.
+struct ConvProjection {
+  const float* w = nullptr;
+  int64_t oc = 0;
+  ConvEpilogue ep;
+};
+
 // A pointwise conv (pw: 1x1, stride 1, no padding, group 1; w1 packed as above, ep1 without a
 // residual) feeding a depthwise conv (dw: its geometry over pw's output, c = oc = groups = pw.oc; w2
-// packed by dw_nhwc_pack_weights; ep2 without a residual): y = dw(pw(x)). The intermediate exists
-// only a band of rows at a time, in cache (an inverted-residual block's expansion and depthwise convs).
+// packed by dw_nhwc_pack_weights; ep2 without a residual): y = dw(pw(x)), or proj(dw(pw(x))) with a
+// projection. The intermediates exist only a band of rows at a time, in cache (an inverted-residual
+// block's expansion, depthwise and projection convs). Without w1 (pw.c = pw.oc), y = proj(dw(x)): a
+// depthwise-separable conv (MobileNetV1, an inverted-residual block without expansion).
 void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* w1, const ConvEpilogue& ep1,
                            const Conv2dParams& dw, const float* w2, const ConvEpilogue& ep2, float* y,
-                           ThreadPool* pool, ConvIsa isa);
+                           ThreadPool* pool, ConvIsa isa, const ConvProjection* proj = nullptr);
 inline void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* w1,
                                   const ConvEpilogue& ep1, const Conv2dParams& dw, const float* w2,
-                                  const ConvEpilogue& ep2, float* y, ThreadPool* pool) {
-  conv2d_pw_dw_nhwc_f32(pw, x, w1, ep1, dw, w2, ep2, y, pool, conv_isa());
+                                  const ConvEpilogue& ep2, float* y, ThreadPool* pool,
+                                  const ConvProjection* proj = nullptr) {
+  conv2d_pw_dw_nhwc_f32(pw, x, w1, ep1, dw, w2, ep2, y, pool, conv_isa(), proj);
 }
 
 // Winograd F(m x m, 3x3), m = 2 or 4, for dense 3x3 convs of stride 1 and dilation 1

@@ -1,0 +1,89 @@
+// tessera.FusedPwDwConv: the x86 binding (the band-of-rows kernel) against the reference kernel (the
+// convs one after the other) in each of the node's forms: expansion + depthwise, + a projection with the
+// block's residual, and a depthwise conv + projection without an expansion; one and two threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/thread_pool.h"
+#include "kernels/x86/conv_nhwc.h"
+#include "tests/unit/kernel_harness.h"
+
+namespace tessera::backends::cpu {
+KernelFn x86_fused_pw_dw_conv_kernel();
+}
+
+namespace {
+
+using namespace tessera;
+using tessera::testing::attr_f;
+using tessera::testing::attr_i;
+using tessera::testing::attr_ints;
+using tessera::testing::attr_s;
+
+class PoolCtx : public tessera::testing::TestKernelContext {
+ public:
+  using TestKernelContext::TestKernelContext;
+  ThreadPool* pool() const override { return pool_; }
+  ThreadPool* pool_ = nullptr;
+};
+
+Tensor rand_f32(const Shape& s, std::mt19937& g) {
+  Tensor t(DType::f32, s);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(g);
+  return t;
+}
+
+// A dense 1x1 conv's weights [oc, c] packed as the NHWC kernels take them.
+Tensor packed_1x1(int64_t oc, int64_t c, std::mt19937& g) {
+  const Tensor w = rand_f32({oc, c}, g);
+  Tensor p(DType::f32, {int64_t(kernels::x86::conv_nhwc_packed_floats(oc, c))});
+  kernels::x86::conv_nhwc_pack_weights(w.data<float>(), oc, c, 1, 1, p.data<float>());
+  return p;
+}
+
+TEST(X86PwDwBinding, MatchesReferenceInEveryForm) {
+  ThreadPool pool(2);
+  std::mt19937 g(3);
+  const int64_t n = 2, h = 23, w = 19, c = 24, e = 96, pj = 24;
+  for (const int form : {0, 1, 2}) {  // pair, pair + projection + residual, depthwise + projection
+    const bool expand = form < 2, proj = form > 0;
+    const int64_t ce = expand ? e : c;  // the depthwise conv's channels
+    std::vector<DataValue> in = {rand_f32({n, h, w, c}, g),
+                                 expand ? DataValue(packed_1x1(e, c, g)) : DataValue(),
+                                 expand ? DataValue(rand_f32({e}, g)) : DataValue(),
+                                 rand_f32({9 * ce}, g),
+                                 rand_f32({ce}, g)};
+    AttrMap attrs = {{"channels", attr_i(ce)},         {"kernel_shape", attr_ints({3, 3})},
+                     {"strides", attr_ints({1, 1})},   {"pads", attr_ints({1, 1, 1, 1})},
+                     {"activation", attr_s("Clip")},   {"clip_min", attr_f(0.0f)},
+                     {"clip_max", attr_f(6.0f)},       {"pw_activation", attr_s("Relu")}};
+    if (proj) {
+      in.push_back(packed_1x1(pj, ce, g));
+      in.push_back(rand_f32({pj}, g));
+      in.push_back(form == 1 ? DataValue(rand_f32({n, h, w, pj}, g)) : DataValue());
+      attrs["proj_channels"] = attr_i(pj);
+      attrs["proj_activation"] = attr_s(form == 2 ? "Relu" : "");
+    }
+    tessera::testing::TestKernelContext rc("FusedPwDwConv", in, attrs, 1);
+    kernels::ref::KernelTable::instance().find("tessera", "FusedPwDwConv")(rc);
+    const Tensor want = rc.outputs()[0].tensor.contiguous();
+    ASSERT_EQ(want.shape(), (Shape{n, h, w, proj ? pj : ce}));
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      PoolCtx tc("FusedPwDwConv", in, attrs, 1);
+      tc.pool_ = p;
+      backends::cpu::x86_fused_pw_dw_conv_kernel()(tc);
+      const Tensor got = tc.outputs()[0].tensor.contiguous();
+      ASSERT_EQ(got.shape(), want.shape());
+      float peak = 0;
+      for (int64_t i = 0; i < want.numel(); ++i) peak = std::max(peak, std::fabs(want.data<float>()[i]));
+      for (int64_t i = 0; i < want.numel(); ++i)
+        ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5f * peak)
+            << "form " << form << " threads " << (p ? 2 : 1) << " at " << i;
+    }
+  }
+}
+
+}  // namespace
