@@ -11,8 +11,11 @@
 
 namespace tessera {
 
-// dst[i] (row-major over `shape`) = src[(base + sum idx[d] * strides[d]) * elem_size bytes].
+class ThreadPool;
+
+// dst[i] (row-major over `shape`) = src[(base + sum idx[d] * strides[d]) * elem_size bytes]. A large copy
+// is split over `pool`'s threads when one is given.
 void strided_copy(const void* src, int64_t base, const std::vector<int64_t>& strides, void* dst,
-                  const std::vector<int64_t>& shape, size_t elem_size);
+                  const std::vector<int64_t>& shape, size_t elem_size, ThreadPool* pool = nullptr);
 
 }  // namespace tessera

@@ -1,6 +1,7 @@
 // core/strided_copy against a per-element walk, over random views: sliced,
 // stepped (also negative), broadcast (stride 0), permuted, with size-1 dims,
-// for every element size the dtypes use.
+// for every element size the dtypes use; copies past 256 KiB also split over a
+// thread pool.
 #include "core/strided_copy.h"
 
 #include <gtest/gtest.h>
@@ -8,19 +9,22 @@
 #include <cstring>
 #include <random>
 
+#include "core/thread_pool.h"
+
 namespace {
 
-TEST(StridedCopy, MatchesElementWalk) {
+// Random views of up to 4 dims of at most max_dim, copied with `pool` (or none), against a per-element walk.
+void check_random_views(int trials, int64_t max_dim, size_t src_bytes, tessera::ThreadPool* pool) {
   std::mt19937 g(5);
-  std::vector<uint8_t> src(1 << 16);
+  std::vector<uint8_t> src(src_bytes);
   for (auto& b : src) b = uint8_t(g());
-  for (int trial = 0; trial < 400; ++trial) {
+  for (int trial = 0; trial < trials; ++trial) {
     const size_t es = std::vector<size_t>{1, 2, 4, 8, 16}[trial % 5];
     const size_t r = 1 + g() % 4;
     std::vector<int64_t> shape(r), strides(r);
     int64_t base = 0, lo = 0, hi = 0;  // element offsets reached, relative to base
     for (size_t d = 0; d < r; ++d) {
-      shape[d] = 1 + int64_t(g() % 6);
+      shape[d] = 1 + int64_t(g() % uint64_t(max_dim));
       const int kind = int(g() % 5);
       strides[d] = kind == 0 ? 0 : kind == 1 ? -int64_t(1 + g() % 7) : int64_t(1 + g() % 40);
       if (g() % 3 == 0 && d + 1 == r) strides[d] = 1;
@@ -41,9 +45,18 @@ TEST(StridedCopy, MatchesElementWalk) {
         idx[d] = 0;
       }
     }
-    tessera::strided_copy(src.data(), base, strides, got.data(), shape, es);
+    tessera::strided_copy(src.data(), base, strides, got.data(), shape, es, pool);
     ASSERT_EQ(got, want) << "trial " << trial;
   }
+}
+
+TEST(StridedCopy, MatchesElementWalk) {
+  check_random_views(400, 6, 1 << 16, nullptr);
+}
+
+TEST(StridedCopy, LargeCopiesOverThreadsMatchElementWalk) {
+  tessera::ThreadPool pool(3);
+  check_random_views(60, 48, size_t(64) << 20, &pool);
 }
 
 }  // namespace

@@ -152,8 +152,8 @@ void transpose_kernel(KernelContext& ctx) {
     out_shape[size_t(i)] = x.dim(p);
     strides[size_t(i)] = st[size_t(p)];
   }
-  Tensor& out = ctx.output(0, x.dtype(), out_shape);
-  strided_gather_any(x, 0, strides, out);
+  Tensor& out = ctx.output_for_overwrite(0, x.dtype(), out_shape);
+  strided_gather_any(x, 0, strides, out, ctx.pool());
 }
 
 // ---- Concat ----
@@ -231,9 +231,9 @@ void split_kernel(KernelContext& ctx) {
   for (int64_t i = 0; i < nout; ++i) {
     Shape s = x.shape();
     s[size_t(axis)] = sizes[size_t(i)];
-    Tensor& out = ctx.output(size_t(i), x.dtype(), s);
+    Tensor& out = ctx.output_for_overwrite(size_t(i), x.dtype(), s);
     const auto st = contiguous_strides(x.shape());
-    strided_gather_any(x, start * inner, st, out);
+    strided_gather_any(x, start * inner, st, out, ctx.pool());
     start += sizes[size_t(i)];
   }
 }
@@ -291,8 +291,8 @@ void slice_kernel(KernelContext& ctx) {
     if (n > 0) base += s * st[size_t(a)];
     strides[size_t(a)] = st[size_t(a)] * step;
   }
-  Tensor& out = ctx.output(0, x.dtype(), out_shape);
-  strided_gather_any(x, base, strides, out);
+  Tensor& out = ctx.output_for_overwrite(0, x.dtype(), out_shape);
+  strided_gather_any(x, base, strides, out, ctx.pool());
 }
 
 // ---- Pad ----
@@ -414,8 +414,8 @@ void expand_kernel(KernelContext& ctx) {
   const Tensor x = ctx.required_input(0).contiguous();
   const std::vector<int64_t> shape = int_input(ctx, 1, "shape");
   const Shape out_shape = broadcast_shape(ctx, x.shape(), shape);
-  Tensor& out = ctx.output(0, x.dtype(), out_shape);
-  strided_gather_any(x, 0, broadcast_strides(x.shape(), out_shape), out);
+  Tensor& out = ctx.output_for_overwrite(0, x.dtype(), out_shape);
+  strided_gather_any(x, 0, broadcast_strides(x.shape(), out_shape), out, ctx.pool());
 }
 
 // ---- ConstantOfShape / Range ----

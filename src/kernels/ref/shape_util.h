@@ -3,8 +3,6 @@
 // numpy broadcasting of shapes, and type traits for "compute in a wide type".
 #pragma once
 
-#include "core/strided_copy.h"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -12,11 +10,13 @@
 #include <vector>
 
 #include "core/kernel_context.h"
+#include "core/strided_copy.h"
 
 namespace tessera::kernels::ref::shape_util {
 
 // Maps axis in [-rank, rank) to [0, rank), failing with a clear message otherwise.
-inline int64_t normalize_axis(const KernelContext& ctx, int64_t axis, int64_t rank, const char* what = "axis") {
+inline int64_t normalize_axis(const KernelContext& ctx, int64_t axis, int64_t rank,
+                              const char* what = "axis") {
   ctx.check(axis >= -rank && axis < rank, what, " ", axis, " is out of range for rank ", rank);
   return axis < 0 ? axis + rank : axis;
 }
@@ -74,24 +74,33 @@ using WideOf = std::conditional_t<
 template <typename T>
 auto to_wide(const T& v) {
   using W = WideOf<T>;
-  if constexpr (std::is_same_v<W, double>) return to_double(v);
-  else if constexpr (kIsSubByteInt<T>) return W(v.value);
-  else return W(v);
+  if constexpr (std::is_same_v<W, double>)
+    return to_double(v);
+  else if constexpr (kIsSubByteInt<T>)
+    return W(v.value);
+  else
+    return W(v);
 }
 
 template <typename T, typename W>
 T from_wide(W v) {
-  if constexpr (kIsNarrowFloat<T>) return T(float(v));
-  else if constexpr (kIsSubByteInt<T>) return T(int64_t(v));
-  else return T(v);
+  if constexpr (kIsNarrowFloat<T>)
+    return T(float(v));
+  else if constexpr (kIsSubByteInt<T>)
+    return T(int64_t(v));
+  else
+    return T(v);
 }
 
 // A key that orders values of T (narrow floats compared as float).
 template <typename T>
 auto order_key(const T& v) {
-  if constexpr (kIsNarrowFloat<T>) return v.to_float();
-  else if constexpr (kIsSubByteInt<T>) return int(v.value);
-  else return v;
+  if constexpr (kIsNarrowFloat<T>)
+    return v.to_float();
+  else if constexpr (kIsSubByteInt<T>)
+    return int(v.value);
+  else
+    return v;
 }
 
 template <typename T>
@@ -103,7 +112,8 @@ namespace tessera::kernels::ref::shape_util {
 
 // dst (contiguous, shape out_shape) [idx] = src[base + sum(idx[d] * strides[d])].
 template <typename T>
-void strided_gather(const T* src, int64_t base, const std::vector<int64_t>& strides, T* dst, const Shape& out_shape) {
+void strided_gather(const T* src, int64_t base, const std::vector<int64_t>& strides, T* dst,
+                    const Shape& out_shape) {
   const int64_t n = shape_numel(out_shape);
   if (n == 0) return;
   const size_t r = out_shape.size();
@@ -120,11 +130,13 @@ void strided_gather(const T* src, int64_t base, const std::vector<int64_t>& stri
   }
 }
 
-// Same, over any element type: in must be contiguous; out is allocated by the caller.
-inline void strided_gather_any(const Tensor& in, int64_t base, const std::vector<int64_t>& strides, Tensor& out) {
+// Same, over any element type: in must be contiguous; out is allocated by the caller. Large copies of
+// trivially copyable elements are split over `pool` (a kernel's ctx.pool()).
+inline void strided_gather_any(const Tensor& in, int64_t base, const std::vector<int64_t>& strides,
+                               Tensor& out, ThreadPool* pool = nullptr) {
   dispatch_dtype(in.dtype(), [&]<typename T>() {
     if constexpr (std::is_trivially_copyable_v<T>)
-      strided_copy(in.data<T>(), base, strides, out.data<T>(), out.shape(), sizeof(T));
+      strided_copy(in.data<T>(), base, strides, out.data<T>(), out.shape(), sizeof(T), pool);
     else
       strided_gather<T>(in.data<T>(), base, strides, out.data<T>(), out.shape());
   });
