@@ -189,6 +189,9 @@ TEST(X86ConvNhwc, WinogradMatchesReference) {
       mk(3, 600, 5, 5, 40, 3, 3, 1, 1, 1, 1, 1, 1),   // C > 512: K blocks
       mk(1, 32, 3, 3, 8, 3, 3, 1, 1, 0, 0, 0, 0),     // 1 x 1 output
       mk(1, 40, 30, 26, 70, 3, 3, 1, 1, 1, 1, 1, 1),  // many tiles and groups
+      // F(4x4) weights past half of L2 (2 MiB): tasks of as many tiles as fit (one group of 30, two of 36)
+      mk(1, 130, 20, 18, 70, 3, 3, 1, 1, 1, 1, 1, 1),
+      mk(1, 120, 36, 30, 20, 3, 3, 1, 1, 1, 1, 1, 1),
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases) {
