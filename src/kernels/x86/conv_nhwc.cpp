@@ -788,17 +788,18 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
   // Tiles per task (a multiple of every MR). A task streams its panel's transformed weights (NX x C x 64
   // floats) once for its T tiles. Where those outgrow half of L2 they come from L3 or memory each time, so
   // tasks then take as many tiles as keep their transformed input V and products M (NX x T x (C + 64)
-  // floats) within half of L2: ResNet's 28 x 28 x 128 convs (2.4 MB of weights, 49 tiles) read them twice
-  // instead of five times, 8% faster in the model (0.67-0.70 -> 0.63-0.64 ms; 45% with the weights cold,
-  // `/tmp` harness) — ResNet-18 1.2-2.4% faster, ResNet-50 0.4-0.5% (Xeon, in-process A/B). Weights that
-  // stay in L2 (56 x 56 x 64: 590 KB) keep 12-tile tasks (24 for F(2x2)), fewer while there are under 4
-  // tasks per thread: their larger V and M made them 8% slower.
+  // floats) within three quarters of L2: ResNet's 28 x 28 x 128 convs (2.4 MB of weights, 49 tiles) read
+  // them once per panel instead of five times — in the model 0.67-0.70 -> 0.63-0.64 ms with half of L2
+  // (two groups), and 0.9% more of ResNet-18 and -50 at one thread with all 49 tiles in one (Xeon,
+  // in-process A/B; ResNet-18 1.2-2.4% faster in all, ResNet-50 0.5-1.4%). Weights that stay in L2
+  // (56 x 56 x 64: 590 KB) keep 12-tile tasks (24 for F(2x2)), fewer while there are under 4 tasks per
+  // thread: their larger V and M made them 8% slower.
   const int64_t panel_bytes = NX * C * conv_panel() * int64_t(sizeof(float));
   const int64_t l2 = int64_t(cpu_features().l2_bytes);
   int64_t T = MT == 4 ? 12 : 24;
   if (panel_bytes > l2 / 2) {
     const int64_t cap =
-        std::max<int64_t>(6, l2 / 2 / (NX * (C + conv_panel()) * int64_t(sizeof(float))) / 6 * 6);
+        std::max<int64_t>(6, l2 * 3 / 4 / (NX * (C + conv_panel()) * int64_t(sizeof(float))) / 6 * 6);
     int64_t groups = (ntiles + cap - 1) / cap;
     if (groups * np < 2 * threads) groups = std::min((ntiles + 5) / 6, (2 * threads + np - 1) / np);
     T = ((ntiles + groups - 1) / groups + 5) / 6 * 6;  // equal groups
