@@ -126,6 +126,17 @@ def test_stem_conv_reads_nchw(threads):
     assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
 
 
+def _optimized_ir(model_bytes, tmp_path):
+    """The graph after the passes (`tessera info --ir`), or None without the tessera command."""
+    p = tmp_path / "ir.onnx"
+    p.write_bytes(model_bytes)
+    exe = os.path.join(os.path.dirname(tessera.__file__), "bin", "tessera")
+    if not os.path.exists(exe):
+        return None
+    out = subprocess.run([exe, "info", str(p), "--ir"], capture_output=True, text=True, check=True).stdout
+    return out.split("FLOPs (estimate)")[1]
+
+
 def inverted_residuals():
     """Expansion (pointwise) convs feeding depthwise convs, as fuse_pw_dw rewrites them: no activation on the
     expansion and a 5x5 stride-2 depthwise; Relu and a dilated 3x3; an expansion whose output is also read
@@ -160,12 +171,8 @@ def test_pointwise_depthwise_fusion(threads, tmp_path):
     want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     assert fast.shape == want.shape
     assert np.abs(fast - want).max() / np.abs(want).max() <= 1e-4
-    p = tmp_path / "ir.onnx"
-    p.write_bytes(b)
-    exe = os.path.join(os.path.dirname(tessera.__file__), "bin", "tessera")
-    if os.path.exists(exe):
-        ir = subprocess.run([exe, "info", str(p), "--ir"], capture_output=True, text=True,
-                            check=True).stdout.split("FLOPs (estimate)")[1]
+    ir = _optimized_ir(b, tmp_path)
+    if ir is not None:
         assert ir.count("tessera.FusedPwDwConv(") == 2  # the third expansion is also read by the Add
 
 
@@ -221,12 +228,8 @@ def test_projection_fusion(threads, batch, tmp_path):
     for g_, w_ in zip(got, want):
         assert g_.shape == w_.shape
         assert np.abs(g_ - w_).max() / np.abs(w_).max() <= 1e-4
-    p = tmp_path / "ir.onnx"
-    p.write_bytes(b)
-    exe = os.path.join(os.path.dirname(tessera.__file__), "bin", "tessera")
-    if os.path.exists(exe):
-        ir = subprocess.run([exe, "info", str(p), "--ir"], capture_output=True, text=True,
-                            check=True).stdout.split("FLOPs (estimate)")[1]
+    ir = _optimized_ir(b, tmp_path)
+    if ir is not None:
         # blocks 0 to 2 with their projections; block 3's pair without its projection, which is the expansion
         # of the last pair
         assert ir.count("tessera.FusedPwDwConv(") == 5 and ir.count("proj_channels=") == 3
@@ -234,6 +237,18 @@ def test_projection_fusion(threads, batch, tmp_path):
 
 
 _PWDW = dict(channels=6, kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+
+
+def _assert_node_fails(n, inits, xshape, level):
+    """A model of node n over input x fails with an error naming the node (at creation or at run)."""
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xshape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("tessera", 1)])
+    m.ir_version = 8
+    with pytest.raises(Exception, match="node"):
+        s = tessera.InferenceSession(m.SerializeToString(), tessera.SessionOptions(threads=1,
+                                                                                   optimization_level=level))
+        s.run(None, {"x": np.ones(xshape, np.float32)})
 
 
 @pytest.mark.parametrize("attrs,w1size,w2size,xshape", [
@@ -249,14 +264,7 @@ def test_bad_pw_dw_nodes_fail_cleanly(attrs, w1size, w2size, xshape, level):
     inits = [numpy_helper.from_array(np.ones(w1size, np.float32), "w1"),
              numpy_helper.from_array(np.ones(w2size, np.float32), "w2")]
     n = helper.make_node("FusedPwDwConv", ["x", "w1", "", "w2"], ["y"], domain="tessera", **attrs)
-    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xshape))],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("tessera", 1)])
-    m.ir_version = 8
-    with pytest.raises(Exception, match="node"):
-        s = tessera.InferenceSession(m.SerializeToString(), tessera.SessionOptions(threads=1,
-                                                                                   optimization_level=level))
-        s.run(None, {"x": np.ones(xshape, np.float32)})
+    _assert_node_fails(n, inits, xshape, level)
 
 
 _PROJ = dict(_PWDW, proj_channels=5)
@@ -280,14 +288,7 @@ def test_bad_projection_nodes_fail_cleanly(attrs, w3size, extra, xshape, level):
     names = {i.name for i in inits}
     ins = ["x", "w1", "", "w2", ""] + [n if n in names else "" for n in ("w3", "b3", "r3")]
     n = helper.make_node("FusedPwDwConv", ins, ["y"], domain="tessera", **attrs)
-    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xshape))],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("tessera", 1)])
-    m.ir_version = 8
-    with pytest.raises(Exception, match="node"):
-        s = tessera.InferenceSession(m.SerializeToString(), tessera.SessionOptions(threads=1,
-                                                                                   optimization_level=level))
-        s.run(None, {"x": np.ones(xshape, np.float32)})
+    _assert_node_fails(n, inits, xshape, level)
 
 
 def _tessera_node_model(op, attrs, inits, xshape):

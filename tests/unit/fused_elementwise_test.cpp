@@ -22,12 +22,7 @@ namespace x86 = tessera::kernels::x86;
 using tessera::testing::attr_i;
 using tessera::testing::attr_ints;
 
-class PoolCtx : public tessera::testing::TestKernelContext {
- public:
-  using TestKernelContext::TestKernelContext;
-  ThreadPool* pool() const override { return pool_; }
-  ThreadPool* pool_ = nullptr;
-};
+using PoolCtx = tessera::testing::PoolKernelContext;
 
 TEST(EwProgram, DecodeRejectsMalformed) {
   // x0 + x1 -> r2; erf(r2) -> out

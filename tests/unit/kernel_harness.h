@@ -55,12 +55,45 @@ class TestKernelContext : public KernelContext {
   int opset_;
 };
 
+// The same with a thread pool for the tuned kernels (pool_: none by default).
+class PoolKernelContext : public TestKernelContext {
+ public:
+  using TestKernelContext::TestKernelContext;
+  ThreadPool* pool() const override { return pool_; }
+  ThreadPool* pool_ = nullptr;
+};
+
 // Attribute builders.
-inline Attribute attr_i(int64_t v) { Attribute a; a.kind = Attribute::Kind::i; a.i = v; return a; }
-inline Attribute attr_f(float v) { Attribute a; a.kind = Attribute::Kind::f; a.f = v; return a; }
-inline Attribute attr_s(std::string v) { Attribute a; a.kind = Attribute::Kind::s; a.s = std::move(v); return a; }
-inline Attribute attr_ints(std::vector<int64_t> v) { Attribute a; a.kind = Attribute::Kind::ints; a.ints = std::move(v); return a; }
-inline Attribute attr_floats(std::vector<float> v) { Attribute a; a.kind = Attribute::Kind::floats; a.floats = std::move(v); return a; }
+inline Attribute attr_i(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::i;
+  a.i = v;
+  return a;
+}
+inline Attribute attr_f(float v) {
+  Attribute a;
+  a.kind = Attribute::Kind::f;
+  a.f = v;
+  return a;
+}
+inline Attribute attr_s(std::string v) {
+  Attribute a;
+  a.kind = Attribute::Kind::s;
+  a.s = std::move(v);
+  return a;
+}
+inline Attribute attr_ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::ints;
+  a.ints = std::move(v);
+  return a;
+}
+inline Attribute attr_floats(std::vector<float> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::floats;
+  a.floats = std::move(v);
+  return a;
+}
 
 // Runs the reference kernel registered for op (default domain) and returns its outputs.
 inline std::vector<DataValue> run_ref(const std::string& op, std::vector<DataValue> inputs,

@@ -21,12 +21,7 @@ using namespace tessera;
 using tessera::testing::attr_f;
 using tessera::testing::attr_i;
 
-class PoolCtx : public tessera::testing::TestKernelContext {
- public:
-  using TestKernelContext::TestKernelContext;
-  ThreadPool* pool() const override { return pool_; }
-  ThreadPool* pool_ = nullptr;
-};
+using PoolCtx = tessera::testing::PoolKernelContext;
 
 Tensor rand_f32(const Shape& s, std::mt19937& g, float scale = 1.0f) {
   Tensor t(DType::f32, s);

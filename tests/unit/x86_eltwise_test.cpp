@@ -201,12 +201,7 @@ Tensor rand_f32(const Shape& s, std::mt19937& g, float lo = -3.0f, float hi = 3.
   return t;
 }
 
-class PoolCtx : public tessera::testing::TestKernelContext {
- public:
-  using TestKernelContext::TestKernelContext;
-  ThreadPool* pool() const override { return pool_; }
-  ThreadPool* pool_ = nullptr;
-};
+using PoolCtx = tessera::testing::PoolKernelContext;
 
 ThreadPool& test_pool() {
   static ThreadPool p(3);

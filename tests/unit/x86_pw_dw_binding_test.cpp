@@ -22,12 +22,7 @@ using tessera::testing::attr_i;
 using tessera::testing::attr_ints;
 using tessera::testing::attr_s;
 
-class PoolCtx : public tessera::testing::TestKernelContext {
- public:
-  using TestKernelContext::TestKernelContext;
-  ThreadPool* pool() const override { return pool_; }
-  ThreadPool* pool_ = nullptr;
-};
+using PoolCtx = tessera::testing::PoolKernelContext;
 
 Tensor rand_f32(const Shape& s, std::mt19937& g) {
   Tensor t(DType::f32, s);
@@ -49,17 +44,15 @@ TEST(X86PwDwBinding, MatchesReferenceInEveryForm) {
   std::mt19937 g(3);
   const int64_t n = 2, h = 23, w = 19, c = 24, e = 96, pj = 24;
   for (const int form : {0, 1, 2}) {  // pair, pair + projection + residual, depthwise + projection
-    const bool expand = form < 2, proj = form > 0;
+    const bool expand = form<2, proj = form> 0;
     const int64_t ce = expand ? e : c;  // the depthwise conv's channels
-    std::vector<DataValue> in = {rand_f32({n, h, w, c}, g),
-                                 expand ? DataValue(packed_1x1(e, c, g)) : DataValue(),
-                                 expand ? DataValue(rand_f32({e}, g)) : DataValue(),
-                                 rand_f32({9 * ce}, g),
-                                 rand_f32({ce}, g)};
-    AttrMap attrs = {{"channels", attr_i(ce)},         {"kernel_shape", attr_ints({3, 3})},
-                     {"strides", attr_ints({1, 1})},   {"pads", attr_ints({1, 1, 1, 1})},
-                     {"activation", attr_s("Clip")},   {"clip_min", attr_f(0.0f)},
-                     {"clip_max", attr_f(6.0f)},       {"pw_activation", attr_s("Relu")}};
+    std::vector<DataValue> in = {
+        rand_f32({n, h, w, c}, g), expand ? DataValue(packed_1x1(e, c, g)) : DataValue(),
+        expand ? DataValue(rand_f32({e}, g)) : DataValue(), rand_f32({9 * ce}, g), rand_f32({ce}, g)};
+    AttrMap attrs = {{"channels", attr_i(ce)},       {"kernel_shape", attr_ints({3, 3})},
+                     {"strides", attr_ints({1, 1})}, {"pads", attr_ints({1, 1, 1, 1})},
+                     {"activation", attr_s("Clip")}, {"clip_min", attr_f(0.0f)},
+                     {"clip_max", attr_f(6.0f)},     {"pw_activation", attr_s("Relu")}};
     if (proj) {
       in.push_back(packed_1x1(pj, ce, g));
       in.push_back(rand_f32({pj}, g));
