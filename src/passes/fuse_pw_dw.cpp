@@ -72,9 +72,7 @@ void fuse(ir::Graph& g, ir::Node* pw, ir::Node* dw, ir::Node* pj, int64_t e) {
   ir::Value *w1 = nullptr, *b1 = nullptr, *w3 = nullptr, *b3 = nullptr, *r3 = nullptr;
   ir::Value* x = pw ? pw->inputs[0] : dw->inputs[0];
   if (pw) {
-    set_activation_attrs(
-        f, {string_attr(pw, "activation", ""), float_attr(pw, "clip_min", 0), float_attr(pw, "clip_max", 0)},
-        "pw_");
+    set_activation_attrs(f, fused_activation_of(pw), "pw_");
     w1 = pw->inputs[1], b1 = input_at(pw, 2);
   }
   ir::Value* w2 = dw->inputs[1];
@@ -82,9 +80,7 @@ void fuse(ir::Graph& g, ir::Node* pw, ir::Node* dw, ir::Node* pj, int64_t e) {
   ir::Value* y = dw->outputs[0];
   if (pj) {
     set_attr_int(f, "proj_channels", ints_attr(pj, "weight_shape", {})[0]);
-    set_activation_attrs(
-        f, {string_attr(pj, "activation", ""), float_attr(pj, "clip_min", 0), float_attr(pj, "clip_max", 0)},
-        "proj_");
+    set_activation_attrs(f, fused_activation_of(pj), "proj_");
     w3 = pj->inputs[1], b3 = input_at(pj, 2), r3 = input_at(pj, 3);
     y = pj->outputs[0];
   }

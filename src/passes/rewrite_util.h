@@ -106,4 +106,9 @@ inline void set_activation_attrs(ir::Node* f, const FusedActivation& a, const st
   f->attrs[prefix + "clip_max"] = Attribute::of_float(a.hi);
 }
 
+// The activation a fused node's attributes name (set_activation_attrs without a prefix).
+inline FusedActivation fused_activation_of(const ir::Node* n) {
+  return {string_attr(n, "activation", ""), float_attr(n, "clip_min", 0), float_attr(n, "clip_max", 0)};
+}
+
 }  // namespace tessera::passes

@@ -353,16 +353,21 @@ void fused_pw_dw_conv(KernelContext& ctx) {
   const auto attr_f = Attribute::of_float;
   const auto attr_ints = Attribute::of_ints;
   auto optional = [&](size_t i) { return ctx.input(i) ? DataValue(*ctx.input(i)) : DataValue(); };
-  const AttrMap pw = {{"layout", attr_s("NHWC")},
-                      {"kernel_shape", attr_ints({1, 1})},
-                      {"weight_shape", attr_ints({e, x.dim(3), 1, 1})},
-                      {"activation", attr_s(ctx.attr_string("pw_activation", ""))},
-                      {"clip_min", attr_f(ctx.attr_float("pw_clip_min", 0))},
-                      {"clip_max", attr_f(ctx.attr_float("pw_clip_max", 0))}};
+  // a 1x1 NHWC FusedConv from c to oc channels, its activation from the attributes after `prefix`
+  auto pointwise = [&](int64_t oc, int64_t c, const std::string& prefix) {
+    return AttrMap{{"layout", attr_s("NHWC")},
+                   {"kernel_shape", attr_ints({1, 1})},
+                   {"weight_shape", attr_ints({oc, c, 1, 1})},
+                   {"activation", attr_s(ctx.attr_string(prefix + "activation", ""))},
+                   {"clip_min", attr_f(ctx.attr_float(prefix + "clip_min", 0))},
+                   {"clip_max", attr_f(ctx.attr_float(prefix + "clip_max", 0))}};
+  };
   // without W1 (no expansion) the depthwise conv reads X
   ctx.check(ctx.input(1) || x.dim(3) == e, "without expansion weights, channels must be X's ", x.dim(3));
-  const Tensor t =
-      ctx.input(1) ? SubCall(ctx, "FusedConv", {x, *ctx.input(1), optional(2)}, pw, "tessera").run() : x;
+  const Tensor t = ctx.input(1) ? SubCall(ctx, "FusedConv", {x, *ctx.input(1), optional(2)},
+                                          pointwise(e, x.dim(3), "pw_"), "tessera")
+                                      .run()
+                                : x;
   AttrMap dw = {{"layout", attr_s("NHWC")},
                 {"group", attr_i(e)},
                 {"kernel_shape", attr_ints(ks)},
@@ -379,15 +384,9 @@ void fused_pw_dw_conv(KernelContext& ctx) {
   }
   const int64_t p = ctx.attr_int("proj_channels", 0);
   ctx.check(p > 0, "proj_channels must be positive with a projection");
-  const AttrMap pj = {{"layout", attr_s("NHWC")},
-                      {"kernel_shape", attr_ints({1, 1})},
-                      {"weight_shape", attr_ints({p, e, 1, 1})},
-                      {"activation", attr_s(ctx.attr_string("proj_activation", ""))},
-                      {"clip_min", attr_f(ctx.attr_float("proj_clip_min", 0))},
-                      {"clip_max", attr_f(ctx.attr_float("proj_clip_max", 0))}};
-  ctx.set_output(
-      0, DataValue(
-             SubCall(ctx, "FusedConv", {d, *ctx.input(5), optional(6), optional(7)}, pj, "tessera").run()));
+  ctx.set_output(0, DataValue(SubCall(ctx, "FusedConv", {d, *ctx.input(5), optional(6), optional(7)},
+                                      pointwise(p, e, "proj_"), "tessera")
+                                  .run()));
 }
 
 }  // namespace
