@@ -192,13 +192,16 @@ TEST(X86ConvNhwc, WinogradMatchesReference) {
       // F(4x4) weights past half of L2 (2 MiB): tasks of as many tiles as fit (one group of 30, two of 36)
       mk(1, 130, 20, 18, 70, 3, 3, 1, 1, 1, 1, 1, 1),
       mk(1, 120, 36, 30, 20, 3, 3, 1, 1, 1, 1, 1, 1),
+      // ResNet's 28 x 28 x 128: 49 tiles in near-equal groups, one per thread (24 + 25 at two threads)
+      mk(1, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1),
   };
+  ThreadPool pool3(3);  // groups that do not divide evenly over the threads
   for (ConvIsa isa : isas())
     for (const auto& p : cases) {
       ASSERT_TRUE(wino_applies(p));
       for (int m : {2, 4})
-        for (int fused : {0, 1, 2, 4}) {
-          run_case(p, fused, fused == 1 ? nullptr : &pool, isa, m);
+        for (int fused : {0, 1, 2, 3, 4}) {
+          run_case(p, fused, fused == 1 ? nullptr : fused == 3 ? &pool3 : &pool, isa, m);
           if (HasFatalFailure()) return;
         }
     }
