@@ -136,7 +136,8 @@ TEST(X86EltwiseMath, SigmoidUlp) {
   check_ulp(UnaryOp::sigmoid, "sigmoid", 3.0);
 }
 
-// GELU is computed as written, x/2 (1 + f): the bound is absolute, scaled by max(1, |x|) (eltwise.h).
+// GELU is x/2 (1 + f), as written or as x/2 + |x| E(|x|): the bound is absolute, scaled by max(1, |x|)
+// (eltwise.h). Past +-6, the tabulated form's clamp.
 void check_gelu(UnaryOp op, const char* name, double bound) {
   std::vector<float> xs;
   for (int i = -400000; i <= 400000; ++i) xs.push_back(float(i) * (12.0f / 400000.0f));

@@ -44,6 +44,36 @@ float unary_scalar(UnaryOp op, float x) {
   return x;
 }
 
+// Interpolates E on each interval at the Chebyshev nodes of degree kDegree (near-minimax), in monomials
+// of u: a 5 x 5 Vandermonde system per interval, solved with partial pivoting in double.
+GeluTable make_gelu_table(double (*e)(double)) {
+  constexpr int N = GeluTable::kIntervals, D = GeluTable::kDegree + 1;
+  const double w = double(GeluTable::kRange) / N, pi = std::acos(-1.0);
+  GeluTable t{};
+  for (int j = 0; j < N; ++j) {
+    double m[D][D + 1];
+    for (int k = 0; k < D; ++k) {
+      const double u = 0.5 - 0.5 * std::cos(pi * (k + 0.5) / D);
+      double pw = 1.0;
+      for (int q = 0; q < D; ++q, pw *= u) m[k][q] = pw;
+      m[k][D] = e((j + u) * w);
+    }
+    for (int c = 0; c < D; ++c) {
+      int piv = c;
+      for (int r = c + 1; r < D; ++r)
+        if (std::fabs(m[r][c]) > std::fabs(m[piv][c])) piv = r;
+      for (int q = 0; q <= D; ++q) std::swap(m[c][q], m[piv][q]);
+      for (int r = 0; r < D; ++r) {
+        if (r == c) continue;
+        const double f = m[r][c] / m[c][c];
+        for (int q = c; q <= D; ++q) m[r][q] -= f * m[c][q];
+      }
+    }
+    for (int k = 0; k < D; ++k) t.c[k][j] = float(m[k][D] / m[k][k]);
+  }
+  return t;
+}
+
 void unary_portable(UnaryOp op, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = unary_scalar(op, x[i]);
 }
@@ -184,6 +214,14 @@ EltIsa eltwise_isa() {
 
 void force_eltwise_isa(EltIsa isa, bool reset) {
   g_forced.store(reset || !eltwise_isa_available(isa) ? -1 : int(isa), std::memory_order_relaxed);
+}
+
+const GeluTable& gelu_table(UnaryOp op) {
+  static const GeluTable erf_table =
+      make_gelu_table([](double a) { return 0.5 * std::erf(a * 0.70710678118654752440); });
+  static const GeluTable tanh_table = make_gelu_table(
+      [](double a) { return 0.5 * std::tanh(0.79788456080286535588 * (a + 0.044715 * a * a * a)); });
+  return op == UnaryOp::gelu_tanh ? tanh_table : erf_table;
 }
 
 const EltwiseKernels& eltwise_kernels(EltIsa isa) {

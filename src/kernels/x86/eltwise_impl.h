@@ -11,6 +11,9 @@
 // lt, le, gt, isnan, blend(c, t, f), round (to nearest), scale2(p, n) = p * 2^n
 // for integral n in [-150, 129], hsum, hmax.
 //
+// Optionally (AVX-512): I (an int vector), Table32, table32(p), trunc_int, to_float, lookup(table, i) —
+// 32-entry lookups, for the tabulated GELUs.
+//
 // Max errors (tested bounds, see eltwise.h): exp <= 1.5 ulp, erf <= 2.5, tanh <= 2.5, sigmoid <= 3.
 
 template <class O>
@@ -130,6 +133,25 @@ struct Math {
 };
 
 template <class O>
+constexpr bool kHasTable32 = requires(const float* p) { O::table32(p); };
+
+// Either GELU as x/2 + |x| E(|x|) from its GeluTable (c: the coefficients' tables, loaded once per row):
+// 16 operations a vector against the ~40 of the polynomial erf's x/2 (1 + erf). A NaN picks the last
+// interval (min returns its second operand) and stays NaN through x/2.
+template <class O, class T>
+typename O::V gelu_tabulated(typename O::V x, const T (&c)[GeluTable::kDegree + 1]) {
+  using V = typename O::V;
+  constexpr float kScale = GeluTable::kIntervals / GeluTable::kRange;
+  const V a = O::abs(x);
+  const V s = O::min(O::mul(a, O::set1(kScale)), O::set1(GeluTable::kIntervals - 1e-3f));
+  const auto i = O::trunc_int(s);
+  const V u = O::sub(s, O::to_float(i));
+  V p = O::lookup(c[GeluTable::kDegree], i);
+  for (int k = GeluTable::kDegree - 1; k >= 0; --k) p = O::fma(p, u, O::lookup(c[k], i));
+  return O::fma(a, p, O::mul(O::set1(0.5f), x));
+}
+
+template <class O>
 typename O::V apply_unary(tessera::kernels::x86::UnaryOp op, typename O::V v) {
   using tessera::kernels::x86::UnaryOp;
   switch (op) {
@@ -153,6 +175,16 @@ typename O::V apply_unary(tessera::kernels::x86::UnaryOp op, typename O::V v) {
 
 template <class O, tessera::kernels::x86::UnaryOp Op>
 void unary_loop(const float* x, float* y, int64_t n) {
+  using tessera::kernels::x86::UnaryOp;
+  if constexpr ((Op == UnaryOp::gelu_erf || Op == UnaryOp::gelu_tanh) && kHasTable32<O>) {
+    const GeluTable& t = gelu_table(Op);
+    typename O::Table32 c[GeluTable::kDegree + 1];
+    for (int k = 0; k <= GeluTable::kDegree; ++k) c[k] = O::table32(t.c[k]);
+    int64_t i = 0;
+    for (; i + O::W <= n; i += O::W) O::store(y + i, gelu_tabulated<O>(O::load(x + i), c));
+    if (i < n) O::storen(y + i, gelu_tabulated<O>(O::loadn(x + i, n - i, 0.0f), c), n - i);
+    return;
+  }
   int64_t i = 0;
   for (; i + O::W <= n; i += O::W) O::store(y + i, apply_unary<O>(Op, O::load(x + i)));
   if (i < n) O::storen(y + i, apply_unary<O>(Op, O::loadn(x + i, n - i, 0.0f)), n - i);

@@ -50,6 +50,15 @@ struct O512 {
   static V scale2(V p, V n) { return _mm512_scalef_ps(p, n); }
   static float hsum(V a) { return _mm512_reduce_add_ps(a); }
   static float hmax(V a) { return _mm512_reduce_max_ps(a); }
+  // 32-entry tables (GeluTable), looked up by vpermt2ps
+  using I = __m512i;
+  struct Table32 {
+    __m512 lo, hi;
+  };
+  static Table32 table32(const float* t) { return {_mm512_loadu_ps(t), _mm512_loadu_ps(t + 16)}; }
+  static I trunc_int(V a) { return _mm512_cvttps_epi32(a); }
+  static V to_float(I i) { return _mm512_cvtepi32_ps(i); }
+  static V lookup(const Table32& t, I i) { return _mm512_permutex2var_ps(t.lo, i, t.hi); }
 };
 
 #include "kernels/x86/eltwise_impl.h"
