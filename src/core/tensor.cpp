@@ -111,6 +111,44 @@ Tensor Tensor::reshape(Shape shape) const {
   return view(dtype_, std::move(shape), storage_, offset_);
 }
 
+std::optional<Tensor> Tensor::reshaped_view(Shape shape) const {
+  check_arg(shape_numel(shape) == numel_, "cannot reshape ", text(), " to ", shape_text(shape));
+  if (is_contiguous()) return view(dtype_, std::move(shape), storage_, offset_);
+  // From the innermost dim out: a block is a run of old dims (size-1 dims skipped) each of whose strides
+  // is the next one's times that one's size; the new dims that multiply up to the block's size take
+  // strides within it, from the block's innermost stride.
+  std::vector<int64_t> strides(shape.size(), 1);
+  int64_t nd = int64_t(shape.size()) - 1;
+  int64_t od = int64_t(shape_.size()) - 1;
+  while (od >= 0) {
+    if (shape_[size_t(od)] == 1) {
+      --od;
+      continue;
+    }
+    const int64_t inner = strides_[size_t(od)];
+    int64_t block = shape_[size_t(od)];
+    int64_t expect = inner * block;  // the stride the next old dim needs to join the block
+    for (--od; od >= 0; --od) {
+      if (shape_[size_t(od)] == 1) continue;
+      if (strides_[size_t(od)] != expect) break;
+      block *= shape_[size_t(od)];
+      expect *= shape_[size_t(od)];
+    }
+    int64_t covered = 1;
+    while (nd >= 0 && (covered < block || shape[size_t(nd)] == 1)) {
+      strides[size_t(nd)] = inner * covered;
+      covered *= shape[size_t(nd)];
+      --nd;
+    }
+    if (covered != block) return std::nullopt;
+  }
+  for (; nd >= 0; --nd) {  // leading size-1 dims
+    if (shape[size_t(nd)] != 1) return std::nullopt;
+    strides[size_t(nd)] = 1;
+  }
+  return view(dtype_, std::move(shape), storage_, offset_, std::move(strides));
+}
+
 Tensor Tensor::clone() const {
   Tensor out(dtype_, shape_);
   if (numel_ == 0) return out;

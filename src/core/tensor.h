@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -95,6 +96,10 @@ class Tensor {
 
   // Views (share storage).
   Tensor reshape(Shape shape) const;  // requires contiguity
+  // This tensor viewed in `shape` (same element count) without a copy, whatever its strides: each run of
+  // dims laid out as one block of memory is re-split into the new dims that cover it. nullopt where a
+  // new dim would span two such runs (e.g. merging the columns of a column slice with its rows).
+  std::optional<Tensor> reshaped_view(Shape shape) const;
   // Deep copies.
   Tensor clone() const;       // contiguous copy
   Tensor contiguous() const;  // this if already contiguous, else a copy

@@ -153,6 +153,9 @@ class NodeContext final : public KernelContext {
   }
   size_t num_outputs() const override { return outs_.size(); }
   bool output_requested(size_t i) const override { return i < cn_.requested.size() && cn_.requested[i]; }
+  bool output_may_be_strided(size_t i) const override {
+    return i < cn_.strided_ok.size() && cn_.strided_ok[i];
+  }
   Tensor& output(size_t i, DType dtype, const Shape& shape) override {
     if (i >= outs_.size()) fail(ErrorCode::internal, "kernel wrote output ", i, " of ", outs_.size());
     outs_[i] = DataValue(rs_.allocate(main_, index_, cn_, i, dtype, shape, true));

@@ -5,6 +5,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
 #include "core/cpu_features.h"
@@ -232,6 +233,33 @@ void SessionImpl::compile_graph(const ir::Graph& g, const std::vector<const ir::
     std::sort(cn.touches.begin(), cn.touches.end());
     cn.touches.erase(std::unique(cn.touches.begin(), cn.touches.end()), cn.touches.end());
     cg.nodes.push_back(std::move(cn));
+  }
+  // Outputs that may be strided views: read only by nodes that take views in place — FusedAttention's
+  // Q, K and V (its x86 kernel reads rows at any stride), a Reshape whose own output may be strided (it
+  // views a strided input where the dims allow, else copies), Shape and Size — and not graph outputs. Decided
+  // from the last node back, so a Reshape's verdict is known before its producer's. ViT's qkv Slices then
+  // hand the attention views of the in-projection's output instead of three copies a layer.
+  std::unordered_map<const ir::Node*, size_t> index_of;
+  for (size_t k = 0; k < cg.nodes.size(); ++k) index_of[cg.nodes[k].node] = k;
+  for (size_t k = cg.nodes.size(); k-- > 0;) {
+    CompiledNode& cn = cg.nodes[k];
+    const ir::Node& n = *cn.node;
+    cn.strided_ok.assign(n.outputs.size(), false);
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      const ir::Value* v = n.outputs[o];
+      if (!v || cn.graph_output[o] || v->uses.empty()) continue;
+      bool ok = true;
+      for (const auto& [user, idx] : v->uses) {
+        const bool attention = user->op_type == "FusedAttention" && user->domain == "tessera" && idx <= 2;
+        const bool shape = (user->op_type == "Shape" || user->op_type == "Size") && user->domain.empty();
+        bool reshape = false;
+        if (user->op_type == "Reshape" && user->domain.empty() && idx == 0)
+          if (auto it = index_of.find(user); it != index_of.end() && it->second > k)
+            reshape = !cg.nodes[it->second].strided_ok.empty() && cg.nodes[it->second].strided_ok[0];
+        ok = ok && (attention || reshape || shape) && user->subgraphs().empty();
+      }
+      cn.strided_ok[o] = ok;
+    }
   }
   if (scope.empty()) {  // the main graph: plans (and so the shape cache) exist for it only
     const std::vector<bool> shape_only = runtime::shape_only_nodes(g);

@@ -39,6 +39,7 @@ struct CompiledNode {
   std::vector<int> outputs;        // local slots; -1 for omitted outputs
   std::vector<bool> requested;     // output used by the graph (or a graph output)
   std::vector<bool> graph_output;  // output is an output of its graph
+  std::vector<bool> strided_ok;    // output may be a strided view (KernelContext::output_may_be_strided)
   std::vector<int> touches;        // local slots read by the node, its subgraphs included
   std::vector<int> release;        // local slots whose last use is this node
   bool shape_only = false;         // outputs depend on input shapes only (runtime/shape_only.h)

@@ -220,6 +220,48 @@ def vit_attention_block():
                   inits)
 
 
+def vit_qkv_attention_block(extra_reader):
+    """torchvision's in-projection split: q, k, v Sliced off one [L, B, 3E] tensor along its last axis, each
+    Reshaped to [L, B*H, D] heads (the Slices' outputs may be views read in place: runtime strided_ok), one
+    also read by Shape; with extra_reader, q also feeds an Add (so it must stay a contiguous copy)."""
+    l, b, h, d = 13, 2, 3, 8
+    e = h * d
+    n = helper.make_node
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)  # noqa: E731
+    nodes = [n("Slice", ["qkv", "s0", "s1", "ax"], ["q"]), n("Slice", ["qkv", "s1", "s2", "ax"], ["k"]),
+             n("Slice", ["qkv", "s2", "s3", "ax"], ["v"]), n("Shape", ["v"], ["vshape"]),
+             n("Reshape", ["q", "shp"], ["q3"]), n("Reshape", ["k", "shp"], ["k3"]), n("Reshape", ["v", "shp"], ["v3"]),
+             n("Transpose", ["q3"], ["qt"], perm=[1, 0, 2]), n("Div", ["qt", "c"], ["qs"]),
+             n("Transpose", ["k3"], ["kt"], perm=[1, 2, 0]), n("Transpose", ["v3"], ["vt"], perm=[1, 0, 2]),
+             n("MatMul", ["qs", "kt"], ["s"]), n("Softmax", ["s"], ["p"], axis=-1), n("MatMul", ["p", "vt"], ["o"]),
+             n("Transpose", ["o"], ["y"], perm=[1, 0, 2])]
+    outputs = [_f("y", [l, b * h, d]), helper.make_tensor_value_info("vshape", TensorProto.INT64, [3])]
+    if extra_reader:
+        nodes.append(n("Add", ["q", "q"], ["q2"]))
+        outputs.append(_f("q2", [l, b, e]))
+    inits = [_c("c", math.sqrt(d)), i64("s0", [0]), i64("s1", [e]), i64("s2", [2 * e]), i64("s3", [3 * e]),
+             i64("ax", [-1]), i64("shp", [l, b * h, d])]
+    return _model(nodes, [_f("qkv", [l, b, 3 * e])], outputs, inits)
+
+
+@pytest.mark.parametrize("extra_reader", [False, True])
+def test_attention_reads_sliced_qkv_in_place(extra_reader):
+    model = vit_qkv_attention_block(extra_reader)
+    text = tessera.InferenceSession(model).graph_text()
+    assert text.count("tessera.FusedAttention(") == 1, text
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    feeds = {"qkv": RNG.standard_normal((13, 2, 72)).astype(np.float32)}
+    want = ref.run(None, feeds)
+    for threads in (1, 2):
+        sess = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads))
+        for _ in range(3):  # the recording run, then planned runs (views into the arena)
+            got = sess.run(None, feeds)
+            assert rel_err(got[0], want[0]) < 1e-5
+            np.testing.assert_array_equal(got[1], want[1])
+            if extra_reader:
+                np.testing.assert_array_equal(got[2], want[2])
+
+
 @pytest.mark.parametrize("scale_op,with_mask", [("Div", True), ("Mul", False), ("causal", False), ("vit", False)])
 def test_fuse_attention(scale_op, with_mask):
     model = {"causal": causal_attention_block, "vit": vit_attention_block}.get(

@@ -1,10 +1,11 @@
 // Exhaustive checks of the narrow-format conversions against their definitions.
+#include "core/dtype.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 
-#include "core/dtype.h"
 #include "core/tensor.h"
 
 using namespace tessera;
@@ -14,9 +15,12 @@ namespace {
 double f16_value(uint16_t h) {
   const int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
   double v;
-  if (e == 31) v = m ? NAN : INFINITY;
-  else if (e == 0) v = std::ldexp(m, -24);
-  else v = std::ldexp(1024 + m, e - 25);
+  if (e == 31)
+    v = m ? NAN : INFINITY;
+  else if (e == 0)
+    v = std::ldexp(m, -24);
+  else
+    v = std::ldexp(1024 + m, e - 25);
   return s ? -v : v;
 }
 }  // namespace
@@ -95,9 +99,9 @@ TEST(DType, F8RoundTripExhaustive) {
 
 TEST(DType, F8Saturation) {
   // values match ml_dtypes / onnx reference
-  EXPECT_EQ(Float8E4M3FN::from_float(INFINITY, false).bits, 0x7F);   // NaN
+  EXPECT_EQ(Float8E4M3FN::from_float(INFINITY, false).bits, 0x7F);  // NaN
   EXPECT_EQ(Float8E4M3FN::from_float(-INFINITY, false).bits, 0xFF);
-  EXPECT_EQ(Float8E4M3FN::from_float(INFINITY, true).bits, 0x7E);    // 448
+  EXPECT_EQ(Float8E4M3FN::from_float(INFINITY, true).bits, 0x7E);  // 448
   EXPECT_EQ(Float8E4M3FN::from_float(1e9f, true).bits, 0x7E);
   EXPECT_EQ(Float8E4M3FNUZ::from_float(INFINITY, false).bits, 0x80);
   EXPECT_EQ(Float8E4M3FNUZ::from_float(-0.0f, false).bits, 0x00);
@@ -144,4 +148,41 @@ TEST(Tensor, CloneOfStridedView) {
   Tensor c = v.clone();
   const float want[] = {0, 3, 1, 4, 2, 5};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(c.data<float>()[i], want[i]);
+}
+
+// Tensor::reshaped_view against reshaping a contiguous copy, element by element: views that split, merge
+// and keep dims of sliced and transposed tensors, and the shapes it must refuse.
+TEST(Tensor, ReshapedViewOfStridedViews) {
+  Tensor base(DType::f32, {6, 4, 10});
+  for (int64_t i = 0; i < base.numel(); ++i) base.data<float>()[i] = float(i) * 0.5f - 7.0f;
+  auto same = [](const Tensor& v, const Tensor& want) {
+    ASSERT_EQ(v.shape(), want.shape());
+    const Tensor c = v.clone();
+    for (int64_t i = 0; i < want.numel(); ++i) ASSERT_EQ(c.data<float>()[i], want.data<float>()[i]) << i;
+  };
+  // columns 3..9 of the last axis (ViT's q/k/v slice of the in-projection): [6, 4, 6], strides (40, 10, 1)
+  const Tensor cols = Tensor::view(DType::f32, {6, 4, 6}, base.storage(), 3 * sizeof(float), {40, 10, 1});
+  const Tensor cc = cols.clone();
+  for (const Shape& s :
+       {Shape{6, 4, 2, 3}, Shape{24, 6}, Shape{6, 4, 6, 1}, Shape{1, 6, 4, 3, 2}, Shape{2, 3, 4, 6}}) {
+    const std::optional<Tensor> v = cols.reshaped_view(s);
+    ASSERT_TRUE(v.has_value()) << shape_text(s);
+    EXPECT_EQ(v->storage(), base.storage());
+    same(*v, cc.reshape(s));
+  }
+  for (const Shape& s : {Shape{6, 24}, Shape{144}, Shape{6, 8, 3}})  // merges the sliced axis with its rows
+    EXPECT_FALSE(cols.reshaped_view(s).has_value()) << shape_text(s);
+  // a transposed view [10, 24] of [24, 10]: strides (1, 10)
+  const Tensor tr = Tensor::view(DType::f32, {10, 24}, base.storage(), 0, {1, 10});
+  const Tensor tc = tr.clone();
+  for (const Shape& s : {Shape{10, 4, 6}, Shape{5, 2, 24}, Shape{10, 1, 24}}) {
+    const std::optional<Tensor> v = tr.reshaped_view(s);
+    ASSERT_TRUE(v.has_value()) << shape_text(s);
+    same(*v, tc.reshape(s));
+  }
+  EXPECT_FALSE(tr.reshaped_view({240}).has_value());
+  EXPECT_FALSE(tr.reshaped_view({24, 10}).has_value());
+  EXPECT_THROW((void)tr.reshaped_view({7, 7}), Error);  // element count differs
+  // contiguous input: the plain reshape
+  same(*base.reshaped_view({24, 10}), base.reshape({24, 10}));
 }

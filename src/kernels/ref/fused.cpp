@@ -309,9 +309,10 @@ void fused_attention(KernelContext& ctx) {
     const Attribute* pa = ctx.attr(key);
     return pa ? SubCall(ctx, "Transpose", {t}, {{"perm", *pa}}).run() : t;
   };
-  const Tensor q = transposed(ctx.required_input(0), "q_perm");
-  Tensor k = transposed(ctx.required_input(1), "k_perm");
-  const Tensor v = transposed(ctx.required_input(2), "v_perm");
+  // (inputs may be strided views: KernelContext::output_may_be_strided)
+  const Tensor q = transposed(ctx.required_input(0).contiguous(), "q_perm");
+  Tensor k = transposed(ctx.required_input(1).contiguous(), "k_perm");
+  const Tensor v = transposed(ctx.required_input(2).contiguous(), "v_perm");
   if (ctx.attr_int("k_transposed", 0) == 0) {
     ctx.check(k.rank() >= 2, "K must have rank >= 2, got ", k.text());
     std::vector<int64_t> perm(static_cast<size_t>(k.rank()));

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "kernels/ref/registry.h"
 #include "kernels/ref/shape_util.h"
@@ -24,6 +25,8 @@ std::vector<int64_t> int_input(const KernelContext& ctx, size_t i, const char* w
 }
 
 void set_view(KernelContext& ctx, const Tensor& x, Shape shape) {
+  if (!x.is_contiguous() && ctx.output_may_be_strided(0))
+    if (std::optional<Tensor> v = x.reshaped_view(shape)) return ctx.set_output(0, DataValue(std::move(*v)));
   ctx.set_output(0, DataValue(x.contiguous().reshape(std::move(shape))));
 }
 
@@ -290,6 +293,13 @@ void slice_kernel(KernelContext& ctx) {
     out_shape[size_t(a)] = n;
     if (n > 0) base += s * st[size_t(a)];
     strides[size_t(a)] = st[size_t(a)] * step;
+  }
+  // Readers that take views in place (KernelContext::output_may_be_strided): a view, no copy.
+  const bool forward = std::all_of(strides.begin(), strides.end(), [](int64_t v) { return v > 0; });
+  if (forward && x.storage() && ctx.output_may_be_strided(0)) {
+    const size_t offset = x.byte_offset() + size_t(base) * dtype_size(x.dtype());
+    ctx.set_output(0, DataValue(Tensor::view(x.dtype(), out_shape, x.storage(), offset, strides)));
+    return;
   }
   Tensor& out = ctx.output_for_overwrite(0, x.dtype(), out_shape);
   strided_gather_any(x, base, strides, out, ctx.pool());

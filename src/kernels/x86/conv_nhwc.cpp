@@ -825,7 +825,9 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
   }
   const bool equal_groups = panel_bytes > l2 / 2;
   auto g0 = [&](int64_t q) {
-    return q >= ngroups ? ntiles : equal_groups ? std::min(ntiles, (q * ntiles / ngroups + 3) / 6 * 6) : q * T;
+    return q >= ngroups   ? ntiles
+           : equal_groups ? std::min(ntiles, (q * ntiles / ngroups + 3) / 6 * 6)
+                          : q * T;
   };
   if (equal_groups) {  // T: the largest group (the buffers' row count)
     T = 1;
@@ -919,7 +921,8 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
     }
   };
   if (by_thread)
-    pool->run(threads, [&](int64_t t) { body(ngroups * np * t / threads, ngroups * np * (t + 1) / threads); });
+    pool->run(threads,
+              [&](int64_t t) { body(ngroups * np * t / threads, ngroups * np * (t + 1) / threads); });
   else
     run_tasks(pool, ngroups * np, double(ntiles) * NX * double(C) * double(OC), body);
 }

@@ -133,7 +133,9 @@ struct Math {
 };
 
 template <class O>
-constexpr bool kHasTable32 = requires(const float* p) { O::table32(p); };
+constexpr bool kHasTable32 = requires(const float* p) {
+  O::table32(p);
+};
 
 // Either GELU as x/2 + |x| E(|x|) from its GeluTable (c: the coefficients' tables, loaded once per row):
 // 16 operations a vector against the ~40 of the polynomial erf's x/2 (1 + erf). A NaN picks the last
