@@ -797,13 +797,12 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
   const int64_t panel_bytes = NX * C * conv_panel() * int64_t(sizeof(float));
   const int64_t l2 = int64_t(cpu_features().l2_bytes);
   // Group q holds tiles [g0(q), g0(q + 1)): T each, or (big weights) near-equal groups starting at whole MR
-  // tiles. `by_thread`: each thread takes an equal run of the (group, panel) tasks up front — all tiles of
-  // its own panels where one group holds every tile and the panels divide among the threads, else its own
-  // groups (a multiple of the threads) over every panel. Claimed one by one, the tasks had both threads
-  // transform and multiply parts of both groups, 30 + 19 tiles of a 49-tile map: ResNet's 28 x 28 x 128
-  // convs ran at 1.5x their one-thread speed at two threads; 0.40-0.44 -> 0.34-0.37 ms with groups by
-  // thread, 0.33-0.36 with panels by thread (each thread transforms all 49 tiles, but reads only its
-  // panel's 1.2 MB of weights).
+  // tiles. `by_thread`: the groups are a multiple of the threads and each thread takes its own groups over
+  // every panel, up front. Claimed one by one, the (group, panel) tasks had both threads transform and
+  // multiply parts of both groups, 30 + 19 tiles of a 49-tile map: ResNet's 28 x 28 x 128 convs ran at 1.5x
+  // their one-thread speed at two threads, 0.40-0.44 -> 0.34-0.37 ms now (Xeon). Each thread its own
+  // panels over all 49 tiles instead: the conv alone 3% faster, but its output channels then lie in the
+  // other core's cache for the next conv's pixels: ResNet-18 0.4-0.8% slower, ResNet-50 equal.
   int64_t T = MT == 4 ? 12 : 24, ngroups = 0;
   bool by_thread = false;
   if (panel_bytes > l2 / 2) {
@@ -811,9 +810,7 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
         std::max<int64_t>(6, l2 * 3 / 4 / (NX * (C + conv_panel()) * int64_t(sizeof(float))) / 6 * 6);
     ngroups = (ntiles + cap - 1) / cap;
     const int64_t per_thread = (ngroups + threads - 1) / threads * threads;
-    if (threads > 1 && ngroups == 1 && np % threads == 0) {  // each thread its own panels
-      by_thread = true;
-    } else if (threads > 1 && per_thread * 6 <= ntiles) {  // groups of at least one whole tile
+    if (threads > 1 && per_thread * 6 <= ntiles) {  // groups of at least one whole tile
       ngroups = per_thread;
       by_thread = true;
     } else if (ngroups * np < 2 * threads) {
