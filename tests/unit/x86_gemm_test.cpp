@@ -148,6 +148,12 @@ TEST(X86Gemm, ThreadedAndPrepacked) {
     check_case(ukr, c, true, &pool, /*packed=*/true);
     check_case(ukr, c, false, nullptr, /*packed=*/true);
   }
+  // three threads: the direct path's equal row ranges (197 = 65 + 66 + 66, not whole 6-row slivers)
+  ThreadPool pool3(3);
+  for (const Case& c : {Case{197, 700, 520, false, true}, Case{385, 130, 200, false, false}}) {
+    check_case(ukr, c, true, &pool3);
+    check_case(ukr, c, true, &pool3, /*packed=*/true);
+  }
 }
 
 // The driver's own choice of path (direct A for small M and narrow N, packed A
