@@ -54,9 +54,9 @@ class KernelContext {
   }
   // Sets output i to an existing value (e.g. a view of an input, or a sequence).
   virtual void set_output(size_t i, DataValue v) = 0;
-  // True when every reader of output i reads a strided view in place (the runtime decides, see
-  // runtime::strided_outputs): a Slice or Reshape may then set it to a non-contiguous view of its input
-  // instead of copying. Otherwise outputs are contiguous.
+  // True when every reader of output i reads a strided view in place (the runtime decides at session
+  // creation, CompiledNode::strided_ok): a Slice or Reshape may then set it to a non-contiguous view of its
+  // input instead of copying. Otherwise outputs are contiguous.
   virtual bool output_may_be_strided(size_t i) const {
     (void)i;
     return false;

@@ -805,7 +805,8 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
   // other core's cache for the next conv's pixels: ResNet-18 0.4-0.8% slower, ResNet-50 equal.
   int64_t T = MT == 4 ? 12 : 24, ngroups = 0;
   bool by_thread = false;
-  if (panel_bytes > l2 / 2) {
+  const bool equal_groups = panel_bytes > l2 / 2;
+  if (equal_groups) {
     const int64_t cap =
         std::max<int64_t>(6, l2 * 3 / 4 / (NX * (C + conv_panel()) * int64_t(sizeof(float))) / 6 * 6);
     ngroups = (ntiles + cap - 1) / cap;
@@ -820,7 +821,6 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
     while (T > 6 && ((ntiles + T - 1) / T) * np < 4 * threads) T -= 6;
     ngroups = (ntiles + T - 1) / T;
   }
-  const bool equal_groups = panel_bytes > l2 / 2;
   auto g0 = [&](int64_t q) {
     return q >= ngroups   ? ntiles
            : equal_groups ? std::min(ntiles, (q * ntiles / ngroups + 3) / 6 * 6)

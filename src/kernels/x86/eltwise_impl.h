@@ -137,7 +137,7 @@ constexpr bool kHasTable32 = requires(const float* p) {
   O::table32(p);
 };
 
-// Either GELU as x/2 + |x| E(|x|) from its GeluTable (c: the coefficients' tables, loaded once per row):
+// Either GELU as x/2 + |x| E(|x|) from its GeluTable (c: the coefficients' tables, loaded once per call):
 // 16 operations a vector against the ~40 of the polynomial erf's x/2 (1 + erf). A NaN picks the last
 // interval (min returns its second operand) and stays NaN through x/2.
 template <class O, class T>
@@ -175,21 +175,26 @@ typename O::V apply_unary(tessera::kernels::x86::UnaryOp op, typename O::V v) {
   return v;
 }
 
+// y[i] = f(x[i]) over whole vectors, then the masked tail (filled with 0).
+template <class O, class F>
+void map_loop(const float* x, float* y, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + O::W <= n; i += O::W) O::store(y + i, f(O::load(x + i)));
+  if (i < n) O::storen(y + i, f(O::loadn(x + i, n - i, 0.0f)), n - i);
+}
+
 template <class O, tessera::kernels::x86::UnaryOp Op>
 void unary_loop(const float* x, float* y, int64_t n) {
   using tessera::kernels::x86::UnaryOp;
+  using V = typename O::V;
   if constexpr ((Op == UnaryOp::gelu_erf || Op == UnaryOp::gelu_tanh) && kHasTable32<O>) {
     const GeluTable& t = gelu_table(Op);
     typename O::Table32 c[GeluTable::kDegree + 1];
     for (int k = 0; k <= GeluTable::kDegree; ++k) c[k] = O::table32(t.c[k]);
-    int64_t i = 0;
-    for (; i + O::W <= n; i += O::W) O::store(y + i, gelu_tabulated<O>(O::load(x + i), c));
-    if (i < n) O::storen(y + i, gelu_tabulated<O>(O::loadn(x + i, n - i, 0.0f), c), n - i);
-    return;
+    map_loop<O>(x, y, n, [&](V v) { return gelu_tabulated<O>(v, c); });
+  } else {
+    map_loop<O>(x, y, n, [](V v) { return apply_unary<O>(Op, v); });
   }
-  int64_t i = 0;
-  for (; i + O::W <= n; i += O::W) O::store(y + i, apply_unary<O>(Op, O::load(x + i)));
-  if (i < n) O::storen(y + i, apply_unary<O>(Op, O::loadn(x + i, n - i, 0.0f)), n - i);
 }
 
 template <class O>

@@ -715,13 +715,14 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
     const int64_t tasks = !b_free ? threads : direct ? (pr.m >= 128 * threads ? 2 : 1) * threads : max_tasks;
     // The direct path reads A in place and splits each range into balanced row groups, so its ranges are
     // equal (ViT's 197 rows at two threads: 99 + 98, 17 groups each, not 102 + 95 in whole slivers, 17 and
-    // 16 groups: its GEMMs 2-4% faster, the model 1.4-2%; Xeon, in-process A/B); packed A keeps whole slivers.
+    // 16 groups: its GEMMs 2-4% faster, the model 1.4-2%; Xeon, in-process A/B); packed A keeps whole
+    // slivers.
     const int64_t slivers = (pr.m + u.mr - 1) / u.mr;
     const int64_t per = (slivers + tasks - 1) / tasks * u.mr;
     const int64_t ntasks = direct ? std::min(tasks, pr.m) : (pr.m + per - 1) / per;
+    auto first_row = [&](int64_t t) { return direct ? pr.m * t / ntasks : std::min(pr.m, t * per); };
     pool->run(ntasks, [&](int64_t t) {
-      const int64_t m0 = direct ? pr.m * t / ntasks : t * per,
-                    m1 = direct ? pr.m * (t + 1) / ntasks : std::min(pr.m, (t + 1) * per);
+      const int64_t m0 = first_row(t), m1 = first_row(t + 1);
       if (m0 < m1) range(m0, m1, 0, pr.n);
     });
   }
