@@ -164,17 +164,22 @@ void layout_nhwc(ir::Graph& g) {
       // the filter) stream from memory each run and feed one row per tile: with few tiles the GEMMs are
       // bound by that stream (T/2 FLOP per weight byte against a core's ridge of 5-13) while the direct
       // conv reuses each weight for every pixel. So Winograd only from kWinoMinTiles tiles per conv:
-      // ResNet's 28 x 28 and 56 x 56 convs (49, 196 tiles), not its 14 x 14 and 7 x 7 ones (16 each) —
-      // those as Winograd made ResNet-18 1.2-1.3x and ResNet-50 1.1-1.15x slower on a Xeon (AVX-512, ridge
-      // 12.5; in-process A/B at one and two threads).
+      // F(4x4) on ResNet's 28 x 28 and 56 x 56 convs (49, 196 tiles), F(2x2) on its 14 x 14 ones (49
+      // tiles; F(4x4) would have 16), none on 7 x 7 (16 tiles of F(2x2)) — F(4x4) on 14 x 14 and 7 x 7
+      // made ResNet-18 1.2-1.3x and ResNet-50 1.1-1.15x slower on a Xeon (AVX-512, ridge 12.5; in-process
+      // A/B at one and two threads); F(2x2) on 14 x 14 made them 4-6% faster (ResNet-50 at one thread
+      // 0.963, at two 0.94-0.955; ResNet-18 0.938 / 0.964-0.989).
       constexpr int64_t kWinoMinTiles = 32;
       const auto& ys = *n->outputs[0]->type.shape;
-      const int wm = ys[2].value >= 8 && ys[3].value >= 8 ? 4 : 2;
       // an unknown batch counts as 1; unknown rows or columns as many tiles
-      const int64_t tiles = !ys[2].known() || !ys[3].known()
-                                ? kWinoMinTiles
-                                : std::max<int64_t>(ys[0].value, 1) * ((ys[2].value + wm - 1) / wm) *
-                                      ((ys[3].value + wm - 1) / wm);
+      auto tiles_of = [&](int64_t m) {
+        return !ys[2].known() || !ys[3].known() ? kWinoMinTiles
+                                                : std::max<int64_t>(ys[0].value, 1) *
+                                                      ((ys[2].value + m - 1) / m) * ((ys[3].value + m - 1) / m);
+      };
+      const bool f4 = ys[2].value >= 8 && ys[3].value >= 8 && tiles_of(4) >= kWinoMinTiles;
+      const int wm = f4 ? 4 : 2;
+      const int64_t tiles = tiles_of(wm);
       const bool wino = dense && kernels::x86::wino_applies(cp) && tiles >= kWinoMinTiles;
       const int64_t floats = wino    ? int64_t(kernels::x86::wino_packed_floats(oc, cg, wm))
                              : dense ? int64_t(kernels::x86::conv_nhwc_packed_floats(oc, cg * kh * kw))

@@ -101,6 +101,44 @@ def test_ir_after_passes(tmp_path):
     assert ir.count("Transpose(") == 4
 
 
+def _three_by_three_chain(side):
+    """Two 3x3 stride-1 convs (Relu between) on a side x side map."""
+    inits = [_w("w0", 12, 8, 3, 3), _w("b0", 12), _w("w1", 16, 12, 3, 3)]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c0"], ["r0"]),
+        helper.make_node("Conv", ["r0", "w1"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, side, side])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("side,variant", [(28, "winograd=4"), (14, "winograd=2"), (7, None)])
+def test_winograd_tile_size_follows_the_map(side, variant, tmp_path):
+    # F(4x4) where it gives 32+ tiles (28 x 28: 49), else F(2x2) where that does (14 x 14: 49 tiles, F(4x4)
+    # 16), else direct (7 x 7: 16 tiles of F(2x2)); each against onnxruntime at one and two threads
+    m = _three_by_three_chain(side)
+    p = tmp_path / "c.onnx"
+    p.write_bytes(m.SerializeToString())
+    exe = os.path.join(os.path.dirname(tessera.__file__), "bin", "tessera")
+    if os.path.exists(exe):
+        ir = subprocess.run([exe, "info", str(p), "--ir"], capture_output=True, text=True,
+                            check=True).stdout.split("FLOPs (estimate)")[1]
+        assert ir.count("winograd=") == (2 if variant else 0)
+        if variant:
+            assert ir.count(variant) == 2
+    x = RNG.standard_normal((1, 8, side, side)).astype(np.float32)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        got = tessera.InferenceSession(m.SerializeToString(), tessera.SessionOptions(threads=threads)).run(
+            None, {"x": x})[0]
+        assert got.shape == want.shape
+        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_stem_conv_reads_nchw(threads):
     """A first conv of 3 channels, stride 2, asymmetric padding, Clip, then a pointwise conv: the stem reads

@@ -189,11 +189,14 @@ TEST(X86ConvNhwc, WinogradMatchesReference) {
       mk(3, 600, 5, 5, 40, 3, 3, 1, 1, 1, 1, 1, 1),   // C > 512: K blocks
       mk(1, 32, 3, 3, 8, 3, 3, 1, 1, 0, 0, 0, 0),     // 1 x 1 output
       mk(1, 40, 30, 26, 70, 3, 3, 1, 1, 1, 1, 1, 1),  // many tiles and groups
-      // F(4x4) weights past half of L2 (2 MiB): tasks of as many tiles as fit (one group of 30, two of 36)
+      // F(4x4) weights past half of L2 (2 MiB): tasks of as many tiles as fit (one group of 25, two of 36)
       mk(1, 130, 20, 18, 70, 3, 3, 1, 1, 1, 1, 1, 1),
-      mk(1, 120, 36, 30, 20, 3, 3, 1, 1, 1, 1, 1, 1),
+      mk(1, 120, 36, 30, 70, 3, 3, 1, 1, 1, 1, 1, 1),
       // ResNet's 28 x 28 x 128: 49 tiles in near-equal groups, one per thread (24 + 25 at two threads)
       mk(1, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1),
+      // ResNet's 14 x 14 x 256 (F(2x2): 4 MiB of weights): one group of all 49 tiles, its four panels
+      // shared out over the threads
+      mk(1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1),
   };
   ThreadPool pool3(3);  // groups that do not divide evenly over the threads
   for (ConvIsa isa : isas())

@@ -786,32 +786,38 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
   const int64_t np = (OC + conv_panel() - 1) / conv_panel(), K = NX * C;
   const int64_t threads = pool ? pool->num_threads() : 1;
   // Tiles per task (a multiple of every MR). A task streams its panel's transformed weights (NX x C x 64
-  // floats) once for its T tiles. Where those outgrow half of L2 they come from L3 or memory each time, so
-  // tasks then take as many tiles as keep their transformed input V and products M (NX x T x (C + 64)
-  // floats) within three quarters of L2: ResNet's 28 x 28 x 128 convs (2.4 MB of weights, 49 tiles) read
-  // them once per panel instead of five times — in the model 0.67-0.70 -> 0.63-0.64 ms with half of L2
-  // (two groups), and 0.9% more of ResNet-18 and -50 at one thread with all 49 tiles in one (Xeon,
-  // in-process A/B; ResNet-18 1.2-2.4% faster in all, ResNet-50 0.5-1.4%). Weights that stay in L2
+  // floats) once for its T tiles, so each group of tiles streams all of them. Where they reach half of L2
+  // they come from L3 or memory for every group, so groups then take as many tiles as keep their
+  // transformed input V and products M (NX x T x (C + 64) floats) within three quarters of L2: ResNet's
+  // 28 x 28 x 128 convs (2.4 MB of weights, 49 tiles) read them once instead of five times — in the model
+  // 0.67-0.70 -> 0.63-0.64 ms with half of L2 (two groups), and 0.9% more of ResNet-18 and -50 at one thread
+  // with all 49 tiles in one (Xeon, in-process A/B; ResNet-18 1.2-2.4% faster in all, ResNet-50 0.5-1.4%);
+  // its 14 x 14 x 256 ones as F(2x2) (4 MiB) in 24-tile groups ran 24 + 24 + 1 tiles of 49, the weights
+  // streamed three times: in one group ResNet-50 4-4.5% faster at one thread. Weights that stay in L2
   // (56 x 56 x 64: 590 KB) keep 12-tile tasks (24 for F(2x2)), fewer while there are under 4 tasks per
   // thread: their larger V and M made them 8% slower.
-  const int64_t panel_bytes = NX * C * conv_panel() * int64_t(sizeof(float));
+  const int64_t weight_bytes = NX * C * OC * int64_t(sizeof(float));
   const int64_t l2 = int64_t(cpu_features().l2_bytes);
   // Group q holds tiles [g0(q), g0(q + 1)): T each, or (big weights) near-equal groups starting at whole MR
-  // tiles. `by_thread`: the groups are a multiple of the threads and each thread takes its own groups over
-  // every panel, up front. Claimed one by one, the (group, panel) tasks had both threads transform and
-  // multiply parts of both groups, 30 + 19 tiles of a 49-tile map: ResNet's 28 x 28 x 128 convs ran at 1.5x
-  // their one-thread speed at two threads, 0.40-0.44 -> 0.34-0.37 ms now (Xeon). Each thread its own
-  // panels over all 49 tiles instead: the conv alone 3% faster, but its output channels then lie in the
-  // other core's cache for the next conv's pixels: ResNet-18 0.4-0.8% slower, ResNet-50 equal.
+  // tiles. `by_thread`: where the panels are too few to go round the threads twice, the groups are a
+  // multiple of the threads and each thread takes its own groups over every panel, up front. Claimed one by
+  // one, the (group, panel) tasks had both threads transform and multiply parts of both groups, 30 + 19
+  // tiles of a 49-tile map: ResNet's 28 x 28 x 128 convs (two panels) ran at 1.5x their one-thread speed at
+  // two threads, 0.40-0.44 -> 0.34-0.37 ms now (Xeon); each thread one panel over all 49 tiles instead: the
+  // conv alone 3% faster, but its output channels then lie in the other core's cache for the next conv's
+  // pixels: ResNet-18 0.4-0.8% slower, ResNet-50 equal. With two panels or more per thread (the 14 x 14 x
+  // 256 convs' four) the threads take panels over all tiles instead and stream the weights once between
+  // them, not once each: ResNet-50 at two threads 1.7-3.1% faster, ResNet-18 0.3-1.3%.
   int64_t T = MT == 4 ? 12 : 24, ngroups = 0;
   bool by_thread = false;
-  const bool equal_groups = panel_bytes > l2 / 2;
+  const bool equal_groups = weight_bytes >= l2 / 2;
   if (equal_groups) {
     const int64_t cap =
         std::max<int64_t>(6, l2 * 3 / 4 / (NX * (C + conv_panel()) * int64_t(sizeof(float))) / 6 * 6);
     ngroups = (ntiles + cap - 1) / cap;
     const int64_t per_thread = (ngroups + threads - 1) / threads * threads;
-    if (threads > 1 && per_thread * 6 <= ntiles) {  // groups of at least one whole tile
+    // groups of at least one whole tile, panels too few for two per thread
+    if (threads > 1 && per_thread * 6 <= ntiles && ngroups * np < 2 * threads) {
       ngroups = per_thread;
       by_thread = true;
     } else if (ngroups * np < 2 * threads) {
