@@ -185,10 +185,11 @@ using ConvUkr = void (*)(const float* const* rows, int64_t ntaps, int64_t kc, co
 // applied. Tile t's inputs: its row table at rows + t * ntaps * mr (as ConvUkr's, ld = mr), or, with rows
 // null (pointwise, ntaps 1), pixel i's kc channels at x + (t * mr + i) * ldx. Short-K convs (MobileNet's
 // 16- to 32-deep expansions, a stem's 27) spent as long per tile on the call, the driver's row table and
-// the kernel's set-up as in the K loop.
+// the kernel's set-up as in the K loop. pf's stream is prefetched along the K loops, one step per K step,
+// continuing from tile to tile.
 using ConvTiles = void (*)(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles,
                            int64_t ntaps, int64_t kc, const float* w, int64_t wstep, int64_t npanels,
-                           float* y, int64_t ldy, const ConvTileEpilogue& ep);
+                           float* y, int64_t ldy, const ConvTileEpilogue& ep, ConvPrefetch pf);
 struct ConvUkrInfo {
   ConvUkr fn;
   int64_t mr, nr;

@@ -20,10 +20,12 @@ namespace tessera::kernels::x86::conv_tiles {
 // ntiles tiles of MR consecutive output pixels x npanels panels of NV vectors; see ConvTiles. The output
 // rows are not prefetched: in the pointwise -> depthwise pair they are the band buffer, in L2; streamed to
 // memory, the next tile's stores overlap this tile's K loop.
-template <class V, int MR, int NV, Activation ACT, bool BIAS, bool RES, bool TABLE>
+template <class V, int MR, int NV, Activation ACT, bool BIAS, bool RES, bool TABLE, bool PF>
 void run(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps, int64_t kc,
-         const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy, const ConvTileEpilogue& ep) {
+         const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy, const ConvTileEpilogue& ep,
+         ConvPrefetch pf) {
   constexpr int64_t W = V::kWidth * NV;  // panel width
+  constexpr int kLineVecs = 64 / int(sizeof(float) * V::kWidth);  // vectors per cache line (1 or 2)
   const float* bias = ep.bias;
   const float* res = ep.residual;
   for (int64_t t = 0; t < ntiles; ++t, y += MR * ldy, res += RES ? MR * ep.ldr : 0) {
@@ -43,6 +45,7 @@ void run(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, 
         for (int i = 0; i < MR; ++i) r[i] = TABLE ? rows[(t * ntaps + tap) * MR + i] : x + (t * MR + i) * ldx;
 #pragma GCC unroll 4
         for (int64_t k = 0; k < kc; ++k, wk += W) {
+          if constexpr (PF) prefetch_step<(NV + kLineVecs - 1) / kLineVecs>(pf.p, pf.step);
           typename V::vec b[NV];
 #pragma GCC unroll 4
           for (int v = 0; v < NV; ++v) b[v] = V::load(wk + V::kWidth * v);
@@ -69,44 +72,48 @@ void run(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, 
   }
 }
 
-// The instantiation K::fn<ACT, BIAS, RES, TABLE> (a ConvTiles) for ep's activation (none, Relu or Clip: the
-// driver sends no other), bias, residual and input form (row tables, or pointwise rows at x).
+// The instantiation K::fn<ACT, BIAS, RES, TABLE, PF> (a ConvTiles) for ep's activation (none, Relu or Clip:
+// the driver sends no other), bias, residual, input form (row tables, or pointwise rows at x) and prefetch.
 template <class K>
 void dispatch_by(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
                  int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
-                 const ConvTileEpilogue& ep) {
+                 const ConvTileEpilogue& ep, ConvPrefetch pf) {
   using Fn = ConvTiles;
-  // [activation][table][bias][residual]
-  auto by_epilogue = [](auto act, auto table) {
+  // [activation][table][prefetch][bias][residual]
+  auto by_epilogue = [](auto act, auto table, auto prefetch) {
     constexpr Activation A = decltype(act)::value;
-    constexpr bool T = decltype(table)::value;
-    return std::array<Fn, 4>{K::template fn<A, false, false, T>, K::template fn<A, false, true, T>,
-                             K::template fn<A, true, false, T>, K::template fn<A, true, true, T>};
+    constexpr bool T = decltype(table)::value, P = decltype(prefetch)::value;
+    return std::array<Fn, 4>{K::template fn<A, false, false, T, P>, K::template fn<A, false, true, T, P>,
+                             K::template fn<A, true, false, T, P>, K::template fn<A, true, true, T, P>};
+  };
+  auto by_prefetch = [&](auto act, auto table) {
+    return std::array<std::array<Fn, 4>, 2>{by_epilogue(act, table, std::false_type{}),
+                                            by_epilogue(act, table, std::true_type{})};
   };
   auto by_form = [&](auto act) {
-    return std::array<std::array<Fn, 4>, 2>{by_epilogue(act, std::false_type{}),
-                                            by_epilogue(act, std::true_type{})};
+    return std::array<std::array<std::array<Fn, 4>, 2>, 2>{by_prefetch(act, std::false_type{}),
+                                                           by_prefetch(act, std::true_type{})};
   };
-  static constexpr std::array<std::array<std::array<Fn, 4>, 2>, 3> kTable = {
+  static constexpr std::array<std::array<std::array<std::array<Fn, 4>, 2>, 2>, 3> kTable = {
       by_form(std::integral_constant<Activation, Activation::none>{}),
       by_form(std::integral_constant<Activation, Activation::relu>{}),
       by_form(std::integral_constant<Activation, Activation::clip>{})};
   const int a = ep.act == Activation::relu ? 1 : ep.act == Activation::clip ? 2 : 0;
-  kTable[a][rows != nullptr][2 * (ep.bias != nullptr) + (ep.residual != nullptr)](
-      rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
+  kTable[a][rows != nullptr][pf.p != nullptr][2 * (ep.bias != nullptr) + (ep.residual != nullptr)](
+      rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep, pf);
 }
 
 template <class V, int MR, int NV>
 struct Run {
-  template <Activation ACT, bool BIAS, bool RES, bool TABLE>
-  static constexpr ConvTiles fn = run<V, MR, NV, ACT, BIAS, RES, TABLE>;
+  template <Activation ACT, bool BIAS, bool RES, bool TABLE, bool PF>
+  static constexpr ConvTiles fn = run<V, MR, NV, ACT, BIAS, RES, TABLE, PF>;
 };
 
 template <class V, int MR, int NV>
 void dispatch(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
               int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
-              const ConvTileEpilogue& ep) {
-  dispatch_by<Run<V, MR, NV>>(rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
+              const ConvTileEpilogue& ep, ConvPrefetch pf) {
+  dispatch_by<Run<V, MR, NV>>(rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep, pf);
 }
 
 }  // namespace tessera::kernels::x86::conv_tiles

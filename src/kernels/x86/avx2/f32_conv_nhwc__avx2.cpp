@@ -155,8 +155,8 @@ void conv_ukr(const float* const* rows, int64_t ntaps, int64_t kc, const float* 
 
 void tiles_avx2(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
                 int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
-                const ConvTileEpilogue& ep) {
-  conv_tiles::dispatch<Ymm, 6, 2>(rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
+                const ConvTileEpilogue& ep, ConvPrefetch pf) {
+  conv_tiles::dispatch<Ymm, 6, 2>(rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep, pf);
 }
 
 // rem[m]: the kernel for a remainder tile of exactly m < MR rows (its FMAs cover only those rows).

@@ -197,8 +197,8 @@ void conv_ukr_zy(const float* const* rows, int64_t ntaps, int64_t kc, const floa
 // panel rows are 32 floats apart (a 24-wide panel is packed 32 wide), npanels is 1.
 template <Activation ACT, bool BIAS, bool RES, bool TABLE>
 void tiles_zy(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
-              int64_t kc, const float* w, int64_t, int64_t, float* y, int64_t ldy,
-              const ConvTileEpilogue& ep) {
+              int64_t kc, const float* w, int64_t, int64_t, float* y, int64_t ldy, const ConvTileEpilogue& ep,
+              ConvPrefetch) {
   constexpr int MR = 12;
   const float* res = ep.residual;
   for (int64_t t = 0; t < ntiles; ++t, y += MR * ldy, res += RES ? MR * ep.ldr : 0) {
@@ -247,15 +247,15 @@ void tiles_zy(const float* const* rows, const float* x, int64_t ldx, int64_t nti
   }
 }
 
-struct ZyTiles {
-  template <Activation ACT, bool BIAS, bool RES, bool TABLE>
+struct ZyTiles {  // no prefetch (the 24-wide convs' weights stay in cache)
+  template <Activation ACT, bool BIAS, bool RES, bool TABLE, bool>
   static constexpr ConvTiles fn = tiles_zy<ACT, BIAS, RES, TABLE>;
 };
 
 void tiles_zy_avx512f(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
                       int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
-                      const ConvTileEpilogue& ep) {
-  conv_tiles::dispatch_by<ZyTiles>(rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
+                      const ConvTileEpilogue& ep, ConvPrefetch pf) {
+  conv_tiles::dispatch_by<ZyTiles>(rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep, pf);
 }
 
 // rem[m]: the kernel for a remainder tile of exactly m < MR rows, so that its FMAs cover only those rows
@@ -284,8 +284,8 @@ namespace {
 template <int MR, int NV>
 void tiles_avx512f(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
                    int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
-                   const ConvTileEpilogue& ep) {
-  conv_tiles::dispatch<Zmm, MR, NV>(rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep);
+                   const ConvTileEpilogue& ep, ConvPrefetch pf) {
+  conv_tiles::dispatch<Zmm, MR, NV>(rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep, pf);
 }
 }  // namespace
 
