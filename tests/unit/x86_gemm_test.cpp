@@ -53,10 +53,10 @@ void reference(const Case& c, const std::vector<float>& a, int64_t lda, const st
 }
 
 void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool* pool, bool packed = false,
-                int64_t ldb_pad = 5) {
+                int64_t ldb_pad = 5, int64_t ldc_at = 0) {
   std::mt19937 rng(unsigned(c.m * 131 + c.n * 7 + c.k));
-  // strided: leading dimensions larger than the logical width
-  const int64_t lda = (c.ta ? c.m : c.k) + 3, ldb = (c.tb ? c.k : c.n) + ldb_pad, ldc = c.n + 2;
+  // strided: leading dimensions larger than the logical width (C's: ldc_at where given)
+  const int64_t lda = (c.ta ? c.m : c.k) + 3, ldb = (c.tb ? c.k : c.n) + ldb_pad, ldc = ldc_at ? ldc_at : c.n + 2;
   auto a = random_vec(size_t((c.ta ? c.k : c.m) * lda), rng);
   auto b = random_vec(size_t((c.tb ? c.n : c.k) * ldb), rng);
   auto c0 = random_vec(size_t(c.m * ldc), rng);
@@ -178,13 +178,19 @@ TEST(X86Gemm, ChosenPathSmallMAndSkinny) {
   for (const Case& c :
        {Case{3136, 64, 70, false, false}, Case{1000, 100, 300, true, false}, Case{1, 4099, 513, false, false},
         Case{16, 3072, 768, false, false}, Case{1, 437, 600, false, false}, Case{1, 437, 300, true, false},
-        // small M with C's rows off a multiple of 64 floats: staged in blocks of 4096 columns (gemm.cpp)
+        // small M with C's rows off a multiple of 1024 floats: staged in blocks of 4096 columns (gemm.cpp)
         Case{16, 9000, 300, false, false}, Case{5, 4200, 70, true, false},
         Case{1, 129, 64, false, true}, Case{1, 1003, 77, false, true}}) {
     check_case(ukr, c, true, &pool, /*packed=*/true);
     check_case(ukr, c, true, nullptr, /*packed=*/true);
     check_case("", c, true, &pool);
     check_case("", c, false, nullptr);
+  }
+  // small M over a prepacked B with C's rows a multiple of 1024 floats apart: not staged
+  for (const auto& [c, ldc] : {std::pair{Case{16, 1000, 300, false, false}, int64_t(1024)},
+                               std::pair{Case{7, 2048, 70, true, false}, int64_t(2048)}}) {
+    check_case(ukr, c, true, &pool, /*packed=*/true, 5, ldc);
+    check_case(ukr, c, false, nullptr, /*packed=*/true, 5, ldc);
   }
 }
 
