@@ -173,9 +173,10 @@ void layout_nhwc(ir::Graph& g) {
       const auto& ys = *n->outputs[0]->type.shape;
       // an unknown batch counts as 1; unknown rows or columns as many tiles
       auto tiles_of = [&](int64_t m) {
-        return !ys[2].known() || !ys[3].known() ? kWinoMinTiles
-                                                : std::max<int64_t>(ys[0].value, 1) *
-                                                      ((ys[2].value + m - 1) / m) * ((ys[3].value + m - 1) / m);
+        return !ys[2].known() || !ys[3].known()
+                   ? kWinoMinTiles
+                   : std::max<int64_t>(ys[0].value, 1) * ((ys[2].value + m - 1) / m) *
+                         ((ys[3].value + m - 1) / m);
       };
       const bool f4 = ys[2].value >= 8 && ys[3].value >= 8 && tiles_of(4) >= kWinoMinTiles;
       const int wm = f4 ? 4 : 2;

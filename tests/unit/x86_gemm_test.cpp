@@ -56,7 +56,8 @@ void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool
                 int64_t ldb_pad = 5, int64_t ldc_at = 0) {
   std::mt19937 rng(unsigned(c.m * 131 + c.n * 7 + c.k));
   // strided: leading dimensions larger than the logical width (C's: ldc_at where given)
-  const int64_t lda = (c.ta ? c.m : c.k) + 3, ldb = (c.tb ? c.k : c.n) + ldb_pad, ldc = ldc_at ? ldc_at : c.n + 2;
+  const int64_t lda = (c.ta ? c.m : c.k) + 3, ldb = (c.tb ? c.k : c.n) + ldb_pad,
+                ldc = ldc_at ? ldc_at : c.n + 2;
   auto a = random_vec(size_t((c.ta ? c.k : c.m) * lda), rng);
   auto b = random_vec(size_t((c.tb ? c.n : c.k) * ldb), rng);
   auto c0 = random_vec(size_t(c.m * ldc), rng);
@@ -180,6 +181,7 @@ TEST(X86Gemm, ChosenPathSmallMAndSkinny) {
         Case{16, 3072, 768, false, false}, Case{1, 437, 600, false, false}, Case{1, 437, 300, true, false},
         // small M with C's rows off a multiple of 1024 floats: staged in blocks of 4096 columns (gemm.cpp)
         Case{16, 9000, 300, false, false}, Case{5, 4200, 70, true, false},
+        // M = 1 over a transposed B (above)
         Case{1, 129, 64, false, true}, Case{1, 1003, 77, false, true}}) {
     check_case(ukr, c, true, &pool, /*packed=*/true);
     check_case(ukr, c, true, nullptr, /*packed=*/true);

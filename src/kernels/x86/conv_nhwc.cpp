@@ -906,7 +906,8 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
             const float* nb = panel + ((xi + 1) * C + b.c0) * pw;
             const int64_t bytes = std::min<int64_t>(C * pw, panel_end - nb) * int64_t(sizeof(float));
             if (bytes > 0)
-              next = {reinterpret_cast<const char*>(nb), std::max<int64_t>(1, bytes / (wt * (ncols / u.nr) * C))};
+              next = {reinterpret_cast<const char*>(nb),
+                      std::max<int64_t>(1, bytes / (wt * (ncols / u.nr) * C))};
           }
           if (wt > 0)
             u.tiles(nullptr, V + xi * T * C, C, wt, 1, C, wb, pw * K, ncols / u.nr, M + xi * T * pw, pw,

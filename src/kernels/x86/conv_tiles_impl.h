@@ -24,7 +24,7 @@ template <class V, int MR, int NV, Activation ACT, bool BIAS, bool RES, bool TAB
 void run(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps, int64_t kc,
          const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy, const ConvTileEpilogue& ep,
          ConvPrefetch pf) {
-  constexpr int64_t W = V::kWidth * NV;  // panel width
+  constexpr int64_t W = V::kWidth * NV;                           // panel width
   constexpr int kLineVecs = 64 / int(sizeof(float) * V::kWidth);  // vectors per cache line (1 or 2)
   const float* bias = ep.bias;
   const float* res = ep.residual;

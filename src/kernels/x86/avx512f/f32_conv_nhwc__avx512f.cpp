@@ -247,7 +247,9 @@ void tiles_zy(const float* const* rows, const float* x, int64_t ldx, int64_t nti
   }
 }
 
-struct ZyTiles {  // no prefetch (the 24-wide convs' weights stay in cache)
+// Takes no prefetch stream: a Winograd conv of 17-24 output channels whose weights pass half of L2 streams
+// them unprefetched.
+struct ZyTiles {
   template <Activation ACT, bool BIAS, bool RES, bool TABLE, bool>
   static constexpr ConvTiles fn = tiles_zy<ACT, BIAS, RES, TABLE>;
 };
