@@ -259,6 +259,19 @@ def test_bench_compare_onnxruntime(mlp_path):
     assert float(row[-1]) < 1e-5  # max relative error vs onnxruntime
 
 
+def test_ab_builds_reads_bench(mlp_path):
+    # bench/ab_builds.py parses `tessera bench`'s table: the same build on both sides gives one row per
+    # thread count with both medians
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "ab_builds.py")
+    exe = _cli.binary_path()
+    r = subprocess.run([sys.executable, script, exe, exe, str(mlp_path), "--threads", "1", "2", "--rounds", "1",
+                        "--runs", "2"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = [x.strip("|").split("|") for x in r.stdout.splitlines()[2:]]
+    assert [row[1].strip() for row in rows] == ["1", "2"]
+    assert all(float(row[2]) > 0 and float(row[3]) > 0 for row in rows)
+
+
 def test_bench_bad_compare(mlp_path):
     r = cli("bench", mlp_path, "--compare", "tvm")
     assert r.returncode == 1 and "only 'onnxruntime'" in r.stderr
