@@ -117,17 +117,36 @@ def _assert_k_loops_keep_registers(funcs: dict[str, str], kernel: str, count: in
     ("src/kernels/x86/avx2/f32_gemm_direct__avx2.cpp", "direct_tile<", 24),  # MR 1..6 x 1..2 vectors x full/edge
     ("src/kernels/x86/avx2/f32_gemm_direct__avx2.cpp", "row_tiles<", 24),  # beta x bias x residual x activation
     ("src/kernels/x86/avx2/f32_conv_nhwc__avx2.cpp", "conv_ukr<", 18),  # 6x16 and 12x8, their remainder rows
-    ("src/kernels/x86/avx2/f32_conv_nhwc__avx2.cpp", "conv_tiles::run<", 24),  # 3 activations x bias x residual x form
+    # 3 activations x bias x residual x form x prefetch
+    ("src/kernels/x86/avx2/f32_conv_nhwc__avx2.cpp", "conv_tiles::run<", 48),
 ])
 def test_avx2_kernels_keep_their_accumulators_in_registers(tmp_path, src, kernel, count):
-    _assert_k_loops_keep_registers(_disassemble(src, tmp_path, AVX2_FLAGS), kernel, count, "ymm")
+    funcs = _disassemble(src, tmp_path, AVX2_FLAGS)
+    _assert_k_loops_keep_registers(funcs, kernel, count, "ymm")
+    if kernel == "conv_tiles::run<":
+        _assert_tiles_prefetch_as_asked(funcs)
+
+
+def _assert_tiles_prefetch_as_asked(funcs: dict[str, str]) -> None:
+    """The whole-tile conv kernels (conv_tiles::run<V, MR, NV, ACT, BIAS, RES, TABLE, PF>) with PF issue an L2
+    prefetch in every K loop (a Winograd conv's next weight block), those without issue none."""
+    tiles = {n: body for n, body in funcs.items() if "conv_tiles::run<" in n and "(" in n and "+0x" not in n}
+    assert tiles
+    for name, body in tiles.items():
+        pf = re.search(r"conv_tiles::run<.*, (true|false)>\(", name).group(1) == "true"
+        for loop in map("\n".join, _fma_loops(body)):
+            if pf:
+                assert "prefetcht1" in loop, f"{name}: the weight prefetch was compiled away"
+            else:
+                assert "prefetch" not in loop, f"{name}: prefetches where none were asked for"
 
 
 def test_avx512_conv_tiles_keep_their_accumulators_in_registers(tmp_path):
     """The whole-tile conv kernels hold 24 zmm accumulators (6 x 64, 12 x 32) or 12 (12 x 16), their B vectors
     and a broadcast: at most 29 of 32."""
     funcs = _disassemble("src/kernels/x86/avx512f/f32_conv_nhwc__avx512f.cpp", tmp_path)
-    # 3 tile shapes x 3 activations x bias x residual x form
-    _assert_k_loops_keep_registers(funcs, "conv_tiles::run<", 72, "zmm")
+    # 3 tile shapes x 3 activations x bias x residual x form x prefetch
+    _assert_k_loops_keep_registers(funcs, "conv_tiles::run<", 144, "zmm")
+    _assert_tiles_prefetch_as_asked(funcs)
     _assert_k_loops_keep_registers(funcs, "tiles_zy<", 24, "zmm")  # 12 x 24: zmm + ymm accumulators
     _assert_k_loops_keep_registers(funcs, "tiles_zy<", 24, "ymm")

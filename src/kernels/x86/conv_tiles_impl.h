@@ -9,6 +9,9 @@
 // loop, the panel loop and the K loop sit in one function and the epilogue is fixed at compile time.
 #pragma once
 
+#include <immintrin.h>
+
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <type_traits>
@@ -26,6 +29,11 @@ void run(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, 
          ConvPrefetch pf) {
   constexpr int64_t W = V::kWidth * NV;                           // panel width
   constexpr int kLineVecs = 64 / int(sizeof(float) * V::kWidth);  // vectors per cache line (1 or 2)
+  // PF: the lines a K step prefetches, at least one (and that one unconditional, so that no copy of the K
+  // loop the compiler makes goes without), at most a panel row's
+  constexpr int kMaxLines = (NV + kLineVecs - 1) / kLineVecs;
+  const int pf_lines = PF ? int(std::clamp<int64_t>((pf.step + 63) / 64, 1, kMaxLines)) : 0;
+  const char* pfp = pf.p;
   const float* bias = ep.bias;
   const float* res = ep.residual;
   for (int64_t t = 0; t < ntiles; ++t, y += MR * ldy, res += RES ? MR * ep.ldr : 0) {
@@ -45,7 +53,13 @@ void run(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, 
         for (int i = 0; i < MR; ++i) r[i] = TABLE ? rows[(t * ntaps + tap) * MR + i] : x + (t * MR + i) * ldx;
 #pragma GCC unroll 4
         for (int64_t k = 0; k < kc; ++k, wk += W) {
-          if constexpr (PF) prefetch_step<(NV + kLineVecs - 1) / kLineVecs>(pf.p, pf.step);
+          if constexpr (PF) {
+            _mm_prefetch(pfp, _MM_HINT_T1);
+#pragma GCC unroll 4
+            for (int j = 1; j < kMaxLines; ++j)
+              if (j < pf_lines) _mm_prefetch(pfp + 64 * j, _MM_HINT_T1);
+            pfp += pf.step;
+          }
           typename V::vec b[NV];
 #pragma GCC unroll 4
           for (int v = 0; v < NV; ++v) b[v] = V::load(wk + V::kWidth * v);
