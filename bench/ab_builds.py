@@ -6,6 +6,7 @@ machine whose speed drifts by more than the change: alternating rounds see the s
   git worktree add /tmp/old <commit> && (cd /tmp/old && cmake --preset release &&
       cmake --build --preset release --target tessera_cli)
   python3 bench/ab_builds.py /tmp/old/build/release/tessera build/release/tessera resnet50 --threads 1 2
+  python3 bench/ab_builds.py OLD NEW bert_base gpt2 --dim seq=16 --threads 1 2
 
 MODEL: a name from build/models (rebuilt there by scripts/demo.sh or the tests) or an .onnx path.
 """
@@ -29,10 +30,12 @@ def model_path(name: str) -> str:
     return path
 
 
-def bench_median(exe: str, model: str, threads: int, runs: int) -> float:
+def bench_median(exe: str, model: str, threads: int, runs: int, dims: list[str]) -> float:
     """The median ms `tessera bench` prints for one thread count."""
-    out = subprocess.run([exe, "bench", model, "--threads", str(threads), "--runs", str(runs), "--warmup", "5"],
-                         capture_output=True, text=True, check=True).stdout
+    cmd = [exe, "bench", model, "--threads", str(threads), "--runs", str(runs), "--warmup", "5"]
+    for d in dims:
+        cmd += ["--dim", d]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
         cols = line.split()
         if len(cols) >= 2 and cols[0] == str(threads):
@@ -48,6 +51,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, nargs="+", default=[1])
     ap.add_argument("--rounds", type=int, default=5, help="alternations of old and new")
     ap.add_argument("--runs", type=int, default=30, help="timed runs per `tessera bench`")
+    ap.add_argument("--dim", action="append", default=[],
+                    help="NAME=VALUE for a symbolic input dim, as `tessera bench --dim` (others become 1; "
+                         "compare_ort.py runs seq=16 and past_len=8)")
     args = ap.parse_args()
     for exe in (args.old, args.new):
         if not os.access(exe, os.X_OK):
@@ -60,7 +66,7 @@ def main() -> None:
             times: dict[str, list[float]] = {"old": [], "new": []}
             for _ in range(args.rounds):
                 for which, exe in (("old", args.old), ("new", args.new)):
-                    times[which].append(bench_median(exe, model, t, args.runs))
+                    times[which].append(bench_median(exe, model, t, args.runs, args.dim))
             old, new = statistics.median(times["old"]), statistics.median(times["new"])
             print(f"| {name} | {t} | {old:.3f} | {new:.3f} | {new / old:.3f} | "
                   f"{' '.join(f'{x:.2f}' for x in times['old'])} | {' '.join(f'{x:.2f}' for x in times['new'])} |",
