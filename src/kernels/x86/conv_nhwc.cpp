@@ -542,8 +542,15 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
               }
             }
           }
-          for (int64_t mt = all_fast ? fast_end : m0; mt < m1; mt += k.mr) {
-            const int64_t mr = std::min(k.mr, m1 - mt);
+          // Where this loop covers the whole chunk, its rows go in balanced tiles (49 pixels:
+          // 6+6+6+6+5+5+5+5+5, not eight 6-row tiles and a 1-row one, whose K loop waits on its FMAs'
+          // latency): ResNet-18 and -50 0.1-0.6% faster at one thread, 0.1-1.8% at two (their 7 x 7 layers;
+          // in-process A/B, Xeon).
+          const int64_t first = all_fast ? fast_end : m0, nrows = m1 - first;
+          const int64_t ngroups = (nrows + k.mr - 1) / k.mr;
+          const bool balance = fast_end == m0;
+          for (int64_t g = 0, mt = first, mr = 0; g < ngroups; ++g, mt += mr) {
+            mr = balance ? nrows / ngroups + (g < nrows % ngroups) : std::min(k.mr, m1 - mt);
             for (int64_t i = nspans; i < npf; ++i) burst(i);  // panels past this call's spans (AVX2's tail8)
             const TileRows tr{iy0 + (mt - m0), ix0 + (mt - m0), base + (mt - m0), mr, k.mr, b.t0, b.t1, b.c0};
             if (pointwise)
