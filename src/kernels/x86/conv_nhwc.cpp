@@ -817,8 +817,8 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
   // them, not once each: ResNet-50 at two threads 1.7-3.1% faster, ResNet-18 0.3-1.3%.
   int64_t T = MT == 4 ? 12 : 24, ngroups = 0;
   bool by_thread = false;
-  const bool big_weights = weight_bytes >= l2 / 2, equal_groups = big_weights;
-  if (equal_groups) {
+  const bool big_weights = weight_bytes >= l2 / 2;
+  if (big_weights) {
     const int64_t cap =
         std::max<int64_t>(6, l2 * 3 / 4 / (NX * (C + conv_panel()) * int64_t(sizeof(float))) / 6 * 6);
     ngroups = (ntiles + cap - 1) / cap;
@@ -835,11 +835,9 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
     ngroups = (ntiles + T - 1) / T;
   }
   auto g0 = [&](int64_t q) {
-    return q >= ngroups   ? ntiles
-           : equal_groups ? std::min(ntiles, (q * ntiles / ngroups + 3) / 6 * 6)
-                          : q * T;
+    return q >= ngroups ? ntiles : big_weights ? std::min(ntiles, (q * ntiles / ngroups + 3) / 6 * 6) : q * T;
   };
-  if (equal_groups) {  // T: the largest group (the buffers' row count)
+  if (big_weights) {  // T: the largest group (the buffers' row count)
     T = 1;
     for (int64_t q = 0; q < ngroups; ++q) T = std::max(T, g0(q + 1) - g0(q));
   }

@@ -32,7 +32,7 @@ void run(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, 
   // PF: the lines a K step prefetches, at least one (and that one unconditional, so that no copy of the K
   // loop the compiler makes goes without), at most a panel row's
   constexpr int kMaxLines = (NV + kLineVecs - 1) / kLineVecs;
-  const int pf_lines = PF ? int(std::clamp<int64_t>((pf.step + 63) / 64, 1, kMaxLines)) : 0;
+  const int pf_lines = PF ? int(std::max<int64_t>(1, prefetch_lines<kMaxLines>(pf))) : 0;
   const char* pfp = pf.p;
   const float* bias = ep.bias;
   const float* res = ep.residual;
