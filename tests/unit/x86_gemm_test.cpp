@@ -144,7 +144,10 @@ TEST(X86Gemm, ThreadedAndPrepacked) {
        {Case{200, 300, 129, false, false}, Case{3, 700, 64, false, true}, Case{500, 20, 33, true, false},
         Case{1, 1000, 300, false, false}, Case{400, 250, 300, false, true},
         // prepacked B over several NC and KC blocks with 33+ rows: tiles warm the next block (AVX-512)
-        Case{70, 1100, 600, false, false}, Case{197, 700, 520, false, true}}) {
+        Case{70, 1100, 600, false, false}, Case{197, 700, 520, false, true},
+        // on AMD (gemm.cpp, widen_blocks): 300 rows over an unpacked B of 512+ columns take K in two blocks
+        // of 560 rows; prepacked, K = 1000 goes in blocks of 384, 384 and 232 rows
+        Case{300, 530, 1100, false, false}, Case{40, 530, 1000, false, true}}) {
     check_case(ukr, c, true, &pool);
     check_case(ukr, c, true, &pool, /*packed=*/true);
     check_case(ukr, c, false, nullptr, /*packed=*/true);
