@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/x86/gemm.h"
 
 using namespace tessera;
@@ -259,4 +260,55 @@ TEST(X86Gemm, RowTilesEveryEpilogue) {
                   << "beta " << beta << " bias " << with_bias << " residual " << with_res << " act "
                   << int(act) << " at " << i << "," << j;
         }
+}
+
+// One level of Strassen-Winograd over a prepacked B (gemm_strassen.cpp): odd and even M (an odd M pads A's
+// lower quadrants with a zero row), halves of K and N below, at and past the kernels' tile sizes, strided and
+// transposed A and B, the whole epilogue, one and two threads; an odd K or N is refused.
+TEST(X86Gemm, StrassenMatchesReference) {
+  ThreadPool pool(2);
+  int idx = 0;
+  for (const Case& c : {Case{1, 2, 2, false, false}, Case{7, 130, 258, false, true},
+                        Case{33, 520, 300, true, false}, Case{128, 256, 512, false, false},
+                        Case{197, 132, 96, true, true}, Case{64, 770, 130, false, false}}) {
+    std::mt19937 rng(unsigned(c.m * 31 + c.n * 7 + c.k));
+    const int64_t lda = (c.ta ? c.m : c.k) + 3, ldb = (c.tb ? c.k : c.n) + 5, ldc = c.n + 2;
+    const auto a = random_vec(size_t((c.ta ? c.k : c.m) * lda), rng);
+    const auto b = random_vec(size_t((c.tb ? c.n : c.k) * ldb), rng);
+    const auto c0 = random_vec(size_t(c.m * ldc), rng), bias = random_vec(size_t(c.n), rng);
+    const auto row_bias = random_vec(size_t(c.m), rng), res = random_vec(size_t(c.m * c.n), rng);
+    const StrassenB sb = StrassenB::pack(b.data(), ldb, c.tb, c.k, c.n);
+    for (const bool epilogue : {false, true}) {
+      GemmEpilogue ep;
+      if (epilogue) {
+        ep.alpha = 0.75f, ep.beta = 0.5f, ep.bias = bias.data(), ep.row_bias = row_bias.data();
+        ep.residual = res.data(), ep.ldr = c.n;
+        const Activation acts[] = {Activation::relu, Activation::clip, Activation::gelu_erf,
+                                   Activation::gelu_tanh};
+        ep.act = acts[idx % 4];
+        ep.clip_min = -0.5f, ep.clip_max = 0.7f;
+      }
+      std::vector<float> want = c0, got = c0;
+      reference(c, a, lda, b, ldb, want, ldc, ep);
+      sgemm_strassen(c.m, a.data(), lda, c.ta, sb, got.data(), ldc, ep, (idx++ % 2) ? &pool : nullptr);
+      // the classical kernels' bound (check_case), doubled: the sums of quadrants round before they multiply
+      const double tol = 2e-5 * std::sqrt(double(c.k)) * 4;
+      for (int64_t i = 0; i < c.m; ++i)
+        for (int64_t j = 0; j < ldc; ++j) {
+          const double w = want[size_t(i * ldc + j)], g = got[size_t(i * ldc + j)];
+          if (j >= c.n)
+            ASSERT_EQ(g, w) << "padding column " << j;  // C's padding untouched
+          else
+            ASSERT_NEAR(g, w, tol * (1 + std::fabs(w)))
+                << "m=" << c.m << " n=" << c.n << " k=" << c.k << " epilogue " << epilogue << " at " << i
+                << "," << j;
+        }
+    }
+  }
+  std::vector<float> b(3 * 4, 1.0f);
+  EXPECT_THROW(StrassenB::pack(b.data(), 4, false, 3, 4), Error);  // odd K
+  EXPECT_THROW(StrassenB::pack(b.data(), 3, false, 4, 3), Error);  // odd N
+  EXPECT_TRUE(StrassenB::worthwhile(197, 768, 3072));
+  EXPECT_FALSE(StrassenB::worthwhile(16, 768, 3072));
+  EXPECT_FALSE(StrassenB::worthwhile(197, 767, 3072));
 }

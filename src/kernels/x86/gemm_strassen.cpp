@@ -1,0 +1,162 @@
+// One level of Strassen's algorithm in Winograd's form (7 products, 15 additions) over a prepacked B, each
+// product on the classical prepacked GEMM (gemm.cpp). With P1..P7 the products of the quadrants:
+//   S1 = A21 + A22, S2 = S1 - A11, S3 = A11 - A21, S4 = A12 - S2
+//   T1 = B12 - B11, T2 = B22 - T1, T3 = B22 - B12, T4 = T2 - B21        (packed once, StrassenB::pack)
+//   P1 = A11 B11, P2 = A12 B21, P3 = S4 B22, P4 = A22 T4, P5 = S1 T1, P6 = S2 T2, P7 = S3 T3
+//   C11 = P1 + P2, C12 = P1 + P6 + P5 + P3, C21 = P1 + P6 + P7 - P4, C22 = P1 + P6 + P7 + P5
+// The partial sums ride on the GEMM's epilogue (residual, beta, alpha = -1) wherever a product adds to one
+// earlier result, so only P1 and P5, used twice, take a buffer and one pass of additions. An odd M is padded
+// by a zero row (A's lower quadrants); the raw product W goes to a workspace, and one pass writes C with the
+// caller's epilogue.
+#include <algorithm>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/x86/eltwise.h"
+#include "kernels/x86/gemm.h"
+
+namespace tessera::kernels::x86 {
+
+namespace {
+
+// Per-thread scratch, grown as needed (a session's runs reuse it).
+float* scratch(size_t floats) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
+// fn(row) for row in [0, rows), in a few chunks over the pool's threads
+template <class F>
+void for_rows(int64_t rows, ThreadPool* pool, const F& fn) {
+  const int64_t tasks = pool ? std::min<int64_t>(rows, 4 * int64_t(pool->num_threads())) : 1;
+  auto chunk = [&](int64_t t) {
+    for (int64_t i = rows * t / tasks; i < rows * (t + 1) / tasks; ++i) fn(i);
+  };
+  if (tasks > 1)
+    pool->run(tasks, chunk);
+  else
+    chunk(0);
+}
+
+}  // namespace
+
+StrassenB StrassenB::pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n) {
+  check(k >= 2 && n >= 2 && k % 2 == 0 && n % 2 == 0, ErrorCode::invalid_argument,
+        "Strassen packing needs an even K and N of 2 or more, got K = ", k, ", N = ", n);
+  const int64_t k2 = k / 2, n2 = n / 2;
+  auto at = [&](int64_t p, int64_t j) { return trans_b ? b[j * ldb + p] : b[p * ldb + j]; };
+  StrassenB s;
+  s.k_ = k, s.n_ = n;
+  std::vector<float> q(size_t(k2 * n2));
+  auto piece = [&](auto value) {
+    for (int64_t p = 0; p < k2; ++p)
+      for (int64_t j = 0; j < n2; ++j) q[size_t(p * n2 + j)] = value(p, j);
+    s.pieces_.push_back(PackedB::pack(q.data(), n2, false, k2, n2));
+  };
+  auto b11 = [&](int64_t p, int64_t j) { return at(p, j); };
+  auto b12 = [&](int64_t p, int64_t j) { return at(p, n2 + j); };
+  auto b21 = [&](int64_t p, int64_t j) { return at(k2 + p, j); };
+  auto b22 = [&](int64_t p, int64_t j) { return at(k2 + p, n2 + j); };
+  auto t1 = [&](int64_t p, int64_t j) { return b12(p, j) - b11(p, j); };
+  auto t2 = [&](int64_t p, int64_t j) { return b22(p, j) - t1(p, j); };
+  piece(b11);
+  piece(b21);
+  piece(b22);
+  piece(t1);
+  piece(t2);
+  piece([&](int64_t p, int64_t j) { return b22(p, j) - b12(p, j); });  // T3
+  piece([&](int64_t p, int64_t j) { return t2(p, j) - b21(p, j); });   // T4
+  return s;
+}
+
+bool StrassenB::worthwhile(int64_t m, int64_t k, int64_t n) {
+  return m >= 128 && k >= 512 && n >= 512 && k % 2 == 0 && n % 2 == 0;
+}
+
+void sgemm_strassen(int64_t m, const float* a, int64_t lda, bool trans_a, const StrassenB& b, float* c,
+                    int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
+  check(b.k() > 0, ErrorCode::invalid_argument, "sgemm_strassen: B was not packed");
+  if (m <= 0) return;
+  const EltwiseKernels& ek = eltwise_kernels(eltwise_isa());
+  const int64_t k2 = b.k() / 2, n = b.n(), n2 = n / 2, m2 = (m + 1) / 2,
+                low = m - m2;  // low: A21's real rows
+  // workspace: S1..S4 (m2 x k2 each), a row of zeros (A's padding), X (m2 x n2), W (2 m2 x n); with a
+  // transposed A also A11, A12, A22, A21 (rows read in place otherwise)
+  const int64_t as = m2 * k2, copies = trans_a ? 8 : 4;
+  float* ws = scratch(size_t(copies * as + k2 + m2 * n2 + 2 * m2 * n));
+  float *s1 = ws, *s2 = s1 + as, *s3 = s2 + as, *s4 = s3 + as, *zero = ws + copies * as, *x = zero + k2,
+        *w = x + m2 * n2;
+  std::fill(zero, zero + k2, 0.0f);
+  const float *a11 = a, *a12 = a + k2, *a22 = a + m2 * lda + k2, *a21 = nullptr;  // rows lda apart
+  int64_t ld_a = lda;
+  if (trans_a) {  // the quadrants as rows of k2 (a zero row past M)
+    float *t11 = s4 + as, *t12 = t11 + as, *t22 = t12 + as, *t21 = t22 + as;
+    for_rows(m2, pool, [&](int64_t i) {
+      const bool real = m2 + i < m;
+      for (int64_t p = 0; p < k2; ++p) {
+        t11[i * k2 + p] = a[p * lda + i], t12[i * k2 + p] = a[(k2 + p) * lda + i];
+        t21[i * k2 + p] = real ? a[p * lda + m2 + i] : 0.0f;
+        t22[i * k2 + p] = real ? a[(k2 + p) * lda + m2 + i] : 0.0f;
+      }
+    });
+    a11 = t11, a12 = t12, a21 = t21, a22 = t22, ld_a = k2;
+  }
+  for_rows(m2, pool, [&](int64_t i) {
+    const float *r11 = a11 + i * ld_a, *r12 = a12 + i * ld_a;
+    const float* r21 = trans_a ? a21 + i * k2 : m2 + i < m ? a + (m2 + i) * lda : zero;
+    const float* r22 = m2 + i < m ? a22 + i * ld_a : zero;
+    float *y1 = s1 + i * k2, *y2 = s2 + i * k2, *y3 = s3 + i * k2, *y4 = s4 + i * k2;
+    ek.binary(BinaryOp::add, r21, 1, r22, 1, y1, k2);  // S1 = A21 + A22
+    ek.binary(BinaryOp::sub, y1, 1, r11, 1, y2, k2);   // S2 = S1 - A11
+    ek.binary(BinaryOp::sub, r11, 1, r21, 1, y3, k2);  // S3 = A11 - A21
+    ek.binary(BinaryOp::sub, r12, 1, y2, 1, y4, k2);   // S4 = A12 - S2
+  });
+  float *w11 = w, *w12 = w + n2, *w21 = w + m2 * n, *w22 = w21 + n2;
+  auto product = [&](int64_t rows, const float* lhs, int64_t ldl, int i, float* out, int64_t ldo,
+                     const GemmEpilogue& e) {
+    sgemm_packed(rows, lhs, ldl, false, b.piece(i), out, ldo, e, pool);
+  };
+  GemmEpilogue plus_x;  // + X (P1, then P5)
+  plus_x.residual = x, plus_x.ldr = n2;
+  GemmEpilogue plus_w12;
+  plus_w12.residual = w12, plus_w12.ldr = n;
+  GemmEpilogue accumulate;
+  accumulate.beta = 1.0f;
+  GemmEpilogue subtract = accumulate;
+  subtract.alpha = -1.0f;
+  product(m2, a11, ld_a, 0, x, n2, {});       // X = P1
+  product(m2, a12, ld_a, 1, w11, n, plus_x);  // W11 = P2 + P1
+  product(m2, s2, k2, 4, w12, n, plus_x);     // W12 = P6 + P1
+  product(m2, s3, k2, 5, w21, n, plus_w12);   // W21 = P7 + P6 + P1
+  product(m2, s1, k2, 3, x, n2, {});          // X = P5
+  for_rows(m2, pool, [&](int64_t i) {         // W12 += P5, W22 = W21 + P5
+    const float* xr = x + i * n2;
+    ek.binary(BinaryOp::add, w12 + i * n, 1, xr, 1, w12 + i * n, n2);
+    ek.binary(BinaryOp::add, w21 + i * n, 1, xr, 1, w22 + i * n, n2);
+  });
+  product(m2, s4, k2, 2, w12, n, accumulate);  // W12 += P3
+  product(low, a22, ld_a, 6, w21, n,
+          subtract);  // W21 -= P4 (A22's real rows: W's last row when M is odd is not C's)
+  // C from W with the caller's epilogue
+  for_rows(m, pool, [&](int64_t i) {
+    const float* wr = w + i * n;
+    float* cr = c + i * ldc;
+    if (ep.beta == 0.0f) {
+      ek.binary(BinaryOp::mul, &ep.alpha, 0, wr, 1, cr, n);
+    } else {
+      ek.binary(BinaryOp::mul, &ep.beta, 0, cr, 1, cr, n);
+      if (ep.alpha == 1.0f) {
+        ek.binary(BinaryOp::add, cr, 1, wr, 1, cr, n);
+      } else {
+        for (int64_t j = 0; j < n; ++j) cr[j] += ep.alpha * wr[j];
+      }
+    }
+    if (ep.bias) ek.binary(BinaryOp::add, cr, 1, ep.bias, 1, cr, n);
+    if (ep.row_bias) ek.binary(BinaryOp::add, cr, 1, ep.row_bias + i, 0, cr, n);
+    if (ep.residual) ek.binary(BinaryOp::add, cr, 1, ep.residual + i * ep.ldr, 1, cr, n);
+    gemm_apply_activation(ep.act, ep.clip_min, ep.clip_max, cr, n, nullptr);
+  });
+}
+
+}  // namespace tessera::kernels::x86
