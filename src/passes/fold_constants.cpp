@@ -8,9 +8,11 @@
 // Note on layering: this pass runs reference kernels (layer 1), which
 // DESIGN.md's table did not list for src/passes; constant folding needs an
 // evaluator and the reference kernels are the oracle.
+#include <algorithm>
 #include <map>
 #include <set>
 
+#include "ir/op_registry.h"
 #include "kernels/ref/registry.h"
 #include "passes/pass_manager.h"
 #include "passes/rewrite_util.h"
@@ -73,16 +75,58 @@ bool foldable(const ir::Graph& g, const ir::Node& n) {
   return true;
 }
 
+// Shape / Size of a value whose shape is static (every dim known) is a constant: a graph input's declared
+// dims are checked against every feed, and inference derives the others from them. Folded, the shape
+// arithmetic exporters write around Reshape (Shape -> Gather -> Concat) folds too, and the values after
+// it get static shapes (the fusion passes then see, e.g., a GEMM's rows).
+bool fold_static_shape(ir::Graph& g, ir::Node* n) {
+  if (!n->domain.empty() || (n->op_type != "Shape" && n->op_type != "Size") || n->inputs.size() != 1 ||
+      !n->inputs[0] || n->outputs.size() != 1 || !n->outputs[0] || is_graph_output(g, n->outputs[0]))
+    return false;
+  const auto& shape = n->inputs[0]->type.shape;
+  if (n->inputs[0]->type.kind != ir::TypeInfo::Kind::tensor || !shape) return false;
+  std::vector<int64_t> dims;
+  for (const ir::Dim& d : *shape) {
+    if (!d.known()) return false;
+    dims.push_back(d.value);
+  }
+  Tensor t;
+  if (n->op_type == "Size") {
+    t = Tensor(DType::i64, {});
+    t.data<int64_t>()[0] = shape_numel(dims);
+  } else {  // start / end (opset 15) clamp to [0, rank] after a negative one counts from the end
+    const int64_t r = int64_t(dims.size());
+    auto bound = [&](const char* key, int64_t dflt) {
+      const Attribute* a = n->attr(key);
+      int64_t v = a ? a->i : dflt;
+      if (v < 0) v += r;
+      return std::clamp<int64_t>(v, 0, r);
+    };
+    const int64_t b = bound("start", 0), e = std::max(b, bound("end", r));
+    t = Tensor(DType::i64, {e - b});
+    for (int64_t i = b; i < e; ++i) t.data<int64_t>()[i - b] = dims[size_t(i)];
+  }
+  ir::Value* out = n->outputs[0];
+  g.remove_node(n);
+  out->initializer = t;
+  out->type = ir::TypeInfo::tensor_of(t);
+  return true;
+}
+
 }  // namespace
 
 void fold_constants(ir::Graph& g) {
   const auto& table = kernels::ref::KernelTable::instance();
-  bool changed = true;
+  bool changed = true, shapes_folded = false;
   while (changed) {
     changed = false;
     std::vector<ir::Node*> nodes;
     for (const auto& n : g.nodes()) nodes.push_back(n.get());
     for (ir::Node* n : nodes) {
+      if (fold_static_shape(g, n)) {
+        changed = shapes_folded = true;
+        continue;
+      }
       if (!foldable(g, *n)) continue;
       KernelFn fn = table.find(n->domain, n->op_type);
       if (!fn) continue;
@@ -110,6 +154,12 @@ void fold_constants(ir::Graph& g) {
         outs[i]->initializer = t.clone();
         outs[i]->type = ir::TypeInfo::tensor_of(t);
       }
+      changed = true;
+    }
+    if (!changed && shapes_folded) {
+      // constant shapes reach Reshape & co.: infer again, then fold the Shapes of what became static
+      ir::infer_shapes(g);
+      shapes_folded = false;
       changed = true;
     }
   }

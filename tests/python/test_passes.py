@@ -329,3 +329,40 @@ def test_gemm_with_unknown_rank_input_is_fused_and_keeps_gemm_rules():
     assert rel_err(got[0], want[0]) < 1e-6
     with pytest.raises(tessera.Error, match="rank 2"):
         sess.run(None, {"x": x, "shape": np.array([1, 2, 6])})
+
+
+def _static_shape_arith_model(dims):
+    """The exporters' shape arithmetic around a Reshape (Shape -> Gather -> Unsqueeze -> Concat, Size, and a
+    Shape with start / end) over an input of dims `dims`, then a MatMul by a constant 512 x 512 with a bias."""
+    i64 = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+             helper.make_node("Unsqueeze", ["b", "zero_ax"], ["b1"]),
+             helper.make_node("Shape", ["x"], ["tail"], start=-1),
+             helper.make_node("Concat", ["b1", "minus1", "tail"], ["shp"], axis=0),
+             helper.make_node("Reshape", ["x", "shp"], ["a"]), helper.make_node("MatMul", ["a", "w"], ["t"]),
+             helper.make_node("Add", ["t", "bias"], ["y"]), helper.make_node("Size", ["x"], ["size"]),
+             helper.make_node("Mul", ["size", "two"], ["n"])]
+    w = (RNG.standard_normal((512, 512)) / np.sqrt(512)).astype(np.float32)
+    inits = [i64("zero", 0), i64("zero_ax", [0]), i64("minus1", [-1]), i64("two", 2), numpy_helper.from_array(w, "w"),
+             _c("bias", RNG.standard_normal(512))]
+    g = helper.make_graph(nodes, "g", [_f("x", dims)],
+                          [_f("y", None), helper.make_tensor_value_info("n", TensorProto.INT64, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
+
+
+@pytest.mark.parametrize("dims", [[2, 100, 512], ["batch", 100, 512]])
+def test_static_shapes_fold_and_large_gemms_take_strassen(dims):
+    """With every dim known, Shape / Size fold to constants, the Reshape's output gets a static shape and the
+    200-row GEMM by a 512 x 512 constant takes one level of Strassen-Winograd (fuse_gemm); with a symbolic
+    batch the shape arithmetic stays and the rows (at least 100) are too few for it."""
+    model = _static_shape_arith_model(dims)
+    text = tessera.InferenceSession(model).graph_text()
+    static = dims[0] == 2
+    assert ("= Shape(" not in text) == static and ("= Size(" not in text) == static
+    assert ("strassen=1" in text) == static, text
+    x = RNG.standard_normal((2, 100, 512)).astype(np.float32)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for threads in (1, 2):
+        got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, {"x": x})
+        assert got[1] == want[1]
+        assert got[0].shape == want[0].shape and rel_err(got[0], want[0]) < 1e-5

@@ -55,19 +55,34 @@ void fused_gemm_x86(KernelContext& ctx) {
   const Tensor* res0 = ctx.input(3);
   const int64_t k = ctx.required_attr_int("K"), n = ctx.required_attr_int("N");
   const int64_t kc = ctx.required_attr_int("kc"), nr = ctx.required_attr_int("nr");
+  const bool strassen = ctx.attr_int("strassen", 0) != 0;
+  using kernels::x86::PackedB;
+  using kernels::x86::StrassenB;
   kernels::x86::GemmEpilogue ep;
   const auto act = activation_of(ctx, ep.clip_min, ep.clip_max, "", /*gelu=*/true);
   Shape os = a0.shape();
   if (!os.empty()) os.back() = n;
-  if (a0.dtype() != DType::f32 || nr != kernels::x86::PackedB::native_nr() ||
-      kc != kernels::x86::PackedB::kc_for(k, n) || a0.rank() < 1 || a0.dim(-1) != k ||
+  if (a0.dtype() != DType::f32 || nr != PackedB::native_nr() ||
+      kc != (strassen ? StrassenB::kc_for(k, n) : PackedB::kc_for(k, n)) || a0.rank() < 1 ||
+      a0.dim(-1) != k || (strassen && (k % 2 != 0 || n % 2 != 0)) ||
       (ctx.attr_int("a_rank", 0) != 0 && a0.rank() != ctx.attr_int("a_rank", 0)) ||
-      size_t(bp.numel()) != kernels::x86::PackedB::packed_floats(k, n, kc, nr) || !act ||
-      (bias && (bias->dtype() != DType::f32 || bias->numel() != n)) ||
+      size_t(bp.numel()) !=
+          (strassen ? StrassenB::packed_floats(k, n, kc, nr) : PackedB::packed_floats(k, n, kc, nr)) ||
+      !act || (bias && (bias->dtype() != DType::f32 || bias->numel() != n)) ||
       (res0 && res0->dtype() != DType::f32)) {
     run_ref(ctx, "tessera");  // checks and reports what is wrong
     return;
   }
+  // C (m x N, rows N apart) = A * B with the epilogue, over the classical or the Strassen packing
+  auto gemm = [&](int64_t m, const float* ap, float* c, const kernels::x86::GemmEpilogue& e) {
+    if (strassen)
+      kernels::x86::sgemm_strassen(m, ap, k, false,
+                                   StrassenB::view(bp.data<float>(), k, n, kc, nr, bp.storage()), c, n, e,
+                                   ctx.pool());
+    else
+      kernels::x86::sgemm_packed(m, ap, k, false, PackedB::view(bp.data<float>(), k, n, kc, nr, bp.storage()),
+                                 c, n, e, ctx.pool());
+  };
   if (res0 && res0->shape() != os) {
     // A residual that broadcasts (rare): the product, then the Add and the activation apart.
     kernels::x86::GemmEpilogue pe;
@@ -75,9 +90,7 @@ void fused_gemm_x86(KernelContext& ctx) {
     const Tensor a = a0.contiguous();
     Tensor prod = Tensor::uninitialized(DType::f32, os);
     const int64_t m = k ? a.numel() / k : shape_numel(os) / std::max<int64_t>(n, 1);
-    kernels::x86::sgemm_packed(m, a.data<float>(), k, false,
-                               kernels::x86::PackedB::view(bp.data<float>(), k, n, kc, nr, bp.storage()),
-                               prod.data<float>(), n, pe, ctx.pool());
+    gemm(m, a.data<float>(), prod.data<float>(), pe);
     const Tensor res = res0->contiguous();
     const Shape ys = kernels::ref::broadcast_shape(os, res.shape());
     Tensor& y = ctx.output_for_overwrite(0, DType::f32, ys);
@@ -98,7 +111,6 @@ void fused_gemm_x86(KernelContext& ctx) {
               : res0 && res0->is_contiguous() ? ctx.output_reusing(0, 3, DType::f32, os)
                                               : ctx.output_for_overwrite(0, DType::f32, os);
   const int64_t m = k ? a.numel() / k : shape_numel(os) / std::max<int64_t>(n, 1);
-  const auto packed = kernels::x86::PackedB::view(bp.data<float>(), k, n, kc, nr, bp.storage());
   ep.bias = bias ? bias->data<float>() : nullptr;
   ep.residual = res0 ? res.data<float>() : nullptr;
   if (ep.residual && k > 0) {
@@ -107,7 +119,7 @@ void fused_gemm_x86(KernelContext& ctx) {
   }
   ep.ldr = n;
   ep.act = *act;
-  kernels::x86::sgemm_packed(m, a.data<float>(), k, false, packed, y.data<float>(), n, ep, ctx.pool());
+  gemm(m, a.data<float>(), y.data<float>(), ep);
 }
 
 thread_local AlignedScratch tl_conv_scratch;

@@ -3,7 +3,8 @@
 //
 //   FusedGemm(A[..., K], Bpacked, bias[N]?, Residual?) -> act(A * B + bias + Residual)
 //     B is a constant packed into the GEMM micro-kernel's panel layout
-//     (attributes K, N, kc, nr describe it; see kernels/x86/gemm.h); Residual broadcasts
+//     (attributes K, N, kc, nr describe it; see kernels/x86/gemm.h) — with strassen = 1 the 7 pieces of
+//     one level of Strassen-Winograd (StrassenB); Residual broadcasts
 //     against the product [..., N] as an Add would (the tuned kernel adds it in its epilogue
 //     when the shapes are equal). activation may also be "Gelu" or "GeluTanh" (ONNX Gelu
 //     with approximate = none / tanh).
@@ -168,6 +169,7 @@ void register_fused_schemas(OpRegistry& r) {
                             {"N", K::i},
                             {"kc", K::i},
                             {"nr", K::i},
+                            {"strassen", K::i},
                             {"a_rank", K::i},
                             {"activation", K::s},
                             {"clip_min", K::f},

@@ -42,7 +42,11 @@ void fused_gemm(KernelContext& ctx) {
   ctx.check(a.rank() >= 1 && a.dim(-1) == k, "A ", a.text(), " does not have K = ", k, " columns");
   const int64_t a_rank = ctx.attr_int("a_rank", 0);
   ctx.check(a_rank == 0 || a.rank() == a_rank, "A must have rank ", a_rank, " (Gemm), got ", a.text());
-  ctx.check(size_t(bp.numel()) == x86::PackedB::packed_floats(k, n, kc, nr), "packed B has the wrong size");
+  const bool strassen = ctx.attr_int("strassen", 0) != 0;
+  ctx.check(!strassen || (k % 2 == 0 && n % 2 == 0), "Strassen packing needs an even K and N");
+  ctx.check(size_t(bp.numel()) == (strassen ? x86::StrassenB::packed_floats(k, n, kc, nr)
+                                            : x86::PackedB::packed_floats(k, n, kc, nr)),
+            "packed B has the wrong size");
   const std::string act = activation_attr(ctx, "activation", true);
   const double lo = ctx.attr_float("clip_min", 0), hi = ctx.attr_float("clip_max", 0);
   Shape os = a.shape();
@@ -58,7 +62,9 @@ void fused_gemm(KernelContext& ctx) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double s = bb ? bb[j] : 0.0;
-      for (int64_t p = 0; p < k; ++p) s += double(ap[i * k + p]) * x86::PackedB::at(bd, k, n, kc, nr, p, j);
+      for (int64_t p = 0; p < k; ++p)
+        s += double(ap[i * k + p]) * (strassen ? x86::StrassenB::at(bd, k, n, kc, nr, p, j)
+                                               : x86::PackedB::at(bd, k, n, kc, nr, p, j));
       prod[size_t(i * n + j)] = s;
     }
   if (!res0) {

@@ -96,6 +96,16 @@ class StrassenB {
   StrassenB() = default;
   // K and N even (checked).
   static StrassenB pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n);
+  // The same into caller-owned storage of packed_floats(k, n, kc_for(k, n), PackedB::native_nr()) floats (a
+  // graph initializer): the 7 pieces one after another, each a PackedB of K/2 x N/2.
+  static void pack_into(float* dst, const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n);
+  // Wraps pieces packed earlier; `keep` owns them.
+  static StrassenB view(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr,
+                        std::shared_ptr<void> keep);
+  static size_t packed_floats(int64_t k, int64_t n, int64_t kc, int64_t nr);
+  static int64_t kc_for(int64_t k, int64_t n) { return PackedB::kc_for(k / 2, n / 2); }
+  // B's element (p, j) read back from a packing (reference kernels): B12 as T1 + B11, within an ulp of it.
+  static float at(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr, int64_t p, int64_t j);
   // Whether an M x K x N product is large enough to gain (each of the 7 products runs at the classical
   // kernel's speed, and the sums of A and of the partial products cost a few percent).
   static bool worthwhile(int64_t m, int64_t k, int64_t n);

@@ -39,35 +39,81 @@ void for_rows(int64_t rows, ThreadPool* pool, const F& fn) {
     chunk(0);
 }
 
-}  // namespace
+// Piece i (B11, B21, B22, T1, T2, T3, T4) at (p, j) of the K/2 x N/2 quadrant, from B's element accessor.
+template <class At>
+float piece_value(const At& at, int i, int64_t k2, int64_t n2, int64_t p, int64_t j) {
+  const float b11 = at(p, j), b12 = at(p, n2 + j), b21 = at(k2 + p, j), b22 = at(k2 + p, n2 + j);
+  const float t1 = b12 - b11, t2 = b22 - t1;
+  switch (i) {
+    case 0:
+      return b11;
+    case 1:
+      return b21;
+    case 2:
+      return b22;
+    case 3:
+      return t1;
+    case 4:
+      return t2;
+    case 5:
+      return b22 - b12;
+    default:
+      return t2 - b21;
+  }
+}
 
-StrassenB StrassenB::pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n) {
+void check_even(int64_t k, int64_t n) {
   check(k >= 2 && n >= 2 && k % 2 == 0 && n % 2 == 0, ErrorCode::invalid_argument,
         "Strassen packing needs an even K and N of 2 or more, got K = ", k, ", N = ", n);
+}
+
+}  // namespace
+
+size_t StrassenB::packed_floats(int64_t k, int64_t n, int64_t kc, int64_t nr) {
+  return 7 * PackedB::packed_floats(k / 2, n / 2, kc, nr);
+}
+
+void StrassenB::pack_into(float* dst, const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n) {
+  check_even(k, n);
   const int64_t k2 = k / 2, n2 = n / 2;
+  const size_t step = PackedB::packed_floats(k2, n2, PackedB::kc_for(k2, n2), PackedB::native_nr());
   auto at = [&](int64_t p, int64_t j) { return trans_b ? b[j * ldb + p] : b[p * ldb + j]; };
+  std::vector<float> q(size_t(k2 * n2));  // one piece, row-major, then packed
+  for (int i = 0; i < 7; ++i) {
+    for (int64_t p = 0; p < k2; ++p)
+      for (int64_t j = 0; j < n2; ++j) q[size_t(p * n2 + j)] = piece_value(at, i, k2, n2, p, j);
+    PackedB::pack_into(dst + size_t(i) * step, q.data(), n2, false, k2, n2);
+  }
+}
+
+StrassenB StrassenB::view(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr,
+                          std::shared_ptr<void> keep) {
+  check_even(k, n);
   StrassenB s;
   s.k_ = k, s.n_ = n;
-  std::vector<float> q(size_t(k2 * n2));
-  auto piece = [&](auto value) {
-    for (int64_t p = 0; p < k2; ++p)
-      for (int64_t j = 0; j < n2; ++j) q[size_t(p * n2 + j)] = value(p, j);
-    s.pieces_.push_back(PackedB::pack(q.data(), n2, false, k2, n2));
-  };
-  auto b11 = [&](int64_t p, int64_t j) { return at(p, j); };
-  auto b12 = [&](int64_t p, int64_t j) { return at(p, n2 + j); };
-  auto b21 = [&](int64_t p, int64_t j) { return at(k2 + p, j); };
-  auto b22 = [&](int64_t p, int64_t j) { return at(k2 + p, n2 + j); };
-  auto t1 = [&](int64_t p, int64_t j) { return b12(p, j) - b11(p, j); };
-  auto t2 = [&](int64_t p, int64_t j) { return b22(p, j) - t1(p, j); };
-  piece(b11);
-  piece(b21);
-  piece(b22);
-  piece(t1);
-  piece(t2);
-  piece([&](int64_t p, int64_t j) { return b22(p, j) - b12(p, j); });  // T3
-  piece([&](int64_t p, int64_t j) { return t2(p, j) - b21(p, j); });   // T4
+  const size_t step = PackedB::packed_floats(k / 2, n / 2, kc, nr);
+  for (int i = 0; i < 7; ++i)
+    s.pieces_.push_back(PackedB::view(data + size_t(i) * step, k / 2, n / 2, kc, nr, keep));
   return s;
+}
+
+StrassenB StrassenB::pack(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n) {
+  check_even(k, n);
+  const int64_t kc = kc_for(k, n), nr = PackedB::native_nr();
+  std::shared_ptr<float> data(new float[packed_floats(k, n, kc, nr)], std::default_delete<float[]>());
+  pack_into(data.get(), b, ldb, trans_b, k, n);
+  return view(data.get(), k, n, kc, nr, data);
+}
+
+float StrassenB::at(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr, int64_t p, int64_t j) {
+  const int64_t k2 = k / 2, n2 = n / 2;
+  const size_t step = PackedB::packed_floats(k2, n2, kc, nr);
+  auto piece = [&](int i, int64_t pp, int64_t jj) {
+    return PackedB::at(data + size_t(i) * step, k2, n2, kc, nr, pp, jj);
+  };
+  if (p < k2)
+    return j < n2 ? piece(0, p, j) : piece(3, p, j - n2) + piece(0, p, j - n2);  // B11; B12 = T1 + B11
+  return j < n2 ? piece(1, p - k2, j) : piece(2, p - k2, j - n2);                // B21, B22
 }
 
 bool StrassenB::worthwhile(int64_t m, int64_t k, int64_t n) {
