@@ -39,10 +39,8 @@ void for_rows(int64_t rows, ThreadPool* pool, const F& fn) {
     chunk(0);
 }
 
-// Piece i (B11, B21, B22, T1, T2, T3, T4) at (p, j) of the K/2 x N/2 quadrant, from B's element accessor.
-template <class At>
-float piece_value(const At& at, int i, int64_t k2, int64_t n2, int64_t p, int64_t j) {
-  const float b11 = at(p, j), b12 = at(p, n2 + j), b21 = at(k2 + p, j), b22 = at(k2 + p, n2 + j);
+// Piece i (B11, B21, B22, T1, T2, T3, T4) from the four quadrants' elements at one place.
+inline float piece_value(int i, float b11, float b12, float b21, float b22) {
   const float t1 = b12 - b11, t2 = b22 - t1;
   switch (i) {
     case 0:
@@ -77,12 +75,28 @@ void StrassenB::pack_into(float* dst, const float* b, int64_t ldb, bool trans_b,
   check_even(k, n);
   const int64_t k2 = k / 2, n2 = n / 2;
   const size_t step = PackedB::packed_floats(k2, n2, PackedB::kc_for(k2, n2), PackedB::native_nr());
-  auto at = [&](int64_t p, int64_t j) { return trans_b ? b[j * ldb + p] : b[p * ldb + j]; };
-  std::vector<float> q(size_t(k2 * n2));  // one piece, row-major, then packed
-  for (int i = 0; i < 7; ++i) {
-    for (int64_t p = 0; p < k2; ++p)
-      for (int64_t j = 0; j < n2; ++j) q[size_t(p * n2 + j)] = piece_value(at, i, k2, n2, p, j);
-    PackedB::pack_into(dst + size_t(i) * step, q.data(), n2, false, k2, n2);
+  std::vector<float> rows;  // a transposed B as K x N rows first (in 64 x 64 blocks), so the pieces read rows
+  if (trans_b) {
+    rows.resize(size_t(k * n));
+    for (int64_t j0 = 0; j0 < n; j0 += 64)
+      for (int64_t p0 = 0; p0 < k; p0 += 64)
+        for (int64_t j = j0; j < std::min(n, j0 + 64); ++j)
+          for (int64_t p = p0; p < std::min(k, p0 + 64); ++p) rows[size_t(p * n + j)] = b[j * ldb + p];
+    b = rows.data(), ldb = n;
+  }
+  // B11, B21, B22 pack from B in place; the sums go through one K/2 x N/2 buffer, kept between calls (a
+  // session packs many weights: fresh pages for each cost more than the arithmetic)
+  PackedB::pack_into(dst, b, ldb, false, k2, n2);
+  PackedB::pack_into(dst + step, b + k2 * ldb, ldb, false, k2, n2);
+  PackedB::pack_into(dst + 2 * step, b + k2 * ldb + n2, ldb, false, k2, n2);
+  float* q = scratch(size_t(k2 * n2));
+  for (int i = 3; i < 7; ++i) {
+    for (int64_t p = 0; p < k2; ++p) {
+      const float *b11 = b + p * ldb, *b12 = b11 + n2, *b21 = b + (k2 + p) * ldb, *b22 = b21 + n2;
+      float* y = q + p * n2;
+      for (int64_t j = 0; j < n2; ++j) y[j] = piece_value(i, b11[j], b12[j], b21[j], b22[j]);
+    }
+    PackedB::pack_into(dst + size_t(i) * step, q, n2, false, k2, n2);
   }
 }
 
