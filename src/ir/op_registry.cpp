@@ -93,20 +93,27 @@ std::optional<std::vector<Dim>> broadcast_shapes(const std::optional<std::vector
   for (size_t i = 0; i < r; ++i) {
     const Dim da = i < r - a->size() ? Dim(1) : (*a)[i - (r - a->size())];
     const Dim db = i < r - b->size() ? Dim(1) : (*b)[i - (r - b->size())];
-    if (da.known() && da.value == 1) out[i] = db;
-    else if (db.known() && db.value == 1) out[i] = da;
+    if (da.known() && da.value == 1)
+      out[i] = db;
+    else if (db.known() && db.value == 1)
+      out[i] = da;
     else if (da.known() && db.known()) {
       if (da.value != db.value)
         throw Error(ErrorCode::invalid_model, cat("shapes cannot broadcast: ", da.value, " vs ", db.value));
       out[i] = da;
-    } else if (da.known()) out[i] = da;
-    else if (db.known()) out[i] = db;
-    else out[i] = (da == db) ? da : Dim();
+    } else if (da.known())
+      out[i] = da;
+    else if (db.known())
+      out[i] = db;
+    else
+      out[i] = (da == db) ? da : Dim();
   }
   return out;
 }
 
-void infer_same_as_input0(InferenceContext& ctx) { ctx.propagate(0, 0); }
+void infer_same_as_input0(InferenceContext& ctx) {
+  ctx.propagate(0, 0);
+}
 
 void infer_shapes(Graph& g) {
   const OpRegistry& reg = OpRegistry::instance();
@@ -137,7 +144,15 @@ void infer_shapes(Graph& g) {
         if (v->type.elem == DType::undefined) v->type.elem = t.elem;
         continue;
       }
-      v->type = t;
+      // ... and per dim where both know the rank (a dim the shape-value propagation of fold_constants found)
+      TypeInfo merged = t;
+      if (merged.shape && v->type.shape && v->type.shape->size() == merged.shape->size() &&
+          merged.elem == v->type.elem)
+        for (size_t d = 0; d < merged.shape->size(); ++d) {
+          Dim& m = (*merged.shape)[d];
+          if (!m.known() && m.symbol.empty()) m = (*v->type.shape)[d];
+        }
+      v->type = merged;
     }
   }
 }

@@ -10,6 +10,7 @@
 // evaluator and the reference kernels are the oracle.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ir/op_registry.h"
@@ -113,6 +114,263 @@ bool fold_static_shape(ir::Graph& g, ir::Node* n) {
   return true;
 }
 
+// ---- Shape values through symbolic dims (ONNX's "data propagation") ----
+// A small int64 tensor computed from shapes (Shape -> Gather -> Mul -> Concat ...) has, per element, a known
+// value, a symbolic dim (`batch`) or nothing known. Where every element is known the value is a constant
+// (folded here); where some are symbols, the Reshape / Expand it shapes gets its output's dims (a symbol
+// stays a symbol), and inference carries them on: ViT's [batch, 197, 768] after its patch embedding.
+// One element: a known value (any int64, -1 included, unlike ir::Dim), a symbolic dim, or nothing known.
+struct Elem {
+  bool known = false;
+  int64_t v = 0;
+  std::string sym;
+  static Elem of(int64_t x) { return Elem{true, x, {}}; }
+  static Elem of(const ir::Dim& d) { return d.known() ? of(d.value) : Elem{false, 0, d.symbol}; }
+  bool symbolic() const { return !known && !sym.empty(); }
+  ir::Dim dim() const { return known ? ir::Dim(v) : symbolic() ? ir::Dim::sym(sym) : ir::Dim(); }
+};
+
+struct ShapeValue {
+  bool scalar = false;
+  DType dtype = DType::i64;
+  std::vector<Elem> d;
+};
+
+std::optional<ShapeValue> constant_shape_value(const ir::Value* v) {
+  if (!v || !v->initializer) return std::nullopt;
+  const Tensor& t = *v->initializer;
+  if ((t.dtype() != DType::i64 && t.dtype() != DType::boolean) || t.rank() > 1 || t.numel() > 16)
+    return std::nullopt;
+  ShapeValue s;
+  s.scalar = t.rank() == 0, s.dtype = t.dtype();
+  const Tensor c = t.contiguous();
+  for (int64_t i = 0; i < c.numel(); ++i)
+    s.d.push_back(Elem::of(t.dtype() == DType::i64 ? c.data<int64_t>()[i] : int64_t(c.data<bool>()[i])));
+  return s;
+}
+
+// Elementwise over two shape values (a scalar or one element broadcasts).
+template <class F>
+std::optional<ShapeValue> elementwise(const ShapeValue& a, const ShapeValue& b, DType out, const F& f) {
+  const size_t n = std::max(a.d.size(), b.d.size());
+  if ((a.d.size() != n && a.d.size() != 1) || (b.d.size() != n && b.d.size() != 1)) return std::nullopt;
+  ShapeValue r;
+  r.scalar = a.scalar && b.scalar, r.dtype = out;
+  for (size_t i = 0; i < n; ++i) r.d.push_back(f(a.d[a.d.size() == 1 ? 0 : i], b.d[b.d.size() == 1 ? 0 : i]));
+  return r;
+}
+
+// Known int64 values of an initializer input (axes, indices), or nullopt.
+std::optional<std::vector<int64_t>> ints_of(const ir::Value* v) {
+  if (!v || !v->initializer || v->initializer->dtype() != DType::i64) return std::nullopt;
+  const Tensor c = v->initializer->contiguous();
+  return std::vector<int64_t>(c.data<int64_t>(), c.data<int64_t>() + c.numel());
+}
+
+std::optional<ShapeValue> eval_shape_value(const ir::Node& n,
+                                           const std::map<const ir::Value*, ShapeValue>& sv) {
+  auto in = [&](size_t i) -> std::optional<ShapeValue> {
+    if (i >= n.inputs.size() || !n.inputs[i]) return std::nullopt;
+    if (auto c = constant_shape_value(n.inputs[i])) return c;
+    auto it = sv.find(n.inputs[i]);
+    return it == sv.end() ? std::nullopt : std::optional<ShapeValue>(it->second);
+  };
+  const std::string& op = n.op_type;
+  if (!n.domain.empty()) return std::nullopt;
+  if (op == "Shape") {
+    const auto& shape = n.inputs[0] ? n.inputs[0]->type.shape : std::nullopt;
+    if (!shape) return std::nullopt;
+    const int64_t r = int64_t(shape->size());
+    auto bound = [&](const char* key, int64_t dflt) {
+      const Attribute* a = n.attr(key);
+      int64_t v = a ? a->i : dflt;
+      return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r);
+    };
+    ShapeValue s;
+    const int64_t b = bound("start", 0), e = std::max(b, bound("end", r));
+    for (int64_t i = b; i < e; ++i) s.d.push_back(Elem::of((*shape)[size_t(i)]));
+    return s;
+  }
+  if (op == "Identity" || (op == "Cast" && n.attr("to") && n.attr("to")->i == 7)) return in(0);
+  if (op == "Gather") {
+    auto data = in(0);
+    auto idx = ints_of(n.inputs.size() > 1 ? n.inputs[1] : nullptr);
+    const Attribute* ax = n.attr("axis");
+    if (!data || data->scalar || !idx || (ax && ax->i != 0)) return std::nullopt;
+    ShapeValue r;
+    r.scalar = n.inputs[1]->initializer->rank() == 0, r.dtype = data->dtype;
+    for (int64_t i : *idx) {
+      const int64_t k = i < 0 ? i + int64_t(data->d.size()) : i;
+      if (k < 0 || k >= int64_t(data->d.size())) return std::nullopt;
+      r.d.push_back(data->d[size_t(k)]);
+    }
+    return r;
+  }
+  if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape") {
+    auto x = in(0);
+    if (!x) return std::nullopt;
+    if (op == "Unsqueeze" && !x->scalar) return std::nullopt;
+    if (op == "Squeeze" && x->d.size() != 1) return std::nullopt;
+    if (op == "Reshape") {  // a vector to one dim ([-1] or its length)
+      auto shape = ints_of(n.inputs.size() > 1 ? n.inputs[1] : nullptr);
+      if (!shape || shape->size() != 1 || ((*shape)[0] != -1 && (*shape)[0] != int64_t(x->d.size())))
+        return std::nullopt;
+    }
+    x->scalar = op == "Squeeze";
+    return x;
+  }
+  if (op == "Concat") {
+    const Attribute* ax = n.attr("axis");
+    if (!ax || (ax->i != 0 && ax->i != -1)) return std::nullopt;
+    ShapeValue r;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      auto x = in(i);
+      if (!x || x->scalar) return std::nullopt;
+      r.dtype = x->dtype;
+      r.d.insert(r.d.end(), x->d.begin(), x->d.end());
+    }
+    return r;
+  }
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    auto a = in(0), b = in(1);
+    if (!a || !b || a->dtype != DType::i64 || b->dtype != DType::i64) return std::nullopt;
+    return elementwise(*a, *b, DType::i64, [&](const Elem& x, const Elem& y) {
+      if (x.known && y.known) {
+        if (op == "Add") return Elem::of(x.v + y.v);
+        if (op == "Sub") return Elem::of(x.v - y.v);
+        if (op == "Mul") return Elem::of(x.v * y.v);
+        return y.v == 0 ? Elem{} : Elem::of(x.v / y.v);  // truncates, as ONNX's integer Div
+      }
+      const bool unit = y.known && y.v == (op == "Mul" || op == "Div" ? 1 : 0);
+      if (unit) return x;  // x * 1, x / 1, x + 0, x - 0
+      if (op == "Mul" && x.known && x.v == 1) return y;
+      if (op == "Add" && x.known && x.v == 0) return y;
+      return Elem{};
+    });
+  }
+  if (op == "Equal") {
+    auto a = in(0), b = in(1);
+    if (!a || !b || a->dtype != DType::i64 || b->dtype != DType::i64) return std::nullopt;
+    return elementwise(*a, *b, DType::boolean, [](const Elem& x, const Elem& y) {
+      if (x.known && y.known) return Elem::of(int64_t(x.v == y.v));
+      // a symbolic dim is a size: never negative
+      if ((x.symbolic() && y.known && y.v < 0) || (y.symbolic() && x.known && x.v < 0)) return Elem::of(0);
+      if (x.symbolic() && x.sym == y.sym) return Elem::of(1);
+      return Elem{};
+    });
+  }
+  if (op == "Where") {
+    auto c = in(0), x = in(1), y = in(2);
+    if (!c || !x || !y || c->dtype != DType::boolean) return std::nullopt;
+    auto xy = elementwise(*x, *y, x->dtype, [](const Elem& a, const Elem&) { return a; });
+    if (!xy) return std::nullopt;
+    const size_t n_out = std::max(c->d.size(), xy->d.size());
+    if ((c->d.size() != n_out && c->d.size() != 1) || (xy->d.size() != n_out && xy->d.size() != 1))
+      return std::nullopt;
+    ShapeValue r;
+    r.scalar = c->scalar && x->scalar && y->scalar, r.dtype = x->dtype;
+    for (size_t i = 0; i < n_out; ++i) {
+      const Elem& ci = c->d[c->d.size() == 1 ? 0 : i];
+      const Elem& xi = x->d[x->d.size() == 1 ? 0 : i];
+      const Elem& yi = y->d[y->d.size() == 1 ? 0 : i];
+      r.d.push_back(!ci.known ? Elem{} : ci.v ? xi : yi);
+    }
+    return r;
+  }
+  return std::nullopt;
+}
+
+// Output dims of Reshape(data, shape) / Expand(x, shape) from a shape value with symbols, or nullopt.
+std::optional<std::vector<ir::Dim>> shaped_dims(const ir::Node& n, const ShapeValue& s) {
+  const auto& xs = n.inputs[0]->type.shape;
+  if (n.op_type == "Reshape") {
+    const Attribute* az = n.attr("allowzero");
+    std::vector<ir::Dim> out;
+    for (size_t i = 0; i < s.d.size(); ++i) {
+      const Elem& d = s.d[i];
+      if (d.known && d.v == 0 && !(az && az->i)) {
+        if (!xs || i >= xs->size()) return std::nullopt;
+        out.push_back((*xs)[i]);
+      } else if (d.known && d.v < 0) {
+        out.push_back(ir::Dim());  // -1: inferred at run time
+      } else {
+        out.push_back(d.dim());
+      }
+    }
+    return out;
+  }
+  if (!xs) return std::nullopt;  // Expand: numpy broadcasting of x's dims and the shape
+  const size_t r = std::max(xs->size(), s.d.size());
+  std::vector<ir::Dim> out(r);
+  for (size_t i = 0; i < r; ++i) {
+    const bool hx = i + xs->size() >= r, hs = i + s.d.size() >= r;
+    const ir::Dim a = hx ? (*xs)[i + xs->size() - r] : ir::Dim(1);
+    const ir::Dim b =
+        hs ? (s.d[i + s.d.size() - r].known && s.d[i + s.d.size() - r].v < 0 ? ir::Dim()
+                                                                             : s.d[i + s.d.size() - r].dim())
+           : ir::Dim(1);
+    if (a.known() && a.value == 1)
+      out[i] = b;
+    else if (b.known() && b.value == 1)
+      out[i] = a;
+    else if (a == b)
+      out[i] = a;
+    else
+      out[i] = ir::Dim();
+  }
+  return out;
+}
+
+// One sweep: shape values in node order; fully known ones become constants, Reshape / Expand outputs take
+// the dims their shape value gives where they knew less. True if anything changed.
+bool propagate_shape_values(ir::Graph& g) {
+  std::map<const ir::Value*, ShapeValue> sv;
+  std::vector<std::pair<ir::Node*, ShapeValue>> known;
+  bool changed = false;
+  for (const auto& np : g.nodes()) {
+    ir::Node& n = *np;
+    if (n.outputs.size() == 1 && n.outputs[0] && !n.outputs[0]->initializer) {
+      if (auto v = eval_shape_value(n, sv)) {
+        const bool all = std::all_of(v->d.begin(), v->d.end(), [](const Elem& d) { return d.known; });
+        if (all && !is_graph_output(g, n.outputs[0])) known.emplace_back(&n, *v);
+        sv[n.outputs[0]] = std::move(*v);
+      }
+    }
+    if ((n.op_type == "Reshape" || n.op_type == "Expand") && n.domain.empty() && n.inputs.size() >= 2 &&
+        n.inputs[0] && n.inputs[1] && !n.inputs[1]->initializer && n.outputs.size() == 1 && n.outputs[0]) {
+      auto it = sv.find(n.inputs[1]);
+      if (it == sv.end() || it->second.scalar) continue;
+      auto dims = shaped_dims(n, it->second);
+      ir::Value* out = n.outputs[0];
+      if (!dims) continue;
+      auto count_known = [](const std::vector<ir::Dim>& d) {
+        return std::count_if(d.begin(), d.end(),
+                             [](const ir::Dim& x) { return x.known() || !x.symbol.empty(); });
+      };
+      if (!out->type.shape ||
+          (out->type.shape->size() == dims->size() && count_known(*dims) > count_known(*out->type.shape))) {
+        out->type = ir::TypeInfo::tensor(n.inputs[0]->type.elem, *dims);
+        changed = true;
+      }
+    }
+  }
+  for (auto& [n, v] : known) {
+    Tensor t(v.dtype, v.scalar ? Shape{} : Shape{int64_t(v.d.size())});
+    for (size_t i = 0; i < v.d.size(); ++i) {
+      if (v.dtype == DType::i64)
+        t.data<int64_t>()[i] = v.d[i].v;
+      else
+        t.data<bool>()[i] = v.d[i].v != 0;
+    }
+    ir::Value* out = n->outputs[0];
+    g.remove_node(n);
+    out->initializer = t;
+    out->type = ir::TypeInfo::tensor_of(t);
+    changed = true;
+  }
+  return changed;
+}
+
 }  // namespace
 
 void fold_constants(ir::Graph& g) {
@@ -154,6 +412,10 @@ void fold_constants(ir::Graph& g) {
         outs[i]->initializer = t.clone();
         outs[i]->type = ir::TypeInfo::tensor_of(t);
       }
+      changed = true;
+    }
+    if (!changed && propagate_shape_values(g)) {
+      ir::infer_shapes(g);
       changed = true;
     }
     if (!changed && shapes_folded) {

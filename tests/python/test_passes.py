@@ -366,3 +366,43 @@ def test_static_shapes_fold_and_large_gemms_take_strassen(dims):
         got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, {"x": x})
         assert got[1] == want[1]
         assert got[0].shape == want[0].shape and rel_err(got[0], want[0]) < 1e-5
+
+
+def _symbolic_batch_model():
+    """ViT's patch-embedding shape arithmetic over a symbolic batch: x [batch, 2, 100, 512] reshaped to
+    [batch, 2 * 100, 512] by Shape -> Gather -> Mul -> Unsqueeze -> Concat, a class token expanded to
+    [batch, 1, 512] through PyTorch's Where(Equal(shape, -1), 1, shape), concatenated, then a MatMul by a
+    constant 512 x 512."""
+    i64 = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    mk = helper.make_node
+    nodes = [mk("Shape", ["x"], ["s"]),
+             mk("Gather", ["s", "i0"], ["b"], axis=0), mk("Gather", ["s", "i1"], ["h"], axis=0),
+             mk("Gather", ["s", "i2"], ["w"], axis=0), mk("Gather", ["s", "i3"], ["c"], axis=0),
+             mk("Mul", ["h", "w"], ["hw"]), mk("Cast", ["hw"], ["hw64"], to=7),
+             mk("Unsqueeze", ["b", "ax0"], ["b1"]), mk("Unsqueeze", ["hw64", "ax0"], ["hw1"]),
+             mk("Unsqueeze", ["c", "ax0"], ["c1"]), mk("Concat", ["b1", "hw1", "c1"], ["shp"], axis=0),
+             mk("Reshape", ["x", "shp"], ["patches"]),
+             mk("Concat", ["b1", "m1", "m1"], ["want"], axis=0), mk("Equal", ["want", "m1x3"], ["eq"]),
+             mk("Where", ["eq", "ones3", "want"], ["eshape"]), mk("Expand", ["token", "eshape"], ["tok"]),
+             mk("Concat", ["tok", "patches"], ["seq"], axis=1), mk("MatMul", ["seq", "wt"], ["y"])]
+    wt = (RNG.standard_normal((512, 512)) / np.sqrt(512)).astype(np.float32)
+    inits = [i64("i0", 0), i64("i1", 1), i64("i2", 2), i64("i3", 3), i64("ax0", [0]), i64("m1", [-1]),
+             i64("m1x3", [-1, -1, -1]), i64("ones3", [1, 1, 1]), numpy_helper.from_array(wt, "wt"),
+             numpy_helper.from_array(RNG.standard_normal((1, 1, 512)).astype(np.float32), "token")]
+    g = helper.make_graph(nodes, "g", [_f("x", ["batch", 2, 100, 512])], [_f("y", None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
+
+
+def test_shape_values_carry_symbolic_dims():
+    """The shape arithmetic's known parts fold and its symbolic batch stays a symbol: the MatMul's A is
+    [batch, 201, 512], so its 201+ rows take Strassen-Winograd; batches 1 and 3 against onnxruntime."""
+    model = _symbolic_batch_model()
+    text = tessera.InferenceSession(model).graph_text()
+    assert "float32[batch,201,512] = tessera.FusedGemm(" in text and "strassen=1" in text, text
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for batch in (1, 3):
+        x = RNG.standard_normal((batch, 2, 100, 512)).astype(np.float32)
+        want = ref.run(None, {"x": x})[0]
+        for threads in (1, 2):
+            got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, {"x": x})[0]
+            assert got.shape == want.shape and rel_err(got, want) < 1e-5
