@@ -76,49 +76,13 @@ bool foldable(const ir::Graph& g, const ir::Node& n) {
   return true;
 }
 
-// Shape / Size of a value whose shape is static (every dim known) is a constant: a graph input's declared
-// dims are checked against every feed, and inference derives the others from them. Folded, the shape
-// arithmetic exporters write around Reshape (Shape -> Gather -> Concat) folds too, and the values after
-// it get static shapes (the fusion passes then see, e.g., a GEMM's rows).
-bool fold_static_shape(ir::Graph& g, ir::Node* n) {
-  if (!n->domain.empty() || (n->op_type != "Shape" && n->op_type != "Size") || n->inputs.size() != 1 ||
-      !n->inputs[0] || n->outputs.size() != 1 || !n->outputs[0] || is_graph_output(g, n->outputs[0]))
-    return false;
-  const auto& shape = n->inputs[0]->type.shape;
-  if (n->inputs[0]->type.kind != ir::TypeInfo::Kind::tensor || !shape) return false;
-  std::vector<int64_t> dims;
-  for (const ir::Dim& d : *shape) {
-    if (!d.known()) return false;
-    dims.push_back(d.value);
-  }
-  Tensor t;
-  if (n->op_type == "Size") {
-    t = Tensor(DType::i64, {});
-    t.data<int64_t>()[0] = shape_numel(dims);
-  } else {  // start / end (opset 15) clamp to [0, rank] after a negative one counts from the end
-    const int64_t r = int64_t(dims.size());
-    auto bound = [&](const char* key, int64_t dflt) {
-      const Attribute* a = n->attr(key);
-      int64_t v = a ? a->i : dflt;
-      if (v < 0) v += r;
-      return std::clamp<int64_t>(v, 0, r);
-    };
-    const int64_t b = bound("start", 0), e = std::max(b, bound("end", r));
-    t = Tensor(DType::i64, {e - b});
-    for (int64_t i = b; i < e; ++i) t.data<int64_t>()[i - b] = dims[size_t(i)];
-  }
-  ir::Value* out = n->outputs[0];
-  g.remove_node(n);
-  out->initializer = t;
-  out->type = ir::TypeInfo::tensor_of(t);
-  return true;
-}
-
 // ---- Shape values through symbolic dims (ONNX's "data propagation") ----
-// A small int64 tensor computed from shapes (Shape -> Gather -> Mul -> Concat ...) has, per element, a known
-// value, a symbolic dim (`batch`) or nothing known. Where every element is known the value is a constant
-// (folded here); where some are symbols, the Reshape / Expand it shapes gets its output's dims (a symbol
-// stays a symbol), and inference carries them on: ViT's [batch, 197, 768] after its patch embedding.
+// A small int64 tensor computed from shapes (Shape / Size -> Gather -> Mul -> Concat ...) has, per element, a
+// known value, a symbolic dim (`batch`) or nothing known. Where every element is known the value is a
+// constant (folded here: a graph input's declared dims are checked against every feed, and inference
+// derives the others from them); where some are symbols, the Reshape / Expand it shapes gets its output's
+// dims (a symbol stays a symbol), and inference carries them on: ViT's [batch, 197, 768] after its patch
+// embedding.
 // One element: a known value (any int64, -1 included, unlike ir::Dim), a symbolic dim, or nothing known.
 struct Elem {
   bool known = false;
@@ -177,9 +141,18 @@ std::optional<ShapeValue> eval_shape_value(const ir::Node& n,
   };
   const std::string& op = n.op_type;
   if (!n.domain.empty()) return std::nullopt;
-  if (op == "Shape") {
-    const auto& shape = n.inputs[0] ? n.inputs[0]->type.shape : std::nullopt;
-    if (!shape) return std::nullopt;
+  if (op == "Shape" || op == "Size") {
+    const ir::Value* x = n.inputs.empty() ? nullptr : n.inputs[0];
+    if (!x || x->type.kind != ir::TypeInfo::Kind::tensor || !x->type.shape) return std::nullopt;
+    const auto& shape = x->type.shape;
+    if (op == "Size") {
+      ShapeValue s;
+      s.scalar = true;
+      Elem size = Elem::of(1);
+      for (const ir::Dim& d : *shape) size = d.known() && size.known ? Elem::of(size.v * d.value) : Elem{};
+      s.d.push_back(size);
+      return s;
+    }
     const int64_t r = int64_t(shape->size());
     auto bound = [&](const char* key, int64_t dflt) {
       const Attribute* a = n.attr(key);
@@ -375,16 +348,12 @@ bool propagate_shape_values(ir::Graph& g) {
 
 void fold_constants(ir::Graph& g) {
   const auto& table = kernels::ref::KernelTable::instance();
-  bool changed = true, shapes_folded = false;
+  bool changed = true;
   while (changed) {
     changed = false;
     std::vector<ir::Node*> nodes;
     for (const auto& n : g.nodes()) nodes.push_back(n.get());
     for (ir::Node* n : nodes) {
-      if (fold_static_shape(g, n)) {
-        changed = shapes_folded = true;
-        continue;
-      }
       if (!foldable(g, *n)) continue;
       KernelFn fn = table.find(n->domain, n->op_type);
       if (!fn) continue;
@@ -415,13 +384,8 @@ void fold_constants(ir::Graph& g) {
       changed = true;
     }
     if (!changed && propagate_shape_values(g)) {
+      // shapes reach Reshape & co.: infer again, then fold what that made known
       ir::infer_shapes(g);
-      changed = true;
-    }
-    if (!changed && shapes_folded) {
-      // constant shapes reach Reshape & co.: infer again, then fold the Shapes of what became static
-      ir::infer_shapes(g);
-      shapes_folded = false;
       changed = true;
     }
   }

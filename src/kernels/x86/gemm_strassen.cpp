@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory.h"
 #include "kernels/x86/eltwise.h"
 #include "kernels/x86/gemm.h"
 
@@ -21,9 +22,8 @@ namespace {
 
 // Per-thread scratch, grown as needed (a session's runs reuse it).
 float* scratch(size_t floats) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < floats) buf.resize(floats);
-  return buf.data();
+  thread_local AlignedScratch buf;
+  return buf.get(floats);
 }
 
 // fn(row) for row in [0, rows), in a few chunks over the pool's threads
@@ -148,7 +148,7 @@ void sgemm_strassen(int64_t m, const float* a, int64_t lda, bool trans_a, const 
   float *s1 = ws, *s2 = s1 + as, *s3 = s2 + as, *s4 = s3 + as, *zero = ws + copies * as, *x = zero + k2,
         *w = x + m2 * n2;
   std::fill(zero, zero + k2, 0.0f);
-  const float *a11 = a, *a12 = a + k2, *a22 = a + m2 * lda + k2, *a21 = nullptr;  // rows lda apart
+  const float *a11 = a, *a12 = a + k2, *a21 = a + m2 * lda, *a22 = a21 + k2;  // rows lda apart
   int64_t ld_a = lda;
   if (trans_a) {  // the quadrants as rows of k2 (a zero row past M)
     float *t11 = s4 + as, *t12 = t11 + as, *t22 = t12 + as, *t21 = t22 + as;
@@ -164,8 +164,8 @@ void sgemm_strassen(int64_t m, const float* a, int64_t lda, bool trans_a, const 
   }
   for_rows(m2, pool, [&](int64_t i) {
     const float *r11 = a11 + i * ld_a, *r12 = a12 + i * ld_a;
-    const float* r21 = trans_a ? a21 + i * k2 : m2 + i < m ? a + (m2 + i) * lda : zero;
-    const float* r22 = m2 + i < m ? a22 + i * ld_a : zero;
+    const bool real = m2 + i < m;  // else the padding row
+    const float *r21 = real ? a21 + i * ld_a : zero, *r22 = real ? a22 + i * ld_a : zero;
     float *y1 = s1 + i * k2, *y2 = s2 + i * k2, *y3 = s3 + i * k2, *y4 = s4 + i * k2;
     ek.binary(BinaryOp::add, r21, 1, r22, 1, y1, k2);  // S1 = A21 + A22
     ek.binary(BinaryOp::sub, y1, 1, r11, 1, y2, k2);   // S2 = S1 - A11
