@@ -39,6 +39,7 @@ CpuFeatures detect() {
   f.avx512bw = zmm_ok && ((b >> 30) & 1);
   f.avx512vl = zmm_ok && ((b >> 31) & 1);
   f.avx512vnni = zmm_ok && ((c >> 11) & 1);
+  f.avx512vbmi = zmm_ok && ((c >> 1) & 1);
   unsigned a1, b1, c1, d1;
   __cpuid_count(7, 1, a1, b1, c1, d1);
   f.avx512bf16 = zmm_ok && ((a1 >> 5) & 1);
@@ -54,7 +55,7 @@ CpuFeatures detect() {
     if (std::strcmp(isa, "portable") == 0)
       f = CpuFeatures{};
     else if (std::strcmp(isa, "avx2") == 0) {
-      f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512vnni = f.avx512bf16 = false;
+      f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512vnni = f.avx512bf16 = f.avx512vbmi = false;
     }
   }
   return f;
@@ -77,6 +78,7 @@ std::string CpuFeatures::describe() const {
   add(avx512dq, "avx512dq");
   add(avx512vnni, "avx512vnni");
   add(avx512bf16, "avx512bf16");
+  add(avx512vbmi, "avx512vbmi");
   return s.empty() ? "portable" : s;
 }
 

@@ -83,15 +83,36 @@ bool foldable(const ir::Graph& g, const ir::Node& n) {
 // derives the others from them); where some are symbols, the Reshape / Expand it shapes gets its output's
 // dims (a symbol stays a symbol), and inference carries them on: ViT's [batch, 197, 768] after its patch
 // embedding.
-// One element: a known value (any int64, -1 included, unlike ir::Dim), a symbolic dim, or nothing known.
+// One element: a known value (any int64, -1 included, unlike ir::Dim), an affine function coef * sym + v of a
+// symbolic dim (`batch`, `past_len + 1`, `197 * batch`), or nothing known. Affine values let a decoder's
+// Range(past_len, past_len + 1) be known to have one element, so its position embedding is [1, 768].
 struct Elem {
   bool known = false;
-  int64_t v = 0;
+  int64_t v = 0;  // the value, or the affine function's constant
   std::string sym;
-  static Elem of(int64_t x) { return Elem{true, x, {}}; }
-  static Elem of(const ir::Dim& d) { return d.known() ? of(d.value) : Elem{false, 0, d.symbol}; }
-  bool symbolic() const { return !known && !sym.empty(); }
+  int64_t coef = 1;
+  static Elem of(int64_t x) { return Elem{true, x, {}, 1}; }
+  static Elem of(const ir::Dim& d) { return d.known() ? of(d.value) : Elem{false, 0, d.symbol, 1}; }
+  bool affine() const { return !known && !sym.empty(); }
+  bool symbolic() const { return affine() && coef == 1 && v == 0; }  // the dim itself
   ir::Dim dim() const { return known ? ir::Dim(v) : symbolic() ? ir::Dim::sym(sym) : ir::Dim(); }
+  // x + y, k * x where both stay affine in one symbol; nothing known otherwise
+  friend Elem operator+(const Elem& x, const Elem& y) {
+    if (!(x.known || x.affine()) || !(y.known || y.affine())) return Elem{};
+    if (x.known && y.known) return of(x.v + y.v);
+    if (x.known || y.known) {
+      Elem r = x.known ? y : x;
+      r.v += x.known ? x.v : y.v;
+      return r;
+    }
+    if (x.sym != y.sym) return Elem{};
+    if (x.coef + y.coef == 0) return of(x.v + y.v);
+    return Elem{false, x.v + y.v, x.sym, x.coef + y.coef};
+  }
+  Elem times(int64_t k) const {
+    if (known || k == 0) return of(known ? v * k : 0);
+    return affine() ? Elem{false, v * k, sym, coef * k} : Elem{};
+  }
 };
 
 struct ShapeValue {
@@ -148,8 +169,10 @@ std::optional<ShapeValue> eval_shape_value(const ir::Node& n,
     if (op == "Size") {
       ShapeValue s;
       s.scalar = true;
+      // the product of the known dims, times the symbolic one if there is one ([batch, 197]: 197 * batch)
       Elem size = Elem::of(1);
-      for (const ir::Dim& d : *shape) size = d.known() && size.known ? Elem::of(size.v * d.value) : Elem{};
+      for (const ir::Dim& d : *shape)
+        size = d.known() ? size.times(d.value) : size.known ? Elem::of(d).times(size.v) : Elem{};
       s.d.push_back(size);
       return s;
     }
@@ -208,17 +231,11 @@ std::optional<ShapeValue> eval_shape_value(const ir::Node& n,
     auto a = in(0), b = in(1);
     if (!a || !b || a->dtype != DType::i64 || b->dtype != DType::i64) return std::nullopt;
     return elementwise(*a, *b, DType::i64, [&](const Elem& x, const Elem& y) {
-      if (x.known && y.known) {
-        if (op == "Add") return Elem::of(x.v + y.v);
-        if (op == "Sub") return Elem::of(x.v - y.v);
-        if (op == "Mul") return Elem::of(x.v * y.v);
-        return y.v == 0 ? Elem{} : Elem::of(x.v / y.v);  // truncates, as ONNX's integer Div
-      }
-      const bool unit = y.known && y.v == (op == "Mul" || op == "Div" ? 1 : 0);
-      if (unit) return x;  // x * 1, x / 1, x + 0, x - 0
-      if (op == "Mul" && x.known && x.v == 1) return y;
-      if (op == "Add" && x.known && x.v == 0) return y;
-      return Elem{};
+      if (op == "Add") return x + y;
+      if (op == "Sub") return x + y.times(-1);
+      if (op == "Mul") return y.known ? x.times(y.v) : x.known ? y.times(x.v) : Elem{};
+      if (x.known && y.known) return y.v == 0 ? Elem{} : Elem::of(x.v / y.v);  // truncates, as ONNX's Div
+      return y.known && y.v == 1 ? x : Elem{};
     });
   }
   if (op == "Equal") {
@@ -228,7 +245,8 @@ std::optional<ShapeValue> eval_shape_value(const ir::Node& n,
       if (x.known && y.known) return Elem::of(int64_t(x.v == y.v));
       // a symbolic dim is a size: never negative
       if ((x.symbolic() && y.known && y.v < 0) || (y.symbolic() && x.known && x.v < 0)) return Elem::of(0);
-      if (x.symbolic() && x.sym == y.sym) return Elem::of(1);
+      if (x.affine() && y.affine() && x.sym == y.sym && x.coef == y.coef)
+        return Elem::of(int64_t(x.v == y.v));
       return Elem{};
     });
   }
@@ -307,6 +325,27 @@ bool propagate_shape_values(ir::Graph& g) {
         const bool all = std::all_of(v->d.begin(), v->d.end(), [](const Elem& d) { return d.known; });
         if (all && !is_graph_output(g, n.outputs[0])) known.emplace_back(&n, *v);
         sv[n.outputs[0]] = std::move(*v);
+      }
+    }
+    if (n.op_type == "Range" && n.domain.empty() && n.inputs.size() == 3 && n.outputs.size() == 1 &&
+        n.outputs[0] && (!n.outputs[0]->type.shape || !(*n.outputs[0]->type.shape)[0].known())) {
+      // its length from the shape values of start, limit and delta: max(ceil((limit - start) / delta), 0)
+      auto scalar = [&](size_t i) -> std::optional<Elem> {
+        std::optional<ShapeValue> x = constant_shape_value(n.inputs[i]);
+        if (!x && sv.count(n.inputs[i])) x = sv.at(n.inputs[i]);
+        if (!x || x->d.size() != 1) return std::nullopt;
+        return x->d[0];
+      };
+      const auto start = scalar(0), limit = scalar(1), delta = scalar(2);
+      if (start && limit && delta && delta->known && delta->v != 0) {
+        const Elem span = *limit + start->times(-1);
+        if (span.known) {
+          const int64_t a = std::abs(span.v), d = std::abs(delta->v);
+          const int64_t len = span.v != 0 && (span.v > 0) == (delta->v > 0) ? (a + d - 1) / d : 0;
+          n.outputs[0]->type =
+              ir::TypeInfo::tensor(n.inputs[0]->type.elem, std::vector<ir::Dim>{ir::Dim(len)});
+          changed = true;
+        }
       }
     }
     if ((n.op_type == "Reshape" || n.op_type == "Expand") && n.domain.empty() && n.inputs.size() >= 2 &&

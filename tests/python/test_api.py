@@ -268,7 +268,8 @@ def test_version():
 
 
 def test_kernel_isa():
-    known = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512vnni", "avx512bf16"}
+    known = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512vnni", "avx512bf16",
+             "avx512vbmi"}
     words = tessera.kernel_isa().split()
     assert words == ["portable"] or (words and set(words) <= known), words
 

@@ -406,3 +406,59 @@ def test_shape_values_carry_symbolic_dims():
         for threads in (1, 2):
             got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, {"x": x})[0]
             assert got.shape == want.shape and rel_err(got, want) < 1e-5
+
+
+def _decode_step_model():
+    """A decoder step as PyTorch exports it: x [batch, 1, 512] plus a position embedding gathered at
+    Range(past_len, past_len + 1), then a 512 x 1024 MatMul with bias and Relu, and a classifier-style
+    Gemm [batch, 1024] x [1024, 300]^T."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((512, 1024)).astype(np.float32) * 0.05
+    w2 = rng.standard_normal((300, 1024)).astype(np.float32) * 0.05
+    pos = rng.standard_normal((64, 512)).astype(np.float32)
+    nodes = [
+        helper.make_node("Shape", ["past"], ["ps"]),
+        helper.make_node("Gather", ["ps", "two"], ["plen"], axis=0),
+        helper.make_node("Shape", ["x"], ["xs"]),
+        helper.make_node("Gather", ["xs", "one"], ["seq"], axis=0),
+        helper.make_node("Add", ["plen", "seq"], ["end"]),
+        helper.make_node("Range", ["plen", "end", "one"], ["r"]),
+        helper.make_node("Unsqueeze", ["r", "zero1"], ["ri"]),
+        helper.make_node("Gather", ["pos", "ri"], ["pe"], axis=0),
+        helper.make_node("Add", ["x", "pe"], ["h"]),
+        helper.make_node("MatMul", ["h", "w"], ["mm"]),
+        helper.make_node("Add", ["mm", "b"], ["mb"]),
+        helper.make_node("Relu", ["mb"], ["y"]),
+        helper.make_node("Reshape", ["y", "flat"], ["y2"]),
+        helper.make_node("Gemm", ["y2", "w2"], ["logits"], transB=1),
+    ]
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(w2, "w2"),
+             numpy_helper.from_array(pos, "pos"),
+             numpy_helper.from_array(rng.standard_normal(1024).astype(np.float32), "b"),
+             numpy_helper.from_array(np.array(2, np.int64), "two"),
+             numpy_helper.from_array(np.array(1, np.int64), "one"),
+             numpy_helper.from_array(np.array([0], np.int64), "zero1"),
+             numpy_helper.from_array(np.array([-1, 1024], np.int64), "flat")]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 1, 512]),
+              helper.make_tensor_value_info("past", TensorProto.FLOAT, ["batch", 4, "past_len", 8])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 300])]
+    return _model(nodes, inputs, outputs, inits)
+
+
+def test_decode_step_gemvs_take_coded_weights():
+    """Range(past_len, past_len + 1) has one element (affine shape values), so the MatMul's A is
+    [batch, 1, 512]: one row per batch item, and both GEMMs take coded weights where the CPU has
+    AVX-512 VBMI; batches 1 and 3 (the decoded-panel path) against onnxruntime at 1 and 2 threads."""
+    model = _decode_step_model()
+    text = tessera.InferenceSession(model).graph_text()
+    assert "float32[batch,1,1024] = tessera.FusedGemm(" in text, text
+    coded = "avx512vbmi" in tessera.kernel_isa().split()
+    assert text.count("coded=1") == (2 if coded else 0), text
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for batch, past in ((1, 5), (3, 9)):
+        feeds = {"x": RNG.standard_normal((batch, 1, 512)).astype(np.float32),
+                 "past": RNG.standard_normal((batch, 4, past, 8)).astype(np.float32)}
+        want = ref.run(None, feeds)[0]
+        for threads in (1, 2):
+            got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
+            assert got.shape == want.shape and rel_err(got, want) < 1e-5

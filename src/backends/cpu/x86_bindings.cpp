@@ -56,6 +56,8 @@ void fused_gemm_x86(KernelContext& ctx) {
   const int64_t k = ctx.required_attr_int("K"), n = ctx.required_attr_int("N");
   const int64_t kc = ctx.required_attr_int("kc"), nr = ctx.required_attr_int("nr");
   const bool strassen = ctx.attr_int("strassen", 0) != 0;
+  const bool coded = ctx.attr_int("coded", 0) != 0;
+  using kernels::x86::CodedB;
   using kernels::x86::PackedB;
   using kernels::x86::StrassenB;
   kernels::x86::GemmEpilogue ep;
@@ -65,9 +67,11 @@ void fused_gemm_x86(KernelContext& ctx) {
   if (a0.dtype() != DType::f32 || nr != PackedB::native_nr() ||
       kc != (strassen ? StrassenB::kc_for(k, n) : PackedB::kc_for(k, n)) || a0.rank() < 1 ||
       a0.dim(-1) != k || (strassen && (k % 2 != 0 || n % 2 != 0)) ||
+      (coded && (strassen || !CodedB::available())) ||
       (ctx.attr_int("a_rank", 0) != 0 && a0.rank() != ctx.attr_int("a_rank", 0)) ||
-      size_t(bp.numel()) !=
-          (strassen ? StrassenB::packed_floats(k, n, kc, nr) : PackedB::packed_floats(k, n, kc, nr)) ||
+      bp.dtype() != (coded ? DType::u8 : DType::f32) ||
+      (!coded && size_t(bp.numel()) != (strassen ? StrassenB::packed_floats(k, n, kc, nr)
+                                                 : PackedB::packed_floats(k, n, kc, nr))) ||
       !act || (bias && (bias->dtype() != DType::f32 || bias->numel() != n)) ||
       (res0 && res0->dtype() != DType::f32)) {
     run_ref(ctx, "tessera");  // checks and reports what is wrong
@@ -75,7 +79,11 @@ void fused_gemm_x86(KernelContext& ctx) {
   }
   // C (m x N, rows N apart) = A * B with the epilogue, over the classical or the Strassen packing
   auto gemm = [&](int64_t m, const float* ap, float* c, const kernels::x86::GemmEpilogue& e) {
-    if (strassen)
+    if (coded)
+      kernels::x86::sgemm_coded(m, ap, k, false,
+                                CodedB::view(bp.data<uint8_t>(), bp.nbytes(), k, n, kc, bp.storage()), c, n,
+                                e, ctx.pool());
+    else if (strassen)
       kernels::x86::sgemm_strassen(m, ap, k, false,
                                    StrassenB::view(bp.data<float>(), k, n, kc, nr, bp.storage()), c, n, e,
                                    ctx.pool());

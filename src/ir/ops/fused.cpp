@@ -170,6 +170,7 @@ void register_fused_schemas(OpRegistry& r) {
                             {"kc", K::i},
                             {"nr", K::i},
                             {"strassen", K::i},
+                            {"coded", K::i},
                             {"a_rank", K::i},
                             {"activation", K::s},
                             {"clip_min", K::f},

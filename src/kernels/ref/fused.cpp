@@ -38,15 +38,20 @@ void fused_gemm(KernelContext& ctx) {
   const Tensor* bias = ctx.input(2);
   const int64_t k = ctx.required_attr_int("K"), n = ctx.required_attr_int("N");
   const int64_t kc = ctx.required_attr_int("kc"), nr = ctx.required_attr_int("nr");
-  ctx.check(a.dtype() == DType::f32 && bp.dtype() == DType::f32, "FusedGemm takes float32");
+  const bool coded = ctx.attr_int("coded", 0) != 0;
+  ctx.check(a.dtype() == DType::f32 && bp.dtype() == (coded ? DType::u8 : DType::f32),
+            "FusedGemm takes float32 (coded weights: uint8)");
   ctx.check(a.rank() >= 1 && a.dim(-1) == k, "A ", a.text(), " does not have K = ", k, " columns");
   const int64_t a_rank = ctx.attr_int("a_rank", 0);
   ctx.check(a_rank == 0 || a.rank() == a_rank, "A must have rank ", a_rank, " (Gemm), got ", a.text());
   const bool strassen = ctx.attr_int("strassen", 0) != 0;
   ctx.check(!strassen || (k % 2 == 0 && n % 2 == 0), "Strassen packing needs an even K and N");
-  ctx.check(size_t(bp.numel()) == (strassen ? x86::StrassenB::packed_floats(k, n, kc, nr)
-                                            : x86::PackedB::packed_floats(k, n, kc, nr)),
+  ctx.check(!(coded && strassen), "FusedGemm: coded and strassen exclude each other");
+  ctx.check(coded || size_t(bp.numel()) == (strassen ? x86::StrassenB::packed_floats(k, n, kc, nr)
+                                                     : x86::PackedB::packed_floats(k, n, kc, nr)),
             "packed B has the wrong size");
+  if (coded)  // checks the coding's header and size (an error naming what is wrong)
+    x86::CodedB::view(bp.data<uint8_t>(), bp.nbytes(), k, n, kc, nullptr);
   const std::string act = activation_attr(ctx, "activation", true);
   const double lo = ctx.attr_float("clip_min", 0), hi = ctx.attr_float("clip_max", 0);
   Shape os = a.shape();
@@ -56,15 +61,16 @@ void fused_gemm(KernelContext& ctx) {
   ctx.check(!res0 || res0->dtype() == DType::f32, "Residual must be float32");
   const int64_t m = k ? a.numel() / k : 0;
   const float* ap = a.data<float>();
-  const float* bd = bp.data<float>();
+  const float* bd = coded ? nullptr : bp.data<float>();
   const float* bb = bias ? bias->data<float>() : nullptr;
   std::vector<double> prod(size_t(m * n));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double s = bb ? bb[j] : 0.0;
       for (int64_t p = 0; p < k; ++p)
-        s += double(ap[i * k + p]) * (strassen ? x86::StrassenB::at(bd, k, n, kc, nr, p, j)
-                                               : x86::PackedB::at(bd, k, n, kc, nr, p, j));
+        s += double(ap[i * k + p]) * (coded ? x86::CodedB::at(bp.data<uint8_t>(), bp.nbytes(), k, n, kc, p, j)
+                                      : strassen ? x86::StrassenB::at(bd, k, n, kc, nr, p, j)
+                                                 : x86::PackedB::at(bd, k, n, kc, nr, p, j));
       prod[size_t(i * n + j)] = s;
     }
   if (!res0) {
