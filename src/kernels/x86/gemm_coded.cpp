@@ -42,11 +42,6 @@ float float_of(uint32_t u) {
   return f;
 }
 
-// B's element (p, j) in memory (K x N, or N x K when trans_b)
-float element(const float* b, int64_t ldb, bool trans_b, int64_t p, int64_t j) {
-  return trans_b ? b[j * ldb + p] : b[p * ldb + j];
-}
-
 // Portable decoding of one record's column (reference reads; the kernels decode 64 at once).
 float decode(const uint8_t* rec, const uint32_t* table, int64_t col) {
   const int64_t v = col / 16, l = col % 16;
@@ -65,9 +60,17 @@ bool CodedB::available() {
 CodedB::Plan CodedB::plan(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n) {
   Plan pl;
   pl.kc = PackedB::kc_for(k, n);
-  std::vector<int64_t> count(256, 0);
-  for (int64_t p = 0; p < k; ++p)
-    for (int64_t j = 0; j < n; ++j) ++count[bits_of(element(b, ldb, trans_b, p, j)) >> 24];
+  // four interleaved histograms: consecutive weights mostly share a top byte, and one counter would wait on
+  // its own last increment
+  std::vector<int64_t> hist(4 * 256, 0), count(256, 0);
+  const int64_t rows = trans_b ? n : k, cols = trans_b ? k : n;  // B as stored
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = b + r * ldb;
+    for (int64_t c = 0; c < cols; ++c) ++hist[size_t((c & 3) * 256 + (bits_of(row[c]) >> 24))];
+  }
+  for (int t = 0; t < 256; ++t)
+    count[size_t(t)] =
+        hist[size_t(t)] + hist[size_t(256 + t)] + hist[size_t(512 + t)] + hist[size_t(768 + t)];
   std::vector<int> order(256);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -110,24 +113,28 @@ void CodedB::pack_into(uint8_t* dst, const Plan& pl, const float* b, int64_t ldb
     for (int64_t j = 0; j < panels; ++j) {
       index[blk * panels + j] = e;
       uint8_t* rec = recs + pc * panels * kRow + j * kcb * kRow;
+      const int64_t valid = std::min(kNr, n - j * kNr);
       for (int64_t p = 0; p < kcb; ++p, rec += kRow) {
-        std::memset(rec + 192, 0, 32);
+        uint32_t w[kNr] = {};
+        uint8_t codes[kNr];
+        if (!trans_b)
+          std::memcpy(w, b + (pc + p) * ldb + j * kNr, size_t(valid) * sizeof(float));
+        else
+          for (int64_t col = 0; col < valid; ++col) w[col] = bits_of(b[(j * kNr + col) * ldb + pc + p]);
         for (int64_t col = 0; col < kNr; ++col) {
-          const int64_t jj = j * kNr + col;
-          uint32_t u = 0;
-          uint8_t c = 15;  // padding columns: +0, no escape
-          if (jj < n) {
-            u = bits_of(element(b, ldb, trans_b, pc + p, jj));
-            c = pl.code[u >> 24];
-            if (c == 15) {
-              check(e < uint32_t(pl.escapes), ErrorCode::internal,
-                    "coded weights: more escapes than planned");
-              esc[e++] = CodedEscape{uint16_t(p), uint8_t(col), 0, float_of(u)};
-              u = 0;
-            }
+          codes[col] = col < valid ? pl.code[w[col] >> 24] : uint8_t(15);  // padding: +0, no escape
+          if (codes[col] == 15 && col < valid) {
+            check(e < uint32_t(pl.escapes), ErrorCode::internal, "coded weights: more escapes than planned");
+            esc[e++] = CodedEscape{uint16_t(p), uint8_t(col), 0, float_of(w[col])};
+            w[col] = 0;
           }
-          rec[3 * col] = uint8_t(u), rec[3 * col + 1] = uint8_t(u >> 8), rec[3 * col + 2] = uint8_t(u >> 16);
-          rec[192 + (col / 32) * 16 + col % 16] |= uint8_t(c << (4 * ((col / 16) & 1)));
+        }
+        // low three bytes: four at a time, each overwriting the last one's fourth
+        for (int64_t col = 0; col + 1 < kNr; ++col) std::memcpy(rec + 3 * col, &w[col], 4);
+        std::memcpy(rec + 3 * (kNr - 1), &w[kNr - 1], 3);
+        for (int64_t l = 0; l < 16; ++l) {
+          rec[192 + l] = uint8_t(codes[l] | codes[16 + l] << 4);
+          rec[208 + l] = uint8_t(codes[32 + l] | codes[48 + l] << 4);
         }
       }
     }
