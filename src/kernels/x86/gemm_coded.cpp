@@ -225,39 +225,60 @@ void sgemm_coded(int64_t m, const float* a, int64_t lda, bool trans_a, const Cod
     if (e.residual) e.residual += j0;
     return e;
   };
+  // Up to kRows rows decode each panel row in registers (once per group of 6 rows); more decode a few panels
+  // at a time into PackedB's layout for its kernel (the decoding then costs little against the FMAs).
+  constexpr int64_t kRows = 32;
+  const bool gelu = ep.act == Activation::gelu_erf || ep.act == Activation::gelu_tanh;
+  // A with K contiguous (rows lda apart): the caller's, or a copy of a transposed one with more than one row
+  std::vector<float> a_rows;
+  const float* ar = a;
+  int64_t lda_r = lda;
+  if (trans_a && m > 1 && m <= kRows) {
+    a_rows.resize(size_t(m * k));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p) a_rows[size_t(i * k + p)] = a[p * lda + i];
+    ar = a_rows.data(), lda_r = k;
+  }
   auto range = [&](int64_t p0, int64_t p1) {
-    if (m == 1 && k > 0) {
+    if (m <= kRows && k > 0) {
       // whole panels straight into C, one K block after another; a partial last panel into a tile
       const int64_t whole = std::min(p1, n / kNr) - p0;
-      alignas(64) float tail[kNr];
-      const float* ap = a;
-      const int64_t cs_a = trans_a ? lda : 1;
-      const bool gelu = ep.act == Activation::gelu_erf || ep.act == Activation::gelu_tanh;
+      alignas(64) float tail[kRows * kNr];
+      const int64_t cs_a = trans_a ? lda : 1;  // one row: A's stride along K
       for (int64_t pc = 0; pc < k; pc += kc) {
         const int64_t kcb = std::min(kc, k - pc);
         const bool first = pc == 0, last = pc + kcb >= k;
+        auto product = [&](int64_t j0, int64_t count, float* cp, int64_t ldc_p, float beta,
+                           const UkrEpilogue* u) {
+          if (m == 1)
+            f32_gemv_coded_64__avx512vbmi(kcb, a + pc * cs_a, cs_a, b.panel(pc, j0), count, b.table(),
+                                          b.escape_index(pc, j0), b.escape_list(), b.escapes(), cp, ep.alpha,
+                                          beta, u);
+          else
+            f32_gemm_coded_rows_64__avx512vbmi(m, kcb, ar + pc, lda_r, b.panel(pc, j0), count, b.table(),
+                                               b.escape_index(pc, j0), b.escape_list(), b.escapes(), cp,
+                                               ldc_p, ep.alpha, beta, u);
+        };
         if (whole > 0) {
-          GemmEpilogue e = offset(p0 * kNr);
-          UkrEpilogue u{e.bias,     e.row_bias, e.residual, e.ldr, gelu ? Activation::none : e.act,
-                        e.clip_min, e.clip_max};
-          f32_gemv_coded_64__avx512vbmi(kcb, ap + pc * cs_a, cs_a, b.panel(pc, p0), whole, b.table(),
-                                        b.escape_index(pc, p0), b.escape_list(), b.escapes(), c + p0 * kNr,
-                                        ep.alpha, first ? ep.beta : 1.0f, last ? &u : nullptr);
+          const GemmEpilogue e = offset(p0 * kNr);
+          const UkrEpilogue u{e.bias,     e.row_bias, e.residual, e.ldr, gelu ? Activation::none : e.act,
+                              e.clip_min, e.clip_max};
+          product(p0, whole, c + p0 * kNr, ldc, first ? ep.beta : 1.0f, last ? &u : nullptr);
         }
-        if (p0 + whole < p1)
-          f32_gemv_coded_64__avx512vbmi(kcb, ap + pc * cs_a, cs_a, b.panel(pc, p0 + whole), 1, b.table(),
-                                        b.escape_index(pc, p0 + whole), b.escape_list(), b.escapes(), tail,
-                                        ep.alpha, first ? 0.0f : 1.0f, nullptr);
+        if (p0 + whole < p1) product(p0 + whole, 1, tail, kNr, first ? 0.0f : 1.0f, nullptr);
       }
       if (whole > 0 && gelu)
-        gemm_apply_activation(ep.act, ep.clip_min, ep.clip_max, c + p0 * kNr, whole * kNr);
+        for (int64_t i = 0; i < m; ++i)
+          gemm_apply_activation(ep.act, ep.clip_min, ep.clip_max, c + i * ldc + p0 * kNr, whole * kNr);
       if (p0 + whole < p1) {
         const int64_t j0 = (p0 + whole) * kNr;
         const GemmEpilogue e = offset(j0);
         const UkrEpilogue u{e.bias,     e.row_bias, e.residual, e.ldr, gelu ? Activation::none : e.act,
                             e.clip_min, e.clip_max};
-        ukr_store_tile(tail, 0, c + j0, ldc, 1, n - j0, ep.beta, &u);
-        if (gelu) gemm_apply_activation(ep.act, ep.clip_min, ep.clip_max, c + j0, n - j0);
+        ukr_store_tile(tail, kNr, c + j0, ldc, m, n - j0, ep.beta, &u);
+        if (gelu)
+          for (int64_t i = 0; i < m; ++i)
+            gemm_apply_activation(ep.act, ep.clip_min, ep.clip_max, c + i * ldc + j0, n - j0);
       }
       return;
     }

@@ -11,7 +11,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <utility>
 
 #include "kernels/x86/gemm.h"
 
@@ -19,6 +21,8 @@ namespace tessera::kernels::x86 {
 namespace {
 
 constexpr int kRow = int(CodedB::kRowBytes);
+// Several rows of A: how many panel rows ahead their loop prefetches (one stream, paced by their FMAs)
+constexpr int64_t kAhead = 16;
 
 struct Decoder {
   __m512i table, spread;
@@ -28,6 +32,18 @@ struct Decoder {
     for (int l = 0; l < 16; ++l)
       for (int q = 0; q < 4; ++q) ix[4 * l + q] = uint8_t(q < 3 ? 3 * l + q : 0);
     spread = _mm512_load_si512(ix);
+  }
+  // the two vectors of half h (columns 32h .. 32h + 31) of one row record
+  void half(const uint8_t* r, int h, __m512 w[2]) const {
+    const __m512i c =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 192 + 16 * h)));
+    const __m512i idx[2] = {c, _mm512_srli_epi32(c, 4)};
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; ++v) {
+      const __m512i top = _mm512_permutexvar_epi32(idx[v], table);
+      w[v] = _mm512_castsi512_ps(
+          _mm512_mask_permutexvar_epi8(top, kLow3, spread, _mm512_loadu_si512(r + 96 * h + 48 * v)));
+    }
   }
   // the four vectors of one row record
   void row(const uint8_t* r, __m512 w[4]) const {
@@ -128,6 +144,140 @@ void f32_gemv_coded_64__avx512vbmi(int64_t kc, const float* a, int64_t cs_a, con
   for (int64_t j = per * G; j < npanels; ++j)
     panel_group<1>(d, kc, a, cs_a, b + j * pstride, 1, esc_index + j, esc, esc_total, c + j * 64, alpha, beta,
                    at(e, j * 64));
+}
+
+namespace {
+
+// R rows of A (rows lda apart) against kc rows of one panel, V vectors of it from vector v0 (all four, or a
+// half: R up to 12 rows in 2R sums): the sums, the escapes of those columns, then alpha, beta and ep per row
+// (row_bias and residual at rows i; ldc between C's rows; c, bias and residual at the panel's column 0).
+template <int R, int V>
+void rows_panel(const Decoder& d, int64_t kc, const float* a, int64_t lda, const uint8_t* b, int v0,
+                const uint32_t* esc_index, const CodedEscape* esc, int64_t esc_total, float* c, int64_t ldc,
+                float alpha, float beta, const UkrEpilogue* ep) {
+  __m512 acc[R][V];
+#pragma GCC unroll 12
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) acc[i][v] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p) {
+    if (v0 == 0 && p + kAhead < kc) {  // the first pass over the panel reads it from memory
+      const char* f = reinterpret_cast<const char*>(b + (p + kAhead) * kRow);
+      _mm_prefetch(f, _MM_HINT_T0), _mm_prefetch(f + 64, _MM_HINT_T0);
+      _mm_prefetch(f + 128, _MM_HINT_T0), _mm_prefetch(f + 192, _MM_HINT_T0);
+    }
+    __m512 w[V];
+    if constexpr (V == 4)
+      d.row(b + p * kRow, w);
+    else
+      d.half(b + p * kRow, v0 / 2, w);
+#pragma GCC unroll 12
+    for (int i = 0; i < R; ++i) {
+      const __m512 av = _mm512_set1_ps(a[i * lda + p]);
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) acc[i][v] = _mm512_fmadd_ps(av, w[v], acc[i][v]);
+    }
+  }
+  const int64_t e0 = std::min<int64_t>(esc_index[0], esc_total),
+                e1 = std::min<int64_t>(esc_index[1], esc_total);
+  const int64_t col0 = v0 * 16, col1 = col0 + V * 16;
+  for (int64_t e = e0; e < e1; ++e) {
+    if (esc[e].row >= kc || esc[e].col < col0 || esc[e].col >= col1) continue;
+    // rare (a few a panel): through memory
+    alignas(64) float s[R][V * 16];
+#pragma GCC unroll 12
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) _mm512_store_ps(s[i] + 16 * v, acc[i][v]);
+    for (; e < e1; ++e)
+      if (esc[e].row < kc && esc[e].col >= col0 && esc[e].col < col1)
+        for (int i = 0; i < R; ++i) s[i][esc[e].col - col0] += a[i * lda + esc[e].row] * esc[e].value;
+#pragma GCC unroll 12
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) acc[i][v] = _mm512_load_ps(s[i] + 16 * v);
+  }
+  const __m512 valpha = _mm512_set1_ps(alpha), vbeta = _mm512_set1_ps(beta);
+#pragma GCC unroll 12
+  for (int i = 0; i < R; ++i) {
+    const __m512 rb = _mm512_set1_ps(ep && ep->row_bias ? ep->row_bias[i] : 0.0f);
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      const int64_t j = col0 + v * 16;
+      float* ci = c + i * ldc + j;
+      __m512 x = alpha == 1.0f ? acc[i][v] : _mm512_mul_ps(valpha, acc[i][v]);
+      if (beta != 0.0f) x = _mm512_fmadd_ps(vbeta, _mm512_loadu_ps(ci), x);
+      if (ep) {
+        if (ep->bias) x = _mm512_add_ps(x, _mm512_loadu_ps(ep->bias + j));
+        if (ep->row_bias) x = _mm512_add_ps(x, rb);
+        if (ep->residual) x = _mm512_add_ps(x, _mm512_loadu_ps(ep->residual + i * ep->ldr + j));
+        if (ep->act == Activation::relu)
+          x = _mm512_max_ps(x, _mm512_setzero_ps());
+        else if (ep->act == Activation::clip)
+          x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(ep->clip_min)), _mm512_set1_ps(ep->clip_max));
+      }
+      _mm512_storeu_ps(ci, x);
+    }
+  }
+}
+
+using RowsFn = void (*)(const Decoder&, int64_t, const float*, int64_t, const uint8_t*, int, const uint32_t*,
+                        const CodedEscape*, int64_t, float*, int64_t, float, float, const UkrEpilogue*);
+template <int... R>
+constexpr std::array<RowsFn, sizeof...(R)> rows_table(int, std::integer_sequence<int, R...>) {
+  return {&rows_panel<R + 1, 2>...};
+}
+// full panels for 1-6 rows, halves for 7-12 (index h - 1)
+constexpr std::array<RowsFn, 6> kFull = {&rows_panel<1, 4>, &rows_panel<2, 4>, &rows_panel<3, 4>,
+                                         &rows_panel<4, 4>, &rows_panel<5, 4>, &rows_panel<6, 4>};
+constexpr std::array<RowsFn, 12> kHalf = rows_table(0, std::make_integer_sequence<int, 12>{});
+
+// The epilogue of rows [row, ...)
+const UkrEpilogue* rows_from(const UkrEpilogue* ep, UkrEpilogue& e, int64_t row) {
+  if (!ep) return nullptr;
+  e = *ep;
+  if (e.row_bias) e.row_bias += row;
+  if (e.residual) e.residual += row * e.ldr;
+  return &e;
+}
+
+}  // namespace
+
+// Each panel row is decoded in registers once per group of rows: up to 6 rows against all 64 columns (4
+// vectors), more in groups of up to 12 (balanced: 16 -> 8, 8) against each half of the panel in turn. A
+// decoded vector costs two shuffles, which share Zen 4's FP pipes with the FMAs: per row of A, 64 columns
+// take 4 FMAs against 8 shuffles once per group. Measured (Zen 4 VM, GPT-2's 49 decode matrices, one thread):
+// M = 2-6 0.67-0.94x the time of the same product over PackedB; M = 8 as two groups of 4 over whole panels
+// was 1.3x slower (the decoding twice), and decoding a 64-row pass into L1 for every group to read 2x (the
+// decoding then waits on memory with no FMAs to overlap).
+void f32_gemm_coded_rows_64__avx512vbmi(int64_t m, int64_t kc, const float* a, int64_t lda, const uint8_t* b,
+                                        int64_t npanels, const uint32_t* table, const uint32_t* esc_index,
+                                        const CodedEscape* esc, int64_t esc_total, float* c, int64_t ldc,
+                                        float alpha, float beta, const UkrEpilogue* ep) {
+  const Decoder d(table);
+  const int64_t pstride = kc * kRow;
+  const bool full = m <= 6;
+  const int64_t most = full ? 6 : 12, groups = (m + most - 1) / most, base = m / groups, extra = m % groups;
+  UkrEpilogue e;
+  for (int64_t j = 0; j < npanels; ++j) {
+    UkrEpilogue ej;
+    const UkrEpilogue* epj = nullptr;
+    if (ep) {
+      ej = *ep;
+      if (ej.bias) ej.bias += j * 64;
+      if (ej.residual) ej.residual += j * 64;
+      epj = &ej;
+    }
+    for (int64_t g = 0, row = 0; g < groups; ++g) {
+      const int64_t h = base + (g < extra);
+      for (int half = 0; half < (full ? 1 : 2); ++half) {
+        const RowsFn fn = full ? kFull[size_t(h - 1)] : kHalf[size_t(h - 1)];
+        fn(d, kc, a + row * lda, lda, b + j * pstride, 2 * half, esc_index + j, esc, esc_total,
+           c + row * ldc + j * 64, ldc, alpha, beta, rows_from(epj, e, row));
+      }
+      row += h;
+    }
+  }
 }
 
 void f32_decode_coded_rows__avx512vbmi(const uint8_t* rec, int64_t rows, const uint32_t* table, float* dst) {
