@@ -315,7 +315,8 @@ TEST(X86Gemm, StrassenMatchesReference) {
 }
 
 // Coded weights: lossless (every element reads back bit for bit, escapes included), and the GEMM over them
-// matches the reference for one row (the decoding GEMV) and several (decoded panels), every epilogue,
+// matches the reference for one row (the decoding GEMV), up to 32 (decoded per row group) and more (decoded
+// panels), every epilogue,
 // transposes, K in several blocks, N with and without a partial last panel, one and two threads.
 TEST(X86Gemm, CodedMatchesReference) {
   ThreadPool pool(2);
@@ -323,7 +324,8 @@ TEST(X86Gemm, CodedMatchesReference) {
   for (const Case& c :
        {Case{1, 1, 1, false, false}, Case{1, 70, 7, false, true}, Case{1, 320, 300, true, false},
         Case{1, 1000, 1100, false, false}, Case{1, 128, 64, false, true}, Case{2, 130, 400, false, false},
-        Case{5, 65, 769, true, true}, Case{33, 200, 130, false, false}}) {
+        Case{5, 65, 769, true, true}, Case{4, 1000, 1100, false, false}, Case{12, 200, 1100, false, true},
+        Case{16, 130, 800, true, false}, Case{32, 64, 50, false, true}, Case{33, 200, 130, false, false}}) {
     std::mt19937 rng(unsigned(c.m * 31 + c.n * 7 + c.k));
     const int64_t lda = (c.ta ? c.m : c.k) + 3, ldb = (c.tb ? c.k : c.n) + 5, ldc = c.n + 2;
     const auto a = random_vec(size_t((c.ta ? c.k : c.m) * lda), rng);
