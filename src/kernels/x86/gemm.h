@@ -279,6 +279,10 @@ void f32_gemm_coded_rows_64__avx512vbmi(int64_t m, int64_t kc, const float* a, i
                                         int64_t npanels, const uint32_t* table, const uint32_t* esc_index,
                                         const CodedEscape* esc, int64_t esc_total, float* c, int64_t ldc,
                                         float alpha, float beta, const UkrEpilogue* ep);
+// Codes one panel row: w[0 : valid] (the rest padding) into rec (kRowBytes) with code_of (256 entries, 15:
+// escape); the escapes, in column order, into esc (64 at most) with their row; returns how many.
+int64_t f32_code_row__avx512vbmi(const float* w, int64_t valid, const uint8_t* code_of, uint8_t* rec,
+                                 CodedEscape* esc, uint16_t row);
 // rows x 64 coded floats (records as above) into dst (rows x 64 floats); escapes decode to +0.
 void f32_decode_coded_rows__avx512vbmi(const uint8_t* rec, int64_t rows, const uint32_t* table, float* dst);
 

@@ -108,6 +108,7 @@ void CodedB::pack_into(uint8_t* dst, const Plan& pl, const float* b, int64_t ldb
   auto* esc = reinterpret_cast<CodedEscape*>(reinterpret_cast<uint8_t*>(index) + index_bytes(k, n, kc));
   std::memset(index, 0, index_bytes(k, n, kc));
   uint32_t e = 0;
+  const bool vector = available();  // the same bytes, 64 weights at a time
   for (int64_t blk = 0; blk < blocks; ++blk) {
     const int64_t pc = blk * kc, kcb = std::max<int64_t>(std::min(kc, k - pc), 0);
     for (int64_t j = 0; j < panels; ++j) {
@@ -115,6 +116,16 @@ void CodedB::pack_into(uint8_t* dst, const Plan& pl, const float* b, int64_t ldb
       uint8_t* rec = recs + pc * panels * kRow + j * kcb * kRow;
       const int64_t valid = std::min(kNr, n - j * kNr);
       for (int64_t p = 0; p < kcb; ++p, rec += kRow) {
+        if (vector && !trans_b) {
+          CodedEscape found[kNr];
+          const int64_t count =
+              f32_code_row__avx512vbmi(b + (pc + p) * ldb + j * kNr, valid, pl.code, rec, found, uint16_t(p));
+          check(e + count <= uint64_t(pl.escapes), ErrorCode::internal,
+                "coded weights: more escapes than planned");
+          std::copy(found, found + count, esc + e);
+          e += uint32_t(count);
+          continue;
+        }
         uint32_t w[kNr] = {};
         uint8_t codes[kNr];
         if (!trans_b)
