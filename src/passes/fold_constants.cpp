@@ -328,7 +328,9 @@ bool propagate_shape_values(ir::Graph& g) {
       }
     }
     if (n.op_type == "Range" && n.domain.empty() && n.inputs.size() == 3 && n.outputs.size() == 1 &&
-        n.outputs[0] && (!n.outputs[0]->type.shape || !(*n.outputs[0]->type.shape)[0].known())) {
+        n.outputs[0] &&
+        (!n.outputs[0]->type.shape || n.outputs[0]->type.shape->size() != 1 ||
+         !(*n.outputs[0]->type.shape)[0].known())) {
       // its length from the shape values of start, limit and delta: max(ceil((limit - start) / delta), 0)
       auto scalar = [&](size_t i) -> std::optional<Elem> {
         std::optional<ShapeValue> x = constant_shape_value(n.inputs[i]);
