@@ -462,3 +462,47 @@ def test_decode_step_gemvs_take_coded_weights():
         for threads in (1, 2):
             got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
             assert got.shape == want.shape and rel_err(got, want) < 1e-5
+
+
+def test_affine_shape_values():
+    """Shape values affine in a symbol: (past_len + 4) - past_len folds to 4, so the Reshape's target is
+    constant; Range(past_len + 2, past_len + 5) has 3 elements; batch * 6 stays unknown but computes."""
+    nodes = [
+        helper.make_node("Shape", ["past"], ["ps"]),
+        helper.make_node("Gather", ["ps", "two"], ["plen"], axis=0),
+        helper.make_node("Add", ["plen", "four"], ["p4"]),
+        helper.make_node("Sub", ["p4", "plen"], ["d"]),
+        helper.make_node("Unsqueeze", ["d", "zero1"], ["d1"]),
+        helper.make_node("Concat", ["d1", "minus1"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["x", "shape"], ["y"]),
+        helper.make_node("Add", ["plen", "two"], ["s"]),
+        helper.make_node("Add", ["plen", "five"], ["e"]),
+        helper.make_node("Range", ["s", "e", "one"], ["r"]),
+        helper.make_node("Gather", ["ps", "zero"], ["b"], axis=0),
+        helper.make_node("Mul", ["b", "six"], ["b6"]),
+        helper.make_node("Unsqueeze", ["b6", "zero1"], ["b61"]),
+        helper.make_node("Concat", ["b61", "minus1"], ["fshape"], axis=0),
+        helper.make_node("Reshape", ["past", "fshape"], ["flat"]),
+    ]
+    ints = {"two": 2, "four": 4, "five": 5, "one": 1, "zero": 0, "six": 6}
+    inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in ints.items()]
+    inits += [numpy_helper.from_array(np.array([0], np.int64), "zero1"),
+              numpy_helper.from_array(np.array([-1], np.int64), "minus1")]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 6]),
+              helper.make_tensor_value_info("past", TensorProto.FLOAT, ["batch", 2, "past_len", 3])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+               helper.make_tensor_value_info("r", TensorProto.INT64, None),
+               helper.make_tensor_value_info("flat", TensorProto.FLOAT, None)]
+    g = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
+    text = tessera.InferenceSession(model).graph_text()
+    assert "%y: float32[4,12] = Reshape(" in text, text
+    assert "%r: int64[3] = Range(" in text, text
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for batch, past in ((1, 5), (2, 7)):
+        feeds = {"x": RNG.standard_normal((8, 6)).astype(np.float32),
+                 "past": RNG.standard_normal((batch, 2, past, 3)).astype(np.float32)}
+        want = ref.run(None, feeds)
+        got = tessera.InferenceSession(model).run(None, feeds)
+        for w, o in zip(want, got):
+            assert w.shape == o.shape and np.array_equal(w, o)
