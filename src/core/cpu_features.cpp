@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -13,6 +15,23 @@
 namespace tessera {
 
 namespace {
+#if defined(__linux__)
+// The size of cpu0's cache of this level from sysfs ("32768K"), or 0.
+long sysfs_cache_bytes(int level) {
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::ifstream lv(dir + "level"), sz(dir + "size");
+    int l = 0;
+    std::string size;
+    if (!(lv >> l) || l != level || !(sz >> size) || size.empty()) continue;
+    const long n = std::strtol(size.c_str(), nullptr, 10);
+    const char unit = size.back();
+    return unit == 'K' ? n << 10 : unit == 'M' ? n << 20 : n;
+  }
+  return 0;
+}
+#endif
+
 CpuFeatures detect() {
   CpuFeatures f;
 #if defined(__x86_64__)
@@ -46,6 +65,10 @@ CpuFeatures detect() {
 #endif
 #if defined(_SC_LEVEL2_CACHE_SIZE)
   if (const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0) f.l2_bytes = l2;
+#endif
+#if defined(__linux__)
+  // sysfs, as lscpu: glibc's _SC_LEVEL3_CACHE_SIZE reported 320 MiB on a VM whose L3 is 32 MiB
+  if (const long l3 = sysfs_cache_bytes(3); l3 > 0) f.l3_bytes = l3;
 #endif
 #if defined(TESSERA_EMULATE_AVX512)
   // testing build: the AVX-512 kernels run on SIMDe over AVX2 (CMake option TESSERA_EMULATE_AVX512)

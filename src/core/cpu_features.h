@@ -14,6 +14,9 @@ struct CpuFeatures {
   bool amd = false;
   // Per-core L2 size in bytes (the OS's report; 1 MiB where it gives none): GEMM cache blocking.
   long l2_bytes = 1 << 20;
+  // Last-level (L3) cache in bytes (the OS's report; 8 MiB where it gives none): whether weights stay cached
+  // from run to run.
+  long l3_bytes = 8 << 20;
   // What the avx512f kernel folders are compiled for (-mavx512f/bw/vl/dq): dispatch to them needs all four.
   bool avx512_core() const { return avx512f && avx512bw && avx512vl && avx512dq; }
   std::string describe() const;

@@ -445,11 +445,14 @@ def _decode_step_model():
     return _model(nodes, inputs, outputs, inits)
 
 
-def test_decode_step_gemvs_take_coded_weights():
+def test_decode_step_gemvs_take_coded_weights(monkeypatch):
     """Range(past_len, past_len + 1) has one element (affine shape values), so the MatMul's A is
     [batch, 1, 512]: one row per batch item, and both GEMMs take coded weights where the CPU has
-    AVX-512 VBMI; batches 1 and 3 (the decoded-panel path) against onnxruntime at 1 and 2 threads."""
+    AVX-512 VBMI (TESSERA_CODED=1: the model's 3.5 MB would otherwise stay in the L3 and keep f32); batches 1 and
+    3 (the row-group kernel) against onnxruntime at 1 and 2 threads."""
     model = _decode_step_model()
+    assert "coded=1" not in tessera.InferenceSession(model).graph_text()  # small enough to stay cached
+    monkeypatch.setenv("TESSERA_CODED", "1")
     text = tessera.InferenceSession(model).graph_text()
     assert "float32[batch,1,1024] = tessera.FusedGemm(" in text, text
     coded = "avx512vbmi" in tessera.kernel_isa().split()

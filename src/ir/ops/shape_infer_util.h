@@ -35,13 +35,24 @@ inline Dims unknown_dims(int64_t rank) { return Dims(size_t(rank)); }
 inline Dims dims_of(const Shape& s) { return Dims(s.begin(), s.end()); }
 
 // Product of dims, or unknown.
+// The product of dims [b, e): known when all are (or one is 0), a symbolic dim when it is the only unknown one
+// and the others multiply to 1 (Flatten of [batch, 512, 1, 1]: [batch, 512]), else unknown.
 inline Dim dims_product(const Dims& d, size_t b, size_t e) {
   int64_t p = 1;
+  const Dim* sym = nullptr;
+  bool unknown = false;
   for (size_t i = b; i < e; ++i) {
-    if (!d[i].known()) return Dim();
-    p *= d[i].value;
+    if (d[i].known()) {
+      p *= d[i].value;
+    } else if (!d[i].symbol.empty() && !sym && !unknown) {
+      sym = &d[i];
+    } else {
+      unknown = true;
+    }
   }
-  return Dim(p);
+  if (p == 0) return Dim(0);
+  if (unknown || (sym && p != 1)) return Dim();
+  return sym ? *sym : Dim(p);
 }
 
 inline void set_sequence_output(InferenceContext& ctx, size_t i, DType elem) {
