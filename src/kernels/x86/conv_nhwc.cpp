@@ -1002,6 +1002,18 @@ void conv2d_nchw_in_f32(const Conv2dParams& p, const float* x, const float* wp, 
         for (int64_t ci = 0; ci < C; ++ci)
           nchw_phase_rows_avx512f(x + ((img * C + ci) * H + iy) * W, W, p.pad_l, S, len,
                                   buf + (iy - iy_lo) * per_row + ci * S * len);
+      // The next band's input rows, for reading, while this band computes: the input is cold when a run
+      // starts (MobileNetV2's stem took 0.36 ms in the model against 0.26 with the cache warm).
+      if (oy1 < OH) {
+        const int64_t ny_lo = std::clamp<int64_t>(oy1 * p.sh - p.pad_t, 0, H),
+                      ny_hi = std::clamp<int64_t>((std::min(OH, oy1 + kBand) - 1) * p.sh - p.pad_t + p.kh,
+                                                  ny_lo, H);
+        for (int64_t ci = 0; ci < C; ++ci) {
+          const char* rows = reinterpret_cast<const char*>(x + ((img * C + ci) * H + ny_lo) * W);
+          for (int64_t off = 0; off < (ny_hi - ny_lo) * W * int64_t(sizeof(float)); off += 64)
+            __builtin_prefetch(rows + off, 0, 3);
+        }
+      }
       for (int64_t oy = oy0; oy < oy1; ++oy) {
         for (int64_t r = 0; r < p.kh; ++r) {
           const int64_t iy = oy * p.sh - p.pad_t + r;
