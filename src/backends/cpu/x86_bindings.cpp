@@ -1,6 +1,7 @@
 // Binds the tuned x86 kernels (src/kernels/x86/) to graph nodes: which nodes
 // they claim, and how a node's inputs and attributes become a kernel call.
 // Anything a tuned kernel does not cover at run time goes to the reference kernel.
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/eltwise.h"
 #include "kernels/x86/gemm.h"
+#include "kernels/x86/reduce.h"
 
 namespace tessera::backends::cpu {
 
@@ -436,6 +438,50 @@ KernelFn x86_fused_pw_dw_conv_kernel() {
   return fused_pw_dw_conv_x86;
 }  // tests
 
+// ONNX ReduceSum / Mean / SumSquare / L1 / L2 over float32 whose reduced axes are one contiguous run (all of
+// them, the last, a channel axis, H and W of NCHW): reduce.h. Other axes, dtypes and empty reductions go to
+// the reference kernel, which also reports bad axes.
+void reduce_x86(KernelContext& ctx, kernels::x86::ReduceKind kind) {
+  const Tensor& x0 = ctx.required_input(0);
+  const int64_t rank = x0.rank();
+  std::vector<int64_t> axes;
+  bool given = false;
+  if (ctx.has_input(1)) {
+    const Tensor& a = *ctx.input(1);
+    if (!is_integer(a.dtype()) || a.rank() > 1) return run_ref(ctx, "");
+    axes = a.to_int_vector(), given = true;
+  } else if (ctx.has_attr("axes")) {
+    axes = ctx.attr_ints("axes"), given = true;
+  }
+  if (!given || axes.empty()) {
+    if (ctx.attr_int("noop_with_empty_axes", 0) != 0) return run_ref(ctx, "");
+    axes.resize(size_t(rank));
+    for (int64_t d = 0; d < rank; ++d) axes[size_t(d)] = d;
+  }
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank) return run_ref(ctx, "");
+    if (a < 0) a += rank;
+  }
+  std::sort(axes.begin(), axes.end());
+  for (size_t i = 1; i < axes.size(); ++i)
+    if (axes[i] != axes[0] + int64_t(i)) return run_ref(ctx, "");  // repeated, or not one run
+  if (x0.dtype() != DType::f32 || rank == 0) return run_ref(ctx, "");
+  const int64_t a0 = axes.front(), a1 = axes.back() + 1;
+  int64_t outer = 1, r = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) (d < a0 ? outer : d < a1 ? r : inner) *= x0.dim(d);
+  if (r == 0) return run_ref(ctx, "");
+  const bool keep = ctx.attr_int("keepdims", 1) != 0;
+  Shape ys;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d < a0 || d >= a1)
+      ys.push_back(x0.dim(d));
+    else if (keep)
+      ys.push_back(1);
+  const Tensor x = x0.contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, ys);
+  kernels::x86::reduce_f32(kind, x.data<float>(), outer, r, inner, y.data<float>(), ctx.pool());
+}
+
 void register_x86_bindings() {
   add_tuned_kernel("tessera", "FusedGemm", {}, fused_gemm_x86);
   add_tuned_kernel("tessera", "FusedConv", {}, fused_conv_x86);
@@ -444,6 +490,13 @@ void register_x86_bindings() {
   add_tuned_kernel("tessera", "NhwcGlobalAveragePool", {}, nhwc_gap_x86);
   add_tuned_kernel("", "MaxPool", claims_max_pool, max_pool_nchw_x86);
   add_tuned_kernel("", "MatMul", {}, matmul_x86);
+  using kernels::x86::ReduceKind;
+  add_tuned_kernel("", "ReduceSum", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::sum); });
+  add_tuned_kernel("", "ReduceMean", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::mean); });
+  add_tuned_kernel("", "ReduceSumSquare", {},
+                   [](KernelContext& c) { reduce_x86(c, ReduceKind::sum_square); });
+  add_tuned_kernel("", "ReduceL1", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::l1); });
+  add_tuned_kernel("", "ReduceL2", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::l2); });
   void register_x86_eltwise_bindings();
   register_x86_eltwise_bindings();  // kfast: until cpu_backend.cpp calls it
   void register_x86_concat_bindings();

@@ -196,10 +196,9 @@ void reduce_kernel(KernelContext& ctx) {
   const Tensor& x0 = ctx.required_input(0);
   const Tensor x = x0.contiguous();
   std::vector<bool> mask;
-  if (!reduce_axes(ctx, x.rank(), mask)) {
-    ctx.set_output(0, DataValue(x));
-    return;
-  }
+  // noop_with_empty_axes: a reduction over no axes, which still applies the kind's per-element part
+  // (ReduceSumSquare x^2, ReduceL1 |x|, ReduceLogSum log x), as onnx's reference and onnxruntime do
+  if (!reduce_axes(ctx, x.rank(), mask)) mask.assign(size_t(x.rank()), false);
   const bool keepdims = ctx.attr_int("keepdims", 1) != 0;
   dispatch_dtype(x.dtype(), [&]<typename T>() {
     if constexpr (kIsNumeric<T> && !std::is_same_v<T, bool>) {

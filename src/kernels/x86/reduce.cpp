@@ -1,0 +1,113 @@
+// f32 reductions over a contiguous run of axes (reduce.h). Portable loops with independent float lanes, which
+// the compiler vectorizes without reassociating: the reductions are bound by memory, not by the lanes' width.
+#include "kernels/x86/reduce.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace tessera::kernels::x86 {
+namespace {
+
+float term(ReduceKind k, float v) {
+  return k == ReduceKind::sum_square || k == ReduceKind::l2 ? v * v : k == ReduceKind::l1 ? std::fabs(v) : v;
+}
+
+double finish(ReduceKind k, double s, int64_t r) {
+  if (k == ReduceKind::mean) return s / double(r);
+  if (k == ReduceKind::l2) return std::sqrt(s);
+  return s;
+}
+
+// sum of term(x[0 : n]) in double, through float lanes over blocks of kBlock
+template <ReduceKind K>
+double row_sum(const float* x, int64_t n) {
+  constexpr int64_t kLanes = 16, kBlock = 1024;
+  double total = 0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    float lane[kLanes] = {};
+    int64_t j = b;
+    for (; j + kLanes <= e; j += kLanes)
+      for (int64_t l = 0; l < kLanes; ++l) lane[l] += term(K, x[j + l]);
+    float s = 0;
+    for (; j < e; ++j) s += term(K, x[j]);
+    double block = s;
+    for (int64_t l = 0; l < kLanes; ++l) block += lane[l];
+    total += block;
+  }
+  return total;
+}
+
+template <ReduceKind K>
+void reduce(const float* x, int64_t outer, int64_t r, int64_t inner, float* y, ThreadPool* pool) {
+  const int threads = pool ? pool->num_threads() : 1;
+  const double bytes = double(outer) * double(r) * double(inner) * sizeof(float);
+  const bool parallel = threads > 1 && bytes >= 256e3;
+  if (inner == 1 && (outer >= threads || !parallel)) {
+    parallel_for(parallel ? pool : nullptr, outer,
+                 std::max<int64_t>(1, (int64_t(64) << 10) / std::max<int64_t>(r, 1)),
+                 [&](int64_t o0, int64_t o1) {
+                   for (int64_t o = o0; o < o1; ++o) y[o] = float(finish(K, row_sum<K>(x + o * r, r), r));
+                 });
+    return;
+  }
+  if (inner == 1) {  // a few long rows over several threads: each row in parts
+    const int64_t parts = threads;
+    std::vector<double> partial(size_t(outer * parts));
+    pool->run(outer * parts, [&](int64_t t) {
+      const int64_t o = t / parts, q = t % parts, b = r * q / parts, e = r * (q + 1) / parts;
+      partial[size_t(t)] = row_sum<K>(x + o * r + b, e - b);
+    });
+    for (int64_t o = 0; o < outer; ++o) {
+      double s = 0;
+      for (int64_t q = 0; q < parts; ++q) s += partial[size_t(o * parts + q)];
+      y[o] = float(finish(K, s, r));
+    }
+    return;
+  }
+  // columns: threads over outer, or over runs of columns when outer is small
+  const bool by_outer = outer >= threads || !parallel;
+  const int64_t cols = by_outer ? inner : std::max<int64_t>(16, (inner + threads - 1) / threads);
+  const int64_t col_tasks = (inner + cols - 1) / cols;
+  parallel_for(parallel ? pool : nullptr, outer * col_tasks, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<float> part(static_cast<size_t>(cols));
+    std::vector<double> acc(static_cast<size_t>(cols));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = t / col_tasks, i0 = (t % col_tasks) * cols, w = std::min(cols, inner - i0);
+      std::fill(acc.begin(), acc.begin() + w, 0.0);
+      // rows of this column run: x[o, p, i0 : i0 + w], inner apart
+      constexpr int64_t kRows = 64;
+      for (int64_t b = 0; b < r; b += kRows) {
+        const int64_t e = std::min(r, b + kRows);
+        std::fill(part.begin(), part.begin() + w, 0.0f);
+        for (int64_t p = b; p < e; ++p) {
+          const float* row = x + (o * r + p) * inner + i0;
+          for (int64_t i = 0; i < w; ++i) part[size_t(i)] += term(K, row[i]);
+        }
+        for (int64_t i = 0; i < w; ++i) acc[size_t(i)] += part[size_t(i)];
+      }
+      for (int64_t i = 0; i < w; ++i) y[o * inner + i0 + i] = float(finish(K, acc[size_t(i)], r));
+    }
+  });
+}
+
+}  // namespace
+
+void reduce_f32(ReduceKind kind, const float* x, int64_t outer, int64_t r, int64_t inner, float* y,
+                ThreadPool* pool) {
+  switch (kind) {
+    case ReduceKind::sum:
+      return reduce<ReduceKind::sum>(x, outer, r, inner, y, pool);
+    case ReduceKind::mean:
+      return reduce<ReduceKind::mean>(x, outer, r, inner, y, pool);
+    case ReduceKind::sum_square:
+      return reduce<ReduceKind::sum_square>(x, outer, r, inner, y, pool);
+    case ReduceKind::l1:
+      return reduce<ReduceKind::l1>(x, outer, r, inner, y, pool);
+    case ReduceKind::l2:
+      return reduce<ReduceKind::l2>(x, outer, r, inner, y, pool);
+  }
+}
+
+}  // namespace tessera::kernels::x86
