@@ -511,7 +511,8 @@ def test_affine_shape_values():
             assert w.shape == o.shape and np.array_equal(w, o)
 
 
-@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL1", "ReduceL2"])
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceMax",
+                                "ReduceMin"])
 @pytest.mark.parametrize("axes,keepdims", [(None, 0), ([2, 3], 1), ([1], 0), ([-1], 1), ([0, 2], 1), ([], 1)])
 def test_reductions_match_onnxruntime(op, axes, keepdims):
     """The float32 reductions over one contiguous run of axes (the tuned kernel) and the others (the reference:

@@ -24,7 +24,7 @@ TEST(X86Reduce, MatchesDoubleReference) {
                         {1, 100003, 1}, {2, 70001, 1}, {5, 4096, 1},  {1, 1, 7},     {2, 3, 5},
                         {1, 63, 17},    {4, 65, 64},   {1, 129, 301}, {3, 32, 1000}, {1, 200, 12544}};
   const ReduceKind kinds[] = {ReduceKind::sum, ReduceKind::mean, ReduceKind::sum_square, ReduceKind::l1,
-                              ReduceKind::l2};
+                              ReduceKind::l2,  ReduceKind::max,  ReduceKind::min};
   int idx = 0;
   for (const Case& c : cases) {
     std::vector<float> x(size_t(c.outer * c.r * c.inner));
@@ -34,6 +34,16 @@ TEST(X86Reduce, MatchesDoubleReference) {
       reduce_f32(k, x.data(), c.outer, c.r, c.inner, y.data(), (idx++ % 2) ? &pool : nullptr);
       for (int64_t o = 0; o < c.outer; ++o)
         for (int64_t i = 0; i < c.inner; ++i) {
+          if (k == ReduceKind::max || k == ReduceKind::min) {  // exact
+            float m = x[size_t(o * c.r * c.inner + i)];
+            for (int64_t p = 0; p < c.r; ++p) {
+              const float v = x[size_t((o * c.r + p) * c.inner + i)];
+              m = k == ReduceKind::max ? std::max(m, v) : std::min(m, v);
+            }
+            ASSERT_EQ(y[size_t(o * c.inner + i)], m)
+                << "kind " << int(k) << " r " << c.r << " inner " << c.inner;
+            continue;
+          }
           double s = 0, mag = 0;
           for (int64_t p = 0; p < c.r; ++p) {
             const double v = x[size_t((o * c.r + p) * c.inner + i)];
@@ -53,4 +63,18 @@ TEST(X86Reduce, MatchesDoubleReference) {
         }
     }
   }
+}
+
+TEST(X86Reduce, MaxMinPropagateNaN) {
+  for (const int64_t inner : {int64_t(1), int64_t(5)})
+    for (const int64_t at : {int64_t(0), int64_t(17), int64_t(99)}) {
+      std::vector<float> x(size_t(100 * inner), 1.0f);
+      x[size_t(at * inner)] = std::nanf("");
+      std::vector<float> y(static_cast<size_t>(inner));
+      for (const ReduceKind k : {ReduceKind::max, ReduceKind::min}) {
+        reduce_f32(k, x.data(), 1, 100, inner, y.data());
+        EXPECT_TRUE(std::isnan(y[0])) << "inner " << inner << " NaN at " << at;
+        if (inner > 1) EXPECT_EQ(y[1], 1.0f);
+      }
+    }
 }

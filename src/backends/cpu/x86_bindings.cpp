@@ -438,9 +438,9 @@ KernelFn x86_fused_pw_dw_conv_kernel() {
   return fused_pw_dw_conv_x86;
 }  // tests
 
-// ONNX ReduceSum / Mean / SumSquare / L1 / L2 over float32 whose reduced axes are one contiguous run (all of
-// them, the last, a channel axis, H and W of NCHW): reduce.h. Other axes, dtypes and empty reductions go to
-// the reference kernel, which also reports bad axes.
+// ONNX ReduceSum / Mean / SumSquare / L1 / L2 / Max / Min over float32 whose reduced axes are one contiguous
+// run (all of them, the last, a channel axis, H and W of NCHW): reduce.h. Other axes, dtypes and empty
+// reductions go to the reference kernel, which also reports bad axes.
 void reduce_x86(KernelContext& ctx, kernels::x86::ReduceKind kind) {
   const Tensor& x0 = ctx.required_input(0);
   const int64_t rank = x0.rank();
@@ -497,6 +497,8 @@ void register_x86_bindings() {
                    [](KernelContext& c) { reduce_x86(c, ReduceKind::sum_square); });
   add_tuned_kernel("", "ReduceL1", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::l1); });
   add_tuned_kernel("", "ReduceL2", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::l2); });
+  add_tuned_kernel("", "ReduceMax", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::max); });
+  add_tuned_kernel("", "ReduceMin", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::min); });
   void register_x86_eltwise_bindings();
   register_x86_eltwise_bindings();  // kfast: until cpu_backend.cpp calls it
   void register_x86_concat_bindings();

@@ -92,6 +92,53 @@ void reduce(const float* x, int64_t outer, int64_t r, int64_t inner, float* y, T
   });
 }
 
+// a NaN in either wins (as the reference kernel)
+template <bool Max>
+float pick(float a, float v) {
+  return (v != v || (Max ? v > a : v < a)) ? v : a;
+}
+
+// Max / min: exact in float, threads over rows or runs of columns as the sums.
+template <bool Max>
+void extreme(const float* x, int64_t outer, int64_t r, int64_t inner, float* y, ThreadPool* pool) {
+  const int threads = pool ? pool->num_threads() : 1;
+  const bool parallel = threads > 1 && double(outer) * double(r) * double(inner) * sizeof(float) >= 256e3;
+  constexpr int64_t kLanes = 16;
+  auto row = [&](const float* p, int64_t n) {
+    float lane[kLanes];
+    std::fill(lane, lane + kLanes, p[0]);
+    int64_t j = 0;
+    for (; j + kLanes <= n; j += kLanes)
+      for (int64_t l = 0; l < kLanes; ++l) lane[l] = pick<Max>(lane[l], p[j + l]);
+    float m = p[0];
+    for (; j < n; ++j) m = pick<Max>(m, p[j]);
+    for (int64_t l = 0; l < kLanes; ++l) m = pick<Max>(m, lane[l]);
+    return m;
+  };
+  if (inner == 1) {
+    parallel_for(parallel ? pool : nullptr, outer, std::max<int64_t>(1, (int64_t(64) << 10) / r),
+                 [&](int64_t o0, int64_t o1) {
+                   for (int64_t o = o0; o < o1; ++o) y[o] = row(x + o * r, r);
+                 });
+    return;
+  }
+  const bool by_outer = outer >= threads || !parallel;
+  const int64_t cols = by_outer ? inner : std::max<int64_t>(16, (inner + threads - 1) / threads);
+  const int64_t col_tasks = (inner + cols - 1) / cols;
+  parallel_for(parallel ? pool : nullptr, outer * col_tasks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = t / col_tasks, i0 = (t % col_tasks) * cols, w = std::min(cols, inner - i0);
+      float* out = y + o * inner + i0;
+      const float* first = x + o * r * inner + i0;
+      std::copy(first, first + w, out);
+      for (int64_t p = 1; p < r; ++p) {
+        const float* rowp = first + p * inner;
+        for (int64_t i = 0; i < w; ++i) out[i] = pick<Max>(out[i], rowp[i]);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void reduce_f32(ReduceKind kind, const float* x, int64_t outer, int64_t r, int64_t inner, float* y,
@@ -107,6 +154,10 @@ void reduce_f32(ReduceKind kind, const float* x, int64_t outer, int64_t r, int64
       return reduce<ReduceKind::l1>(x, outer, r, inner, y, pool);
     case ReduceKind::l2:
       return reduce<ReduceKind::l2>(x, outer, r, inner, y, pool);
+    case ReduceKind::max:
+      return extreme<true>(x, outer, r, inner, y, pool);
+    case ReduceKind::min:
+      return extreme<false>(x, outer, r, inner, y, pool);
   }
 }
 

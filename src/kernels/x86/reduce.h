@@ -1,7 +1,7 @@
-// f32 reductions over one contiguous run of axes (ReduceSum / Mean / SumSquare / L1 / L2): x viewed as
-// [outer, r, inner], y[o * inner + i] = f(x[o, :, i]). The reference kernel walks any axes with a generic
-// multi-index (1.2 GB/s here); these stream rows. Sums go in float lanes over blocks (64 rows, or 1024
-// elements of a row) whose totals add up in double: within a few ulps of the reference's double sums.
+// f32 reductions over one contiguous run of axes (ReduceSum / Mean / SumSquare / L1 / L2 / Max / Min): x
+// viewed as [outer, r, inner], y[o * inner + i] = f(x[o, :, i]). The reference kernel walks any axes with a
+// generic multi-index (1.2 GB/s here); these stream rows. Sums go in float lanes over blocks (64 rows, or
+// 1024 elements of a row) whose totals add up in double: within a few ulps of the reference's double sums.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 namespace tessera::kernels::x86 {
 
-enum class ReduceKind : uint8_t { sum, mean, sum_square, l1, l2 };
+enum class ReduceKind : uint8_t { sum, mean, sum_square, l1, l2, max, min };  // max / min: a NaN wins
 
 void reduce_f32(ReduceKind kind, const float* x, int64_t outer, int64_t r, int64_t inner, float* y,
                 ThreadPool* pool = nullptr);
