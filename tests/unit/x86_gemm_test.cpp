@@ -266,6 +266,20 @@ TEST(X86Gemm, RowTilesEveryEpilogue) {
 // One level of Strassen-Winograd over a prepacked B (gemm_strassen.cpp): odd and even M (an odd M pads A's
 // lower quadrants with a zero row), halves of K and N below, at and past the kernels' tile sizes, strided and
 // transposed A and B, the whole epilogue, one and two threads; an odd K or N is refused.
+// alpha, beta, bias, row bias, residual (rows n apart) and the activation numbered act (relu, clip, the two
+// GELUs, none)
+GemmEpilogue full_epilogue(const std::vector<float>& bias, const std::vector<float>& row_bias,
+                           const std::vector<float>& res, int64_t n, int act) {
+  GemmEpilogue ep;
+  ep.alpha = 0.75f, ep.beta = 0.5f, ep.bias = bias.data(), ep.row_bias = row_bias.data();
+  ep.residual = res.data(), ep.ldr = n;
+  const Activation acts[] = {Activation::relu, Activation::clip, Activation::gelu_erf, Activation::gelu_tanh,
+                             Activation::none};
+  ep.act = acts[act];
+  ep.clip_min = -0.5f, ep.clip_max = 0.7f;
+  return ep;
+}
+
 TEST(X86Gemm, StrassenMatchesReference) {
   ThreadPool pool(2);
   int idx = 0;
@@ -280,15 +294,7 @@ TEST(X86Gemm, StrassenMatchesReference) {
     const auto row_bias = random_vec(size_t(c.m), rng), res = random_vec(size_t(c.m * c.n), rng);
     const StrassenB sb = StrassenB::pack(b.data(), ldb, c.tb, c.k, c.n);
     for (const bool epilogue : {false, true}) {
-      GemmEpilogue ep;
-      if (epilogue) {
-        ep.alpha = 0.75f, ep.beta = 0.5f, ep.bias = bias.data(), ep.row_bias = row_bias.data();
-        ep.residual = res.data(), ep.ldr = c.n;
-        const Activation acts[] = {Activation::relu, Activation::clip, Activation::gelu_erf,
-                                   Activation::gelu_tanh};
-        ep.act = acts[idx % 4];
-        ep.clip_min = -0.5f, ep.clip_max = 0.7f;
-      }
+      const GemmEpilogue ep = epilogue ? full_epilogue(bias, row_bias, res, c.n, idx % 4) : GemmEpilogue{};
       std::vector<float> want = c0, got = c0;
       reference(c, a, lda, b, ldb, want, ldc, ep);
       sgemm_strassen(c.m, a.data(), lda, c.ta, sb, got.data(), ldc, ep, (idx++ % 2) ? &pool : nullptr);
@@ -347,17 +353,8 @@ TEST(X86Gemm, CodedMatchesReference) {
     if (c.k * c.n > 100) EXPECT_GT(plan.escapes, 0);
     if (!CodedB::available()) continue;  // the GEMM needs AVX-512 VBMI
     const CodedB cb = CodedB::view(coded.data(), coded.size(), c.k, c.n, plan.kc, nullptr);
-    // the clipped specials (1e30) make the magnitudes of C useless as a scale: drop them from A's product
     for (const bool epilogue : {false, true}) {
-      GemmEpilogue ep;
-      if (epilogue) {
-        ep.alpha = 0.75f, ep.beta = 0.5f, ep.bias = bias.data(), ep.row_bias = row_bias.data();
-        ep.residual = res.data(), ep.ldr = c.n;
-        const Activation acts[] = {Activation::relu, Activation::clip, Activation::gelu_erf,
-                                   Activation::gelu_tanh, Activation::none};
-        ep.act = acts[idx % 5];
-        ep.clip_min = -0.5f, ep.clip_max = 0.7f;
-      }
+      const GemmEpilogue ep = epilogue ? full_epilogue(bias, row_bias, res, c.n, idx % 5) : GemmEpilogue{};
       std::vector<float> want = c0, got = c0;
       reference(c, a, lda, b, ldb, want, ldc, ep);
       sgemm_coded(c.m, a.data(), lda, c.ta, cb, got.data(), ldc, ep, (idx++ % 2) ? &pool : nullptr);

@@ -228,6 +228,15 @@ struct UkrEpilogue {
   Activation act;
   float clip_min, clip_max;
 };
+// ep for the tile at (row, col) of the one ep describes at (0, 0), in e (nullptr stays nullptr)
+inline const UkrEpilogue* offset_epilogue(const UkrEpilogue* ep, UkrEpilogue& e, int64_t row, int64_t col) {
+  if (!ep) return nullptr;
+  e = *ep;
+  if (e.bias) e.bias += col;
+  if (e.row_bias) e.row_bias += row;
+  if (e.residual) e.residual += row * e.ldr + col;
+  return &e;
+}
 using GemmUkr = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr,
                          int64_t nr, float beta, const UkrEpilogue* ep);
 

@@ -69,19 +69,14 @@ void run(int64_t kc, const float* a, int64_t cs_a, const float* b, int64_t pstri
          float alpha, float beta, const UkrEpilogue* ep) {
   constexpr int64_t W = NV * V::kWidth;
   // the epilogue of the columns from `col` on
-  auto at = [&](UkrEpilogue& e, int64_t col) -> const UkrEpilogue* {
-    if (!ep) return nullptr;
-    e = *ep;
-    if (e.bias) e.bias += col;
-    if (e.residual) e.residual += col;
-    return &e;
-  };
   UkrEpilogue e;
   const int64_t per = npanels / G;
   for (int64_t i = 0; i < per; ++i)
-    panel_group<V, NV, G>(kc, a, cs_a, b + i * pstride, pstride, c + i * W, alpha, beta, at(e, i * W), per);
+    panel_group<V, NV, G>(kc, a, cs_a, b + i * pstride, pstride, c + i * W, alpha, beta,
+                          offset_epilogue(ep, e, 0, i * W), per);
   for (int64_t j = per * G; j < npanels; ++j)
-    panel_group<V, NV, 1>(kc, a, cs_a, b + j * pstride, pstride, c + j * W, alpha, beta, at(e, j * W), 1);
+    panel_group<V, NV, 1>(kc, a, cs_a, b + j * pstride, pstride, c + j * W, alpha, beta,
+                          offset_epilogue(ep, e, 0, j * W), 1);
 }
 
 }  // namespace tessera::kernels::x86::gemv_panels

@@ -133,21 +133,14 @@ void f32_gemv_coded_64__avx512vbmi(int64_t kc, const float* a, int64_t cs_a, con
   constexpr int G = 4;
   const Decoder d(table);
   const int64_t pstride = kc * kRow;
-  auto at = [&](UkrEpilogue& e, int64_t col) -> const UkrEpilogue* {
-    if (!ep) return nullptr;
-    e = *ep;
-    if (e.bias) e.bias += col;
-    if (e.residual) e.residual += col;
-    return &e;
-  };
   UkrEpilogue e;
   const int64_t per = npanels / G;
   for (int64_t i = 0; i < per; ++i)
     panel_group<G>(d, kc, a, cs_a, b + i * pstride, per, esc_index + i, esc, esc_total, c + i * 64, alpha,
-                   beta, at(e, i * 64));
+                   beta, offset_epilogue(ep, e, 0, i * 64));
   for (int64_t j = per * G; j < npanels; ++j)
     panel_group<1>(d, kc, a, cs_a, b + j * pstride, 1, esc_index + j, esc, esc_total, c + j * 64, alpha, beta,
-                   at(e, j * 64));
+                   offset_epilogue(ep, e, 0, j * 64));
 }
 
 namespace {
@@ -236,15 +229,6 @@ constexpr std::array<RowsFn, 6> kFull = {&rows_panel<1, 4>, &rows_panel<2, 4>, &
                                          &rows_panel<4, 4>, &rows_panel<5, 4>, &rows_panel<6, 4>};
 constexpr std::array<RowsFn, 12> kHalf = rows_table(0, std::make_integer_sequence<int, 12>{});
 
-// The epilogue of rows [row, ...)
-const UkrEpilogue* rows_from(const UkrEpilogue* ep, UkrEpilogue& e, int64_t row) {
-  if (!ep) return nullptr;
-  e = *ep;
-  if (e.row_bias) e.row_bias += row;
-  if (e.residual) e.residual += row * e.ldr;
-  return &e;
-}
-
 }  // namespace
 
 // Each panel row is decoded in registers once per group of rows: up to 6 rows against all 64 columns (4
@@ -264,20 +248,12 @@ void f32_gemm_coded_rows_64__avx512vbmi(int64_t m, int64_t kc, const float* a, i
   const int64_t most = full ? 6 : 12, groups = (m + most - 1) / most, base = m / groups, extra = m % groups;
   UkrEpilogue e;
   for (int64_t j = 0; j < npanels; ++j) {
-    UkrEpilogue ej;
-    const UkrEpilogue* epj = nullptr;
-    if (ep) {
-      ej = *ep;
-      if (ej.bias) ej.bias += j * 64;
-      if (ej.residual) ej.residual += j * 64;
-      epj = &ej;
-    }
     for (int64_t g = 0, row = 0; g < groups; ++g) {
       const int64_t h = base + (g < extra);
       for (int half = 0; half < (full ? 1 : 2); ++half) {
         const RowsFn fn = full ? kFull[size_t(h - 1)] : kHalf[size_t(h - 1)];
         fn(d, kc, a + row * lda, lda, b + j * pstride, 2 * half, esc_index + j, esc, esc_total,
-           c + row * ldc + j * 64, ldc, alpha, beta, rows_from(epj, e, row));
+           c + row * ldc + j * 64, ldc, alpha, beta, offset_epilogue(ep, e, row, j * 64));
       }
       row += h;
     }
