@@ -262,7 +262,7 @@ void fuse_gemm(ir::Graph& g) {
     taken.insert(taken.end(), m.absorbed.begin(), m.absorbed.end());
     matches.push_back(std::move(m));
   }
-  // the bytes of constant data a run reads (before any is packed)
+  // the model's constant data (before any is packed): a run reads most of it (an embedding table, one row)
   size_t weight_bytes = 0;
   for (const auto& v : g.values())
     if (v->initializer) weight_bytes += v->initializer->nbytes();
