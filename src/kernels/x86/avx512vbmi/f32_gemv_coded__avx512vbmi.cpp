@@ -273,13 +273,15 @@ int64_t f32_code_row__avx512vbmi(const float* w, int64_t valid, const uint8_t* c
     const __mmask16 m = left == 16 ? full : __mmask16((1u << left) - 1);
     _mm512_store_si512(u + 16 * v, _mm512_castps_si512(_mm512_maskz_loadu_ps(m, w + 16 * v)));
   }
-  // top bytes of the 64 weights, one byte each
-  __m512i top = _mm512_setzero_si512();
-#pragma GCC unroll 4
-  for (int v = 0; v < 4; ++v) {
-    const __m128i t = _mm512_cvtepi32_epi8(_mm512_srli_epi32(_mm512_load_si512(u + 16 * v), 24));
-    top = _mm512_inserti32x4(top, t, v);
-  }
+  // top bytes of the 64 weights, one byte each (the inserts' lane numbers are immediates: written out, as an
+  // unoptimized build does not unroll a loop over them)
+  auto tops = [&](int v) {
+    return _mm512_cvtepi32_epi8(_mm512_srli_epi32(_mm512_load_si512(u + 16 * v), 24));
+  };
+  __m512i top = _mm512_castsi128_si512(tops(0));
+  top = _mm512_inserti32x4(top, tops(1), 1);
+  top = _mm512_inserti32x4(top, tops(2), 2);
+  top = _mm512_inserti32x4(top, tops(3), 3);
   const __m512i t0 = _mm512_loadu_si512(code_of), t1 = _mm512_loadu_si512(code_of + 64);
   const __m512i t2 = _mm512_loadu_si512(code_of + 128), t3 = _mm512_loadu_si512(code_of + 192);
   __m512i codes = _mm512_mask_blend_epi8(_mm512_movepi8_mask(top), _mm512_permutex2var_epi8(t0, top, t1),
