@@ -149,7 +149,10 @@ TEST(X86Gemm, ThreadedAndPrepacked) {
         Case{70, 1100, 600, false, false}, Case{197, 700, 520, false, true},
         // on AMD (gemm.cpp, widen_blocks): 300 rows over an unpacked B of 512+ columns take K in two blocks
         // of 560 rows; prepacked, K = 1000 goes in blocks of 384, 384 and 232 rows
-        Case{300, 530, 1100, false, false}, Case{40, 530, 1000, false, true}}) {
+        Case{300, 530, 1100, false, false}, Case{40, 530, 1000, false, true},
+        // one row group (2-6 rows) over a prepacked B in K blocks of 384, 384, 232 (AMD: whole blocks per
+        // tile)
+        Case{5, 530, 1000, false, false}, Case{2, 1100, 1000, true, true}}) {
     check_case(ukr, c, true, &pool);
     check_case(ukr, c, true, &pool, /*packed=*/true);
     check_case(ukr, c, false, nullptr, /*packed=*/true);

@@ -430,6 +430,19 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
           }
           for (; jr < nc; jr += nr) tile(ic, mc, jr, bblock, 0);
           finish_rows(ic, mc);
+        } else if (small && pr.packed && groups == 1 && cpu_features().amd) {
+          // One row group (2-6 rows) on AMD: each panel's whole K block in one tile, which prefetches into L1
+          // ahead along its own panel — the passes below, paced by the prefetches into L2, read the weights
+          // at 20-22 GB/s on the Zen 4 VM at one thread, this at 27-33. GPT-2's 49 decode matrices
+          // (/tmp/w/cdm.cpp, in-process A/B, medians of 7): one thread 2 rows 22.8 -> 15.2 ms, 4 rows 24.1
+          // -> 17.8, 6 rows 19.7 -> 17.4; two threads 14.5-15.6 -> 13.8-14.5. Intel keeps the passes
+          // (measured faster there, session 13).
+          for (int64_t jr = 0; jr < nc; jr += nr) {
+            const int64_t col = jc + jr, w = std::min(nr, nc - jr);
+            u.direct(kc, pr.a + ic * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, nr, nullptr,
+                     0, false, cs + (ic - m_begin) * lds + jr, lds, mc, w, ep.alpha, beta, epilogue(ic, col));
+          }
+          if (last) apply_tile_act(ep.act, cs + (ic - m_begin) * lds, lds, mc, nc);
         } else if (small && pr.packed) {
           // A prepacked B streams from memory once, in memory order (a K block's panels one after another,
           // then the next block's). Each panel goes in passes of kStreamPassBytes (64 rows of a 64-wide one):
