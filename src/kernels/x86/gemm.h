@@ -167,6 +167,7 @@ class CodedB {
   static size_t bytes_for(int64_t k, int64_t n, int64_t kc, int64_t escapes);
   // B's element (p, j) decoded from a coding (reference kernels).
   static float at(const uint8_t* data, size_t bytes, int64_t k, int64_t n, int64_t kc, int64_t p, int64_t j);
+  float at(int64_t p, int64_t j) const;  // the same through a view made once
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
   int64_t kc() const { return kc_; }

@@ -42,13 +42,16 @@ float float_of(uint32_t u) {
   return f;
 }
 
-// Portable decoding of one record's column (reference reads; the kernels decode 64 at once).
-float decode(const uint8_t* rec, const uint32_t* table, int64_t col) {
+// Portable reads of one record's column (reference reads; the kernels decode 64 at once): its 4-bit code,
+// and its float (code 15 decodes to +0).
+uint8_t code_at(const uint8_t* rec, int64_t col) {
   const int64_t v = col / 16, l = col % 16;
-  const uint8_t nib = uint8_t(rec[192 + (v / 2) * 16 + l] >> (4 * (v & 1))) & 0xF;
+  return uint8_t(rec[192 + (v / 2) * 16 + l] >> (4 * (v & 1))) & 0xF;
+}
+float decode(const uint8_t* rec, const uint32_t* table, int64_t col) {
   const uint32_t low =
       uint32_t(rec[3 * col]) | uint32_t(rec[3 * col + 1]) << 8 | uint32_t(rec[3 * col + 2]) << 16;
-  return float_of(table[nib] | low);
+  return float_of(table[code_at(rec, col)] | low);
 }
 
 }  // namespace
@@ -210,15 +213,16 @@ void CodedB::decode_panels(int64_t pc, int64_t j0, int64_t count, float* dst) co
 }
 
 float CodedB::at(const uint8_t* data, size_t bytes, int64_t k, int64_t n, int64_t kc, int64_t p, int64_t j) {
-  const CodedB c = view(data, bytes, k, n, kc, nullptr);
-  const int64_t pc = p / kc * kc, jp = j / kNr;
-  const uint8_t* rec = c.panel(pc, jp) + (p - pc) * kRow;
-  const int64_t col = j % kNr;
-  const uint8_t nib = uint8_t(rec[192 + (col / 32) * 16 + col % 16] >> (4 * ((col / 16) & 1))) & 0xF;
-  if (nib != 15) return decode(rec, c.table_, col);
-  const uint32_t* ix = c.escape_index(pc, jp);
-  for (int64_t e = ix[0]; e < std::min<int64_t>(ix[1], c.escapes_); ++e)
-    if (c.esc_[e].row == p - pc && c.esc_[e].col == col) return c.esc_[e].value;
+  return view(data, bytes, k, n, kc, nullptr).at(p, j);
+}
+
+float CodedB::at(int64_t p, int64_t j) const {
+  const int64_t pc = p / kc_ * kc_, jp = j / kNr, col = j % kNr;
+  const uint8_t* rec = panel(pc, jp) + (p - pc) * kRow;
+  if (code_at(rec, col) != 15) return decode(rec, table_, col);
+  const uint32_t* ix = escape_index(pc, jp);
+  for (int64_t e = ix[0]; e < std::min<int64_t>(ix[1], escapes_); ++e)
+    if (esc_[e].row == p - pc && esc_[e].col == col) return esc_[e].value;
   return 0.0f;
 }
 

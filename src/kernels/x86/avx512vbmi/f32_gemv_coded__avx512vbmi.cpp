@@ -220,14 +220,14 @@ void rows_panel(const Decoder& d, int64_t kc, const float* a, int64_t lda, const
 
 using RowsFn = void (*)(const Decoder&, int64_t, const float*, int64_t, const uint8_t*, int, const uint32_t*,
                         const CodedEscape*, int64_t, float*, int64_t, float, float, const UkrEpilogue*);
-template <int... R>
-constexpr std::array<RowsFn, sizeof...(R)> rows_table(int, std::integer_sequence<int, R...>) {
-  return {&rows_panel<R + 1, 2>...};
+// rows_panel<h, V> for h = 1 .. sizeof...(R)
+template <int V, int... R>
+constexpr std::array<RowsFn, sizeof...(R)> rows_table(std::integer_sequence<int, R...>) {
+  return {&rows_panel<R + 1, V>...};
 }
-// full panels for 1-6 rows, halves for 7-12 (index h - 1)
-constexpr std::array<RowsFn, 6> kFull = {&rows_panel<1, 4>, &rows_panel<2, 4>, &rows_panel<3, 4>,
-                                         &rows_panel<4, 4>, &rows_panel<5, 4>, &rows_panel<6, 4>};
-constexpr std::array<RowsFn, 12> kHalf = rows_table(0, std::make_integer_sequence<int, 12>{});
+// full panels for 1-6 rows, halves for up to 12 (index h - 1)
+constexpr std::array<RowsFn, 6> kFull = rows_table<4>(std::make_integer_sequence<int, 6>{});
+constexpr std::array<RowsFn, 12> kHalf = rows_table<2>(std::make_integer_sequence<int, 12>{});
 
 }  // namespace
 
