@@ -72,8 +72,7 @@ class Collapser {
   }
   void cancel(void* p) {  // a block freed before its turn: not collapsed (its pages may be reused)
     std::lock_guard lk(m_);
-    for (auto it = q_.begin(); it != q_.end();)
-      it = it->first == p ? q_.erase(it) : it + 1;
+    for (auto it = q_.begin(); it != q_.end();) it = it->first == p ? q_.erase(it) : it + 1;
   }
   void wait_idle() {
     std::unique_lock lk(m_);
@@ -179,6 +178,31 @@ HugePageCollapseHold::HugePageCollapseHold() {
 }
 HugePageCollapseHold::~HugePageCollapseHold() {
   Collapser::get().hold(-1);
+}
+
+WeightPool::~WeightPool() {
+  for (const Chunk& c : chunks_)
+    if (c.used >= c.size / 2) advise_huge_pages(c.p.get(), c.size);
+}
+
+std::pair<std::shared_ptr<void>, size_t> WeightPool::allocate(size_t bytes) {
+  bytes = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  const bool own = bytes >= kHugePageBytes;
+  if (own || open_ >= chunks_.size() || chunks_[open_].used + bytes > chunks_[open_].size) {
+    const size_t size = round_to_huge(bytes);
+    void* p = nullptr;
+    {
+      const HugePagesScope huge;
+      p = allocate_aligned(size);
+    }
+    if (!p) throw std::bad_alloc();
+    chunks_.push_back({std::shared_ptr<void>(p, [](void* q) { free_aligned(q); }), 0, size});
+    if (!own) open_ = chunks_.size() - 1;
+  }
+  Chunk& c = own ? chunks_.back() : chunks_[open_];
+  const size_t at = c.used;
+  c.used += bytes;
+  return {c.p, at};
 }
 
 AlignedScratch::~AlignedScratch() {

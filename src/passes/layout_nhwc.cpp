@@ -109,6 +109,7 @@ ir::Value* constant(ir::Graph& g, const std::string& base, Tensor t) {
 }  // namespace
 
 void layout_nhwc(ir::Graph& g) {
+  WeightPool filter_pool;  // the packed filters under 2 MiB
   g.topological_sort();
   std::vector<ir::Node*> nodes;
   for (const auto& n : g.nodes()) nodes.push_back(n.get());
@@ -186,10 +187,14 @@ void layout_nhwc(ir::Graph& g) {
                              : dense ? int64_t(kernels::x86::conv_nhwc_packed_floats(oc, cg * kh * kw))
                                      : oc * kh * kw;
       // The packers write every element. Filters of 2 MiB and more stream from memory every run: huge pages,
-      // collapsed after session creation (core/memory.h; smaller ones stay on ordinary pages). ResNet-50 2.5%
-      // faster at one thread, 4-6% at two (Xeon VM, sessions side by side in one process).
+      // collapsed after session creation (core/memory.h). ResNet-50 2.5% faster at one thread, 4-6% at two
+      // (Xeon VM, sessions side by side in one process). Smaller ones side by side in the pool's chunks,
+      // which go on huge pages too (WeightPool).
       Tensor packed;
-      {
+      if (size_t(floats) * sizeof(float) < kHugePageBytes) {
+        auto [chunk, at] = filter_pool.allocate(size_t(floats) * sizeof(float));
+        packed = Tensor::view(DType::f32, {floats}, std::move(chunk), at);
+      } else {
         const HugePagesScope huge;
         packed = Tensor::uninitialized(DType::f32, {floats});
       }
