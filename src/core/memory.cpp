@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #if defined(__linux__)
 #include <pthread.h>
@@ -178,6 +179,66 @@ HugePageCollapseHold::HugePageCollapseHold() {
 }
 HugePageCollapseHold::~HugePageCollapseHold() {
   Collapser::get().hold(-1);
+}
+
+namespace {
+
+// The released blocks allocate_block keeps: (size, block), oldest first. Never destroyed: a block may be
+// released during static destruction at exit (a Python array, a static session).
+class BlockCache {
+ public:
+  static BlockCache& get() {
+    static BlockCache* c = new BlockCache;
+    return *c;
+  }
+  void* take(size_t bytes) {
+    std::lock_guard lk(m_);
+    for (size_t i = blocks_.size(); i-- > 0;)  // the most recent first: likelier in cache
+      if (blocks_[i].first == bytes) {
+        void* p = blocks_[i].second;
+        blocks_.erase(blocks_.begin() + std::ptrdiff_t(i));
+        held_ -= bytes;
+        return p;
+      }
+    return nullptr;
+  }
+  void give(void* p, size_t bytes) {
+    std::vector<void*> drop;
+    {
+      std::lock_guard lk(m_);
+      if (bytes > kCachedBytes / 4) {
+        drop.push_back(p);
+      } else {
+        blocks_.emplace_back(bytes, p);
+        held_ += bytes;
+        while (held_ > kCachedBytes) {
+          drop.push_back(blocks_.front().second);
+          held_ -= blocks_.front().first;
+          blocks_.erase(blocks_.begin());
+        }
+      }
+    }
+    for (void* q : drop) free_aligned(q);
+  }
+
+ private:
+  std::mutex m_;
+  std::vector<std::pair<size_t, void*>> blocks_;
+  size_t held_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<void> allocate_block(size_t bytes) {
+  if (bytes < kCachedBlockMin || tl_huge_pages) {
+    void* p = allocate_aligned(bytes);
+    return p ? std::shared_ptr<void>(p, [](void* q) { free_aligned(q); }) : nullptr;
+  }
+  bytes = (bytes + 4095) / 4096 * 4096;  // sizes a page apart share blocks
+  void* p = BlockCache::get().take(bytes);
+  if (!p) p = allocate_aligned(bytes);
+  if (!p) return nullptr;
+  return std::shared_ptr<void>(p, [bytes](void* q) { BlockCache::get().give(q, bytes); });
 }
 
 WeightPool::~WeightPool() {

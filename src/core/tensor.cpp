@@ -47,9 +47,9 @@ static constexpr size_t kMaxTensorBytes = size_t(64) << 30;
 
 std::shared_ptr<void> allocate_storage(size_t bytes) {
   check_arg(bytes <= kMaxTensorBytes, "refusing to allocate ", bytes, " bytes (limit ", kMaxTensorBytes, ")");
-  void* p = allocate_aligned(bytes);
+  std::shared_ptr<void> p = allocate_block(bytes);
   if (!p) throw Error(ErrorCode::runtime, cat("out of memory allocating ", bytes, " bytes"));
-  return std::shared_ptr<void>(p, [](void* q) { free_aligned(q); });
+  return p;
 }
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {

@@ -160,5 +160,30 @@ TEST(Memory, WeightPoolPacksSmallBlocksIntoSharedChunks) {
 #endif
 }
 
+// Large tensor blocks are kept when released and handed out again for the same size (rounded to pages);
+// another size, a block still owned, or a small block is never handed out twice.
+TEST(Memory, AllocateBlockReusesReleasedLargeBlocks) {
+  const size_t big = (size_t(1) << 20) + 12;
+  void* first = nullptr;
+  {
+    std::shared_ptr<void> a = allocate_block(big);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.get()) % 64, 0u);
+    std::memset(a.get(), 3, big);
+    first = a.get();
+    std::shared_ptr<void> b = allocate_block(big);  // `a` is still owned: another block
+    EXPECT_NE(b.get(), first);
+  }
+  std::shared_ptr<void> again = allocate_block(big + 100);  // the same pages: the released block
+  EXPECT_EQ(again.get(), first);
+  std::memset(again.get(), 4, big + 100);
+  std::shared_ptr<void> other = allocate_block(big + (size_t(64) << 10));  // another size
+  EXPECT_NE(other.get(), first);
+  std::memset(other.get(), 5, big + (size_t(64) << 10));
+  std::shared_ptr<void> small = allocate_block(1000), small2 = allocate_block(1000);
+  ASSERT_NE(small, nullptr);
+  EXPECT_NE(small.get(), small2.get());
+}
+
 }  // namespace
 }  // namespace tessera
