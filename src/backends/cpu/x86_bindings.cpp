@@ -441,6 +441,22 @@ KernelFn x86_fused_pw_dw_conv_kernel() {
 // ONNX ReduceSum / Mean / SumSquare / L1 / L2 / Max / Min over float32 whose reduced axes are one contiguous
 // run (all of them, the last, a channel axis, H and W of NCHW): reduce.h. Other axes, dtypes and empty
 // reductions go to the reference kernel, which also reports bad axes.
+// GlobalAveragePool / GlobalMaxPool over NCHW (any number of spatial dims): each (n, c) plane is one
+// contiguous row reduced (the reference kernel indexed every element: 1.6 GB/s, 0.38 ms for 3 x 224 x 224).
+void global_pool_x86(KernelContext& ctx, kernels::x86::ReduceKind kind) {
+  const Tensor& x0 = ctx.required_input(0);
+  const int64_t rank = x0.rank();
+  if (x0.dtype() != DType::f32 || rank < 3) return run_ref(ctx, "");
+  int64_t r = 1;
+  for (int64_t d = 2; d < rank; ++d) r *= x0.dim(d);
+  if (r == 0) return run_ref(ctx, "");
+  Shape ys(size_t(rank), 1);
+  ys[0] = x0.dim(0), ys[1] = x0.dim(1);
+  const Tensor x = x0.contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, ys);
+  kernels::x86::reduce_f32(kind, x.data<float>(), x0.dim(0) * x0.dim(1), r, 1, y.data<float>(), ctx.pool());
+}
+
 void reduce_x86(KernelContext& ctx, kernels::x86::ReduceKind kind) {
   const Tensor& x0 = ctx.required_input(0);
   const int64_t rank = x0.rank();
@@ -491,6 +507,9 @@ void register_x86_bindings() {
   add_tuned_kernel("", "MaxPool", claims_max_pool, max_pool_nchw_x86);
   add_tuned_kernel("", "MatMul", {}, matmul_x86);
   using kernels::x86::ReduceKind;
+  add_tuned_kernel("", "GlobalAveragePool", {},
+                   [](KernelContext& c) { global_pool_x86(c, ReduceKind::mean); });
+  add_tuned_kernel("", "GlobalMaxPool", {}, [](KernelContext& c) { global_pool_x86(c, ReduceKind::max); });
   add_tuned_kernel("", "ReduceSum", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::sum); });
   add_tuned_kernel("", "ReduceMean", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::mean); });
   add_tuned_kernel("", "ReduceSumSquare", {},
