@@ -60,6 +60,10 @@ class Session {
   size_t peak_memory_bytes() const;
   // The graph as text after import (and after the optimization passes).
   std::string graph_text() const;
+  // With SessionOptions::enable_profiling: writes the Chrome trace of the runs so far to profile_path
+  // (default tessera_profile.json), stops profiling and returns the path, as onnxruntime's does; ""
+  // otherwise.
+  std::string end_profiling();
 
   // The runtime's side (src/runtime/session_impl.h), for tests and tools.
   const SessionImpl& impl() const { return *impl_; }

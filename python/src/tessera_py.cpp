@@ -253,6 +253,7 @@ class PySession {
   nb::list outputs() const { return describe(s_->outputs()); }
   nb::str graph_text() const { return py_str(s_->graph_text()); }
   size_t peak_memory_bytes() const { return s_->peak_memory_bytes(); }
+  std::string end_profiling() { return s_->end_profiling(); }
 
   nb::list run(nb::dict feeds, const std::vector<std::string>& output_names) const {
     std::map<std::string, DataValue> values;
@@ -344,6 +345,7 @@ NB_MODULE(_tessera, m) {
       .def("outputs", &PySession::outputs)
       .def("graph_text", &PySession::graph_text)
       .def("peak_memory_bytes", &PySession::peak_memory_bytes)
+      .def("end_profiling", &PySession::end_profiling)
       .def("run", &PySession::run, "feeds"_a, "output_names"_a);
 
   m.def("version", &tessera::version);

@@ -246,6 +246,11 @@ class InferenceSession:
     def peak_memory_bytes(self) -> int:
         return self._sess.peak_memory_bytes()
 
+    def end_profiling(self) -> str:
+        """Writes the Chrome trace of the runs so far (enable_profiling), stops profiling and returns the
+        file's path, as onnxruntime's does; "" when profiling is off or already ended."""
+        return self._sess.end_profiling()
+
     def get_modelmeta(self) -> ModelMetadata:
         """Producer, graph name, metadata_props (read with the onnx package when installed)."""
         try:

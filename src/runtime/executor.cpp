@@ -51,7 +51,7 @@ struct Frame {
 class RunState {
  public:
   RunState(const SessionImpl& s, std::shared_ptr<const Plan> plan)
-      : s_(s), plan_(std::move(plan)), recording_(plan_ == nullptr), profiling_(s.opts_.enable_profiling) {}
+      : s_(s), plan_(std::move(plan)), recording_(plan_ == nullptr), profiling_(s.profiling()) {}
   ~RunState() {
     // Back to the session for the next run, unless something still holds it.
     if (arena_ && arena_.use_count() == 1) s_.give_arena(arena_size_, std::move(arena_));
@@ -590,7 +590,7 @@ std::vector<DataValue> SessionImpl::run(const std::map<std::string, DataValue>& 
   last_arena_bytes_.store(rs.arena_bytes);
   last_fallback_bytes_.store(rs.fallback_bytes);
 
-  if (opts_.enable_profiling && !rs.events.empty()) {
+  if (profiling() && !rs.events.empty()) {
     std::lock_guard lock(profile_mutex_);
     profile_.insert(profile_.end(), rs.events.begin(), rs.events.end());
   }

@@ -146,7 +146,7 @@ SessionImpl::SessionImpl(ir::Model model, const SessionOptions& opts)
 }
 
 SessionImpl::~SessionImpl() {
-  if (opts_.enable_profiling && !profile_.empty()) {
+  if (profiling() && !profile_.empty()) {
     try {
       write_profile();
     } catch (...) {
@@ -319,8 +319,16 @@ void SessionImpl::clear_profile() const {
   profile_.clear();
 }
 
+std::string SessionImpl::end_profiling() const {
+  if (!profiling()) return "";
+  write_profile();
+  profiling_ended_.store(true);
+  clear_profile();
+  return opts_.profile_path.empty() ? "tessera_profile.json" : opts_.profile_path;
+}
+
 void SessionImpl::write_profile() const {
-  if (!opts_.enable_profiling) return;
+  if (!profiling()) return;
   const std::string path = opts_.profile_path.empty() ? "tessera_profile.json" : opts_.profile_path;
   nlohmann::json events = nlohmann::json::array();
   {
@@ -387,6 +395,9 @@ size_t Session::peak_memory_bytes() const {
 }
 std::string Session::graph_text() const {
   return impl_->graph_text();
+}
+std::string Session::end_profiling() {
+  return impl_->end_profiling();
 }
 
 std::string version() {

@@ -119,6 +119,10 @@ class SessionImpl {
   size_t last_fallback_bytes() const { return last_fallback_bytes_.load(); }
   // Writes the Chrome trace now (also done when the session ends).
   void write_profile() const;
+  // onnxruntime's end_profiling: writes the trace, stops profiling (later runs record nothing, the session's
+  // end writes nothing) and returns the file's path; "" where profiling is off or already ended.
+  std::string end_profiling() const;
+  bool profiling() const { return opts_.enable_profiling && !profiling_ended_.load(); }
   // The profile so far (one event per executed node, in run order), and forgetting it (e.g. after warm-up).
   std::vector<runtime::ProfileEvent> profile_events() const;
   void clear_profile() const;
@@ -154,6 +158,7 @@ class SessionImpl {
   std::chrono::steady_clock::time_point t0_;
   mutable std::mutex profile_mutex_;
   mutable std::vector<runtime::ProfileEvent> profile_;
+  mutable std::atomic<bool> profiling_ended_{false};
 };
 
 namespace runtime {

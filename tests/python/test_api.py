@@ -263,6 +263,27 @@ def test_accepts_onnxruntime_session_options():
     assert sess.get_session_options().threads == 2
 
 
+def test_end_profiling_writes_the_trace_and_stops(tmp_path):
+    """end_profiling (onnxruntime's API): the runs so far as a Chrome trace at profile_path, returned; runs
+    after it record nothing and a second call returns "", as does a session without profiling."""
+    import json
+    path = str(tmp_path / "trace.json")
+    model = make_model([helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+                       [helper.make_tensor_value_info("x", TP.FLOAT, [2, 3])],
+                       [helper.make_tensor_value_info("y", TP.FLOAT, [2, 3])]).SerializeToString()
+    sess = tessera.InferenceSession(model, tessera.SessionOptions(enable_profiling=True, profile_path=path))
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    for _ in range(3):
+        sess.run(None, {"x": x})
+    assert sess.end_profiling() == path
+    events = json.load(open(path))["traceEvents"]
+    assert [e["name"] for e in events] == ["relu0"] * 3 and all(e["dur"] >= 0 for e in events)
+    sess.run(None, {"x": x})
+    assert sess.end_profiling() == ""
+    assert len(json.load(open(path))["traceEvents"]) == 3  # not rewritten after the end
+    assert tessera.InferenceSession(model).end_profiling() == ""
+
+
 def test_version():
     assert isinstance(tessera.__version__, str) and tessera.__version__
 
