@@ -8,8 +8,11 @@
 // projection, with or without the block's residual) joins it too: its input, the
 // depthwise output, then stays in cache as well; so does one that is the only
 // reader of a depthwise conv without an expansion (a block without one, every
-// depthwise-separable conv of MobileNetV1 or Xception). Runs after layout_nhwc,
-// whose packed weights it reuses.
+// depthwise-separable conv of MobileNetV1 or Xception). So does a stem conv
+// (an image model's first, reading the NCHW image: layout_nhwc's input_layout
+// NCHW) whose only reader is a depthwise conv without an expansion: its output,
+// the largest map of such a model (MobileNetV2: 112 x 112 x 32), is then made
+// a band at a time as well. Runs after layout_nhwc, whose packed weights it reuses.
 #include <unordered_set>
 
 #include "passes/pass_manager.h"
@@ -38,6 +41,15 @@ bool depthwise_of(const ir::Node* n, int64_t channels) {
   const auto ws = ints_attr(n, "weight_shape", {});
   return channels > 1 && int_attr(n, "group", 1) == channels && ws.size() == 4 && ws[0] == channels &&
          ws[1] == 1 && ints_attr(n, "kernel_shape", {}).size() == 2;
+}
+
+// A stem FusedConv (layout NHWC over an NCHW input, group 1, no residual) whose only reader is dw.
+bool stem_of(const ir::Graph& g, const ir::Node* s, const ir::Node* dw) {
+  return s && s->domain == "tessera" && s->op_type == "FusedConv" && s->outputs.size() == 1 &&
+         string_attr(s, "layout", "") == "NHWC" && string_attr(s, "input_layout", "NHWC") == "NCHW" &&
+         int_attr(s, "group", 1) == 1 && int_attr(s, "winograd", 0) == 0 && s->inputs.size() >= 2 &&
+         s->inputs[0] && s->inputs[1] && (s->inputs.size() < 4 || !s->inputs[3]) &&
+         sole_consumer(g, s->outputs[0]) == dw && !is_graph_output(g, s->outputs[0]);
 }
 
 // The input at i, or nullptr.
@@ -74,6 +86,14 @@ void fuse(ir::Graph& g, ir::Node* pw, ir::Node* dw, ir::Node* pj, int64_t e) {
   if (pw) {
     set_activation_attrs(f, fused_activation_of(pw), "pw_");
     w1 = pw->inputs[1], b1 = input_at(pw, 2);
+    if (string_attr(pw, "input_layout", "NHWC") == "NCHW") {  // a stem producer: its geometry too
+      Attribute lay;
+      lay.kind = Attribute::Kind::s;
+      lay.s = "NCHW";
+      f->attrs["pw_input_layout"] = lay;
+      for (const char* k : {"kernel_shape", "strides", "dilations", "pads"})
+        if (const Attribute* a = pw->attr(k)) f->attrs[std::string("pw_") + k] = *a;
+    }
   }
   ir::Value* w2 = dw->inputs[1];
   ir::Value* b2 = input_at(dw, 2);
@@ -112,6 +132,13 @@ std::vector<const ir::Node*> try_fuse(ir::Graph& g, ir::Node* n) {
   // which comes first in the graph's order.
   if (!depthwise_of(n, ws[0])) return {};
   ir::Node* pj = projection_of(g, n, ws[0]);
+  ir::Node* stem = n->inputs[0]->producer;
+  if (stem_of(g, stem, n) && ints_attr(stem, "weight_shape", {}).size() == 4 &&
+      ints_attr(stem, "weight_shape", {})[0] == ws[0]) {
+    fuse(g, stem, n, pj, ws[0]);
+    if (pj) return {stem, n, pj};
+    return {stem, n};
+  }
   if (!pj) return {};
   fuse(g, nullptr, n, pj, ws[0]);
   return {n, pj};

@@ -73,7 +73,19 @@ NodeCost node_cost(const KernelContext& ctx, const std::vector<DataValue>& outpu
     const double e = double(ctx.attr_int("channels", 0)), taps = ks.size() == 2 ? double(ks[0] * ks[1]) : 0;
     const double p = ctx.input(5) ? double(ctx.attr_int("proj_channels", 0)) : 0;
     const double dw_elems = p > 0 ? out_elems / p * e : out_elems;
-    c.flops = (ctx.input(1) ? 2 * numel(x) * e : 0) + 2 * taps * dw_elems + 2 * e * (p > 0 ? out_elems : 0);
+    // a stem producer (pw_input_layout NCHW): kh * kw * C MACs per element of its E-channel output map
+    double producer = ctx.input(1) ? 2 * numel(x) * e : 0;
+    if (ctx.input(1) && ctx.attr_string("pw_input_layout", "NHWC") == "NCHW") {
+      const std::vector<int64_t> pk = ctx.attr_ints("pw_kernel_shape"),
+                                 st = ctx.attr_ints("pw_strides", {1, 1}),
+                                 pd = ctx.attr_ints("pw_pads", {0, 0, 0, 0});
+      if (pk.size() == 2 && st.size() == 2 && pd.size() == 4 && st[0] > 0 && st[1] > 0) {
+        const double oh = double((x->dim(2) + pd[0] + pd[2] - pk[0]) / st[0] + 1),
+                     ow = double((x->dim(3) + pd[1] + pd[3] - pk[1]) / st[1] + 1);
+        producer = 2 * double(x->dim(0)) * oh * ow * e * double(x->dim(1) * pk[0] * pk[1]);
+      }
+    }
+    c.flops = producer + 2 * taps * dw_elems + 2 * e * (p > 0 ? out_elems : 0);
   } else if (op == "ConvTranspose") {
     const Tensor* x = ctx.input(0);
     const Tensor* w = ctx.input(1);

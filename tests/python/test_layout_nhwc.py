@@ -164,6 +164,37 @@ def test_stem_conv_reads_nchw(threads):
     assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("project,batch", [(True, 1), (True, 2), (False, 1)])
+def test_stem_depthwise_fusion(threads, project, batch):
+    """A stem conv (3 channels, stride 2, Clip) read only by a depthwise conv (Clip), with or without a
+    projection after it: one FusedPwDwConv reads the NCHW image where the stem kernel applies (no FusedConv
+    left), and the outputs match onnxruntime's."""
+    inits = [_w("w0", 32, 3, 3, 3), _w("b0", 32), _w("wd", 32, 1, 3, 3), _w("bd", 32), _w("wp", 16, 32, 1, 1),
+             numpy_helper.from_array(np.float32(0.0), "lo"), numpy_helper.from_array(np.float32(6.0), "hi")]
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Clip", ["c0", "lo", "hi"], ["r0"]),
+             helper.make_node("Conv", ["r0", "wd", "bd"], ["c1"], group=32, pads=[1, 1, 1, 1]),
+             helper.make_node("Clip", ["c1", "lo", "hi"], ["r1" if project else "y"])]
+    if project:
+        nodes.append(helper.make_node("Conv", ["r1", "wp"], ["y"]))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 45, 37])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    b = m.SerializeToString()
+    x = RNG.standard_normal((batch, 3, 45, 37)).astype(np.float32)
+    s = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads))
+    ir = s.graph_text()
+    if "avx512f" in tessera.kernel_isa().split():
+        assert ir.count("FusedPwDwConv(") == 1 and "FusedConv(" not in ir, ir
+        assert 'pw_input_layout="NCHW"' in ir, ir
+    got = s.run(None, {"x": x})[0]
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
+
+
 def _optimized_ir(model_bytes, tmp_path):
     """The graph after the passes (`tessera info --ir`), or None without the tessera command."""
     p = tmp_path / "ir.onnx"

@@ -135,10 +135,13 @@ void fused_gemm_x86(KernelContext& ctx) {
 thread_local AlignedScratch tl_conv_scratch;
 
 // Geometry attributes (kernel_shape, strides, dilations, pads) into p, checked.
-void read_geometry(KernelContext& ctx, kernels::x86::Conv2dParams& p) {
+// The geometry attributes (their names after `prefix`: FusedPwDwConv's stem producer has "pw_").
+void read_geometry(KernelContext& ctx, kernels::x86::Conv2dParams& p, const std::string& prefix = "") {
   static constexpr int64_t kOnes[2] = {1, 1}, kZeros[4] = {0, 0, 0, 0};
-  const auto ks = ctx.attr_ints_view("kernel_shape"), st = ctx.attr_ints_view("strides", kOnes),
-             dl = ctx.attr_ints_view("dilations", kOnes), pd = ctx.attr_ints_view("pads", kZeros);
+  const auto ks = ctx.attr_ints_view(prefix + "kernel_shape"),
+             st = ctx.attr_ints_view(prefix + "strides", kOnes),
+             dl = ctx.attr_ints_view(prefix + "dilations", kOnes),
+             pd = ctx.attr_ints_view(prefix + "pads", kZeros);
   ctx.check(ks.size() == 2 && st.size() == 2 && dl.size() == 2 && pd.size() == 4,
             "kernel_shape, strides, dilations must have 2 values and pads 4");
   p.kh = ks[0], p.kw = ks[1], p.sh = st[0], p.sw = st[1], p.dh = dl[0], p.dw = dl[1];
@@ -237,14 +240,28 @@ void fused_pw_dw_conv_x86(KernelContext& ctx) {
   }
   const int64_t e = ctx.attr_int("channels", 0);
   ctx.check(e > 0, "channels must be positive");
+  // pw_input_layout NCHW: the producer is a stem conv over an NCHW x (its geometry in the pw_ attributes)
+  const bool stem = ctx.attr_string("pw_input_layout", "NHWC") == "NCHW";
   kernels::x86::Conv2dParams pw, dw;
-  pw.n = x0.dim(0), pw.h = x0.dim(1), pw.w = x0.dim(2), pw.c = x0.dim(3), pw.oc = e;
+  if (stem) {
+    ctx.check(w1 != nullptr, "a stem producer (pw_input_layout NCHW) needs its weights");
+    pw.n = x0.dim(0), pw.c = x0.dim(1), pw.h = x0.dim(2), pw.w = x0.dim(3), pw.oc = e;
+    read_geometry(ctx, pw, "pw_");
+    ctx.check(pw.oh() > 0 && pw.ow() > 0, "the stem's output would be empty");
+    if (!kernels::x86::conv_nchw_in_applies(pw, kernels::x86::conv_isa())) {
+      run_ref(ctx, "tessera");
+      return;
+    }
+  } else {
+    pw.n = x0.dim(0), pw.h = x0.dim(1), pw.w = x0.dim(2), pw.c = x0.dim(3), pw.oc = e;
+  }
   read_geometry(ctx, dw);
-  dw.n = pw.n, dw.h = pw.h, dw.w = pw.w, dw.c = dw.oc = dw.groups = e;
+  dw.n = pw.n, dw.h = pw.oh(), dw.w = pw.ow(), dw.c = dw.oc = dw.groups = e;
+  const int64_t k1 = pw.c * pw.kh * pw.kw;  // the producer's depth
   if (w1)
-    ctx.check(size_t(w1->numel()) == kernels::x86::conv_nhwc_packed_floats(e, pw.c),
+    ctx.check(size_t(w1->numel()) == kernels::x86::conv_nhwc_packed_floats(e, k1),
               "packed pointwise weights have ", w1->numel(), " floats, not ",
-              kernels::x86::conv_nhwc_packed_floats(e, pw.c));
+              kernels::x86::conv_nhwc_packed_floats(e, k1));
   else
     ctx.check(pw.c == e && !b1, "without expansion weights, channels must be the input's ", pw.c,
               " and there is no expansion bias");

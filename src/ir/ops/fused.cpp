@@ -23,6 +23,9 @@
 //     pointwise projection of the depthwise output (E -> P = proj_channels; W3 packed as a dense
 //     1x1 FusedConv's, then + Residual [N,OH,OW,P], then proj_activation): the whole block. Without W1
 //     (and B1) there is no expansion: the depthwise conv reads X (C = E), a depthwise-separable conv.
+//     pw_input_layout "NCHW": W1 is instead a stem FusedConv's (input_layout NCHW) over X[N,C,H,W], its
+//     geometry in pw_kernel_shape / pw_strides / pw_dilations / pw_pads: a model's first conv and the
+//     depthwise conv after it, whose large map then stays in cache too.
 //   NhwcMaxPool(X[N,H,W,C]) -> Y[N,OH,OW,C]: MaxPool (ceil_mode 0) over NHWC.
 //   NhwcGlobalAveragePool(X[N,H,W,C]) -> Y[N,C,1,1]: the mean over H and W (Y is the
 //     same in either layout, so it leaves the NHWC region without a Transpose).
@@ -58,9 +61,13 @@ void infer_fused_gemm(InferenceContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), out);
 }
 
-std::vector<Dim> spatial_out(InferenceContext& ctx, const Dim& h, const Dim& w) {
-  const auto k = ctx.attr_ints("kernel_shape"), s = ctx.attr_ints("strides", {1, 1}),
-             d = ctx.attr_ints("dilations", {1, 1}), p = ctx.attr_ints("pads", {0, 0, 0, 0});
+// The output rows and columns of a conv over h x w, its geometry in the attributes (their names after
+// prefix).
+std::vector<Dim> spatial_out(InferenceContext& ctx, const Dim& h, const Dim& w,
+                             const std::string& prefix = "") {
+  const auto k = ctx.attr_ints(prefix + "kernel_shape"), s = ctx.attr_ints(prefix + "strides", {1, 1}),
+             d = ctx.attr_ints(prefix + "dilations", {1, 1}),
+             p = ctx.attr_ints(prefix + "pads", {0, 0, 0, 0});
   std::vector<Dim> out;
   if (k.size() != 2 || s.size() != 2 || d.size() != 2 || p.size() != 4) return {Dim(), Dim()};
   for (size_t i = 0; i < 2; ++i)
@@ -102,7 +109,10 @@ void infer_fused_pw_dw_conv(InferenceContext& ctx) {
     ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
     return;
   }
-  const auto sp = spatial_out(ctx, (*x)[1], (*x)[2]);
+  // a stem producer (pw_input_layout NCHW): the depthwise conv reads its output map
+  const bool stem = ctx.attr_string("pw_input_layout", "NHWC") == "NCHW";
+  const auto mid = stem ? spatial_out(ctx, (*x)[2], (*x)[3], "pw_") : std::vector<Dim>{(*x)[1], (*x)[2]};
+  const auto sp = spatial_out(ctx, mid[0], mid[1]);
   const int64_t e = ctx.attr_int(ctx.has_input(5) ? "proj_channels" : "channels", -1);
   ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], sp[0], sp[1], e > 0 ? Dim(e) : Dim()});
 }
@@ -194,23 +204,16 @@ void register_fused_schemas(OpRegistry& r) {
                            "tessera");
   c.family = "fused";
   r.add(c);
-  OpSchema pd = make_schema("FusedPwDwConv", 4, 8, 1, 1, infer_fused_pw_dw_conv,
-                            {{"channels", K::i},
-                             {"pw_activation", K::s},
-                             {"pw_clip_min", K::f},
-                             {"pw_clip_max", K::f},
-                             {"kernel_shape", K::ints},
-                             {"strides", K::ints},
-                             {"dilations", K::ints},
-                             {"pads", K::ints},
-                             {"activation", K::s},
-                             {"clip_min", K::f},
-                             {"clip_max", K::f},
-                             {"proj_channels", K::i},
-                             {"proj_activation", K::s},
-                             {"proj_clip_min", K::f},
-                             {"proj_clip_max", K::f}},
-                            "tessera");
+  OpSchema pd =
+      make_schema("FusedPwDwConv", 4, 8, 1, 1, infer_fused_pw_dw_conv,
+                  {{"channels", K::i},        {"pw_activation", K::s},   {"pw_clip_min", K::f},
+                   {"pw_clip_max", K::f},     {"pw_input_layout", K::s}, {"pw_kernel_shape", K::ints},
+                   {"pw_strides", K::ints},   {"pw_dilations", K::ints}, {"pw_pads", K::ints},
+                   {"kernel_shape", K::ints}, {"strides", K::ints},      {"dilations", K::ints},
+                   {"pads", K::ints},         {"activation", K::s},      {"clip_min", K::f},
+                   {"clip_max", K::f},        {"proj_channels", K::i},   {"proj_activation", K::s},
+                   {"proj_clip_min", K::f},   {"proj_clip_max", K::f}},
+                  "tessera");
   pd.family = "fused";
   r.add(pd);
   OpSchema mp = make_schema(

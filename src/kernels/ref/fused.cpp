@@ -375,12 +375,24 @@ void fused_pw_dw_conv(KernelContext& ctx) {
                    {"clip_min", attr_f(ctx.attr_float(prefix + "clip_min", 0))},
                    {"clip_max", attr_f(ctx.attr_float(prefix + "clip_max", 0))}};
   };
-  // without W1 (no expansion) the depthwise conv reads X
-  ctx.check(ctx.input(1) || x.dim(3) == e, "without expansion weights, channels must be X's ", x.dim(3));
-  const Tensor t = ctx.input(1) ? SubCall(ctx, "FusedConv", {x, *ctx.input(1), optional(2)},
-                                          pointwise(e, x.dim(3), "pw_"), "tessera")
-                                      .run()
-                                : x;
+  // without W1 (no expansion) the depthwise conv reads X; pw_input_layout NCHW: W1 is a stem conv's over an
+  // NCHW X, its geometry in the pw_ attributes
+  const bool stem = ctx.attr_string("pw_input_layout", "NHWC") == "NCHW";
+  ctx.check(ctx.input(1) || (!stem && x.dim(3) == e), "without expansion weights, channels must be X's ",
+            x.dim(3));
+  AttrMap producer = pointwise(e, x.dim(3), "pw_");
+  if (stem) {
+    const auto pks = ctx.attr_ints("pw_kernel_shape");
+    ctx.check(pks.size() == 2, "pw_kernel_shape must have 2 values");
+    producer["input_layout"] = attr_s("NCHW");
+    producer["kernel_shape"] = attr_ints(pks);
+    producer["weight_shape"] = attr_ints({e, x.dim(1), pks[0], pks[1]});
+    for (const char* name : {"strides", "dilations", "pads"})
+      if (const Attribute* a = ctx.attr(std::string("pw_") + name)) producer[name] = *a;
+  }
+  const Tensor t = ctx.input(1)
+                       ? SubCall(ctx, "FusedConv", {x, *ctx.input(1), optional(2)}, producer, "tessera").run()
+                       : x;
   AttrMap dw = {{"layout", attr_s("NHWC")},
                 {"group", attr_i(e)},
                 {"kernel_shape", attr_ints(ks)},

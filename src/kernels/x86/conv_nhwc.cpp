@@ -973,69 +973,89 @@ bool conv_nchw_in_applies(const Conv2dParams& p, ConvIsa isa) {
 #endif
 }
 
+#ifdef TESSERA_CONV_X86
+namespace {
+
+// Output rows [oy0, oy1) of image img of conv2d_nchw_in_f32 (p applies), row oy at y + (oy - oy0) * OW * OC,
+// in bands of kBand rows whose input rows (a few KiB each) are split into phase rows once per band.
+void nchw_in_rows(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep, int64_t img,
+                  int64_t oy0, int64_t oy1, float* y) {
+  constexpr int64_t kBand = 4;
+  const int64_t C = p.c, OC = p.oc, H = p.h, W = p.w, OW = p.ow(), S = p.sw;
+  const int64_t K = p.kh * p.kw * C, P = conv_panel();
+  // A phase row holds the columns of the input row that output columns 0, 1, ... read at one tap
+  // offset; tap s reads phase s % S from column s / S on, up to the next multiple of 16 output columns.
+  const int64_t len = (OW + 15) / 16 * 16 + (p.kw - 1) / S + 1, per_row = C * S * len;
+  thread_local AlignedScratch tl_phase;
+  thread_local std::vector<const float*> tl_taps;
+  tl_taps.resize(size_t(K));
+  const float** taps = tl_taps.data();
+  auto input_rows = [&](int64_t a, int64_t b) {  // the input rows output rows [a, b) read
+    const int64_t lo = std::clamp<int64_t>(a * p.sh - p.pad_t, 0, H);
+    return std::pair{lo, std::clamp<int64_t>((b - 1) * p.sh - p.pad_t + p.kh, lo, H)};
+  };
+  for (int64_t b0 = oy0; b0 < oy1; b0 += kBand) {
+    const int64_t b1 = std::min(oy1, b0 + kBand);
+    const auto [iy_lo, iy_hi] = input_rows(b0, b1);
+    float* buf = tl_phase.get(size_t((iy_hi - iy_lo) * per_row + len));
+    float* zero = buf + (iy_hi - iy_lo) * per_row;  // the rows in the padding
+    std::memset(zero, 0, size_t(len) * sizeof(float));
+    for (int64_t iy = iy_lo; iy < iy_hi; ++iy)
+      for (int64_t ci = 0; ci < C; ++ci)
+        nchw_phase_rows_avx512f(x + ((img * C + ci) * H + iy) * W, W, p.pad_l, S, len,
+                                buf + (iy - iy_lo) * per_row + ci * S * len);
+    // The next band's input rows, for reading, while this band computes: the input is cold when a run
+    // starts (MobileNetV2's stem took 0.36 ms in the model against 0.26 with the cache warm).
+    if (b1 < p.oh()) {
+      const auto [ny_lo, ny_hi] = input_rows(b1, std::min(p.oh(), b1 + kBand));
+      for (int64_t ci = 0; ci < C; ++ci) {
+        const char* rows = reinterpret_cast<const char*>(x + ((img * C + ci) * H + ny_lo) * W);
+        for (int64_t off = 0; off < (ny_hi - ny_lo) * W * int64_t(sizeof(float)); off += 64)
+          __builtin_prefetch(rows + off, 0, 3);
+      }
+    }
+    for (int64_t oy = b0; oy < b1; ++oy) {
+      for (int64_t r = 0; r < p.kh; ++r) {
+        const int64_t iy = oy * p.sh - p.pad_t + r;
+        for (int64_t q = 0; q < p.kw; ++q)
+          for (int64_t ci = 0; ci < C; ++ci)
+            taps[(r * p.kw + q) * C + ci] =
+                iy >= 0 && iy < H ? buf + (iy - iy_lo) * per_row + (ci * S + q % S) * len + q / S : zero;
+      }
+      for (int64_t oc0 = 0; oc0 < OC; oc0 += 16) {
+        const int64_t j = oc0 / P;
+        NchwInRowArgs a{};
+        a.taps = taps, a.ntaps = K;
+        a.w = wp + j * P * K + oc0 % P, a.ldw = conv_nhwc_panel_width(OC, j);
+        a.ow = OW, a.y = y + (oy - oy0) * OW * OC + oc0, a.ldy = OC, a.nc = std::min<int64_t>(16, OC - oc0);
+        a.bias = ep.bias ? ep.bias + oc0 : nullptr;
+        a.act = ep.act, a.clip_min = ep.clip_min, a.clip_max = ep.clip_max;
+        conv_nchw_in_row_avx512f(a);
+      }
+    }
+  }
+}
+
+}  // namespace
+#endif
+
 void conv2d_nchw_in_f32(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep,
                         float* y, ThreadPool* pool, ConvIsa isa) {
 #ifdef TESSERA_CONV_X86
   if (!conv_nchw_in_applies(p, isa) || ep.residual)
     throw std::invalid_argument("conv2d_nchw_in_f32: not a stem conv on AVX-512");
-  const int64_t C = p.c, OC = p.oc, H = p.h, W = p.w, OH = p.oh(), OW = p.ow(), S = p.sw;
-  const int64_t K = p.kh * p.kw * C, P = conv_panel();
-  // A phase row holds the columns of the input row that output columns 0, 1, ... read at one tap
-  // offset; tap s reads phase s % S from column s / S on, up to the next multiple of 16 output columns.
-  const int64_t len = (OW + 15) / 16 * 16 + (p.kw - 1) / S + 1, per_row = C * S * len;
-  // Tasks of 4 output rows: their input rows (a few KiB each) are split into phase rows once per task.
-  constexpr int64_t kBand = 4;
-  const int64_t nbands = (OH + kBand - 1) / kBand;
-  run_tasks(pool, p.n * nbands, double(p.n * OH * OW) * double(K * OC), [&](int64_t tb, int64_t te) {
-    thread_local AlignedScratch tl_phase;
-    thread_local std::vector<const float*> tl_taps;
-    tl_taps.resize(size_t(K));
-    const float** taps = tl_taps.data();
-    for (int64_t task = tb; task < te; ++task) {
-      const int64_t img = task / nbands, oy0 = task % nbands * kBand, oy1 = std::min(OH, oy0 + kBand);
-      const int64_t iy_lo = std::clamp<int64_t>(oy0 * p.sh - p.pad_t, 0, H),
-                    iy_hi = std::clamp<int64_t>((oy1 - 1) * p.sh - p.pad_t + p.kh, iy_lo, H);
-      float* buf = tl_phase.get(size_t((iy_hi - iy_lo) * per_row + len));
-      float* zero = buf + (iy_hi - iy_lo) * per_row;  // the rows in the padding
-      std::memset(zero, 0, size_t(len) * sizeof(float));
-      for (int64_t iy = iy_lo; iy < iy_hi; ++iy)
-        for (int64_t ci = 0; ci < C; ++ci)
-          nchw_phase_rows_avx512f(x + ((img * C + ci) * H + iy) * W, W, p.pad_l, S, len,
-                                  buf + (iy - iy_lo) * per_row + ci * S * len);
-      // The next band's input rows, for reading, while this band computes: the input is cold when a run
-      // starts (MobileNetV2's stem took 0.36 ms in the model against 0.26 with the cache warm).
-      if (oy1 < OH) {
-        const int64_t ny_lo = std::clamp<int64_t>(oy1 * p.sh - p.pad_t, 0, H),
-                      ny_hi = std::clamp<int64_t>((std::min(OH, oy1 + kBand) - 1) * p.sh - p.pad_t + p.kh,
-                                                  ny_lo, H);
-        for (int64_t ci = 0; ci < C; ++ci) {
-          const char* rows = reinterpret_cast<const char*>(x + ((img * C + ci) * H + ny_lo) * W);
-          for (int64_t off = 0; off < (ny_hi - ny_lo) * W * int64_t(sizeof(float)); off += 64)
-            __builtin_prefetch(rows + off, 0, 3);
-        }
-      }
-      for (int64_t oy = oy0; oy < oy1; ++oy) {
-        for (int64_t r = 0; r < p.kh; ++r) {
-          const int64_t iy = oy * p.sh - p.pad_t + r;
-          for (int64_t q = 0; q < p.kw; ++q)
-            for (int64_t ci = 0; ci < C; ++ci)
-              taps[(r * p.kw + q) * C + ci] =
-                  iy >= 0 && iy < H ? buf + (iy - iy_lo) * per_row + (ci * S + q % S) * len + q / S : zero;
-        }
-        for (int64_t oc0 = 0; oc0 < OC; oc0 += 16) {
-          const int64_t j = oc0 / P;
-          NchwInRowArgs a{};
-          a.taps = taps, a.ntaps = K;
-          a.w = wp + j * P * K + oc0 % P, a.ldw = conv_nhwc_panel_width(OC, j);
-          a.ow = OW, a.y = y + (img * OH + oy) * OW * OC + oc0, a.ldy = OC,
-          a.nc = std::min<int64_t>(16, OC - oc0);
-          a.bias = ep.bias ? ep.bias + oc0 : nullptr;
-          a.act = ep.act, a.clip_min = ep.clip_min, a.clip_max = ep.clip_max;
-          conv_nchw_in_row_avx512f(a);
-        }
-      }
-    }
-  });
+  const int64_t OH = p.oh(), OW = p.ow();
+  // Tasks of 4 output rows.
+  constexpr int64_t kTask = 4;
+  const int64_t nbands = (OH + kTask - 1) / kTask;
+  run_tasks(pool, p.n * nbands, double(p.n * OH * OW) * double(p.kh * p.kw * p.c * p.oc),
+            [&](int64_t tb, int64_t te) {
+              for (int64_t task = tb; task < te; ++task) {
+                const int64_t img = task / nbands, oy0 = task % nbands * kTask,
+                              oy1 = std::min(OH, oy0 + kTask);
+                nchw_in_rows(p, x, wp, ep, img, oy0, oy1, y + (img * OH + oy0) * OW * p.oc);
+              }
+            });
 #else
   (void)p, (void)x, (void)wp, (void)ep, (void)y, (void)pool, (void)isa;
   throw std::invalid_argument("conv2d_nchw_in_f32: not built for x86");
@@ -1058,6 +1078,21 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
   const int64_t n = pw.n, H = dw.h, W = dw.w, C = pw.c, E = dw.c, OH = dw.oh(), OW = dw.ow();
   if (n <= 0 || OH <= 0 || OW <= 0) return;
   const bool expand = w1 != nullptr;  // else the depthwise conv reads x (C = E)
+  // A stem conv over an NCHW x instead of a pointwise one (conv2d_nchw_in_f32): its output rows are made a
+  // band at a time the same way, and its output map (MobileNetV2's 112 x 112 x 32: 1.6 MB, past L2) never
+  // goes to memory and back.
+  const bool stem = expand && !pw.is_pointwise();
+  if (stem && (!conv_nchw_in_applies(pw, isa) || ep1.residual))
+    throw std::invalid_argument("conv2d_pw_dw_nhwc_f32: the producer is neither pointwise nor a stem conv");
+  // Rows [r0, r1) of image img's intermediate (the producer's output) at out.
+  auto produce = [&](int64_t img, int64_t r0, int64_t r1, float* out) {
+#ifdef TESSERA_CONV_X86
+    if (stem) return nchw_in_rows(pw, x, w1, ep1, img, r0, r1, out);
+#endif
+    Conv2dParams q = pw;
+    q.n = 1, q.h = r1 - r0;
+    conv_dense(q, x + (img * H + r0) * W * C, w1, ep1, out, nullptr, isa);
+  };
   // The projection of depthwise output rows [oy0, oy1) of image img, read at d (OW * E floats a row).
   auto project = [&](const float* d, int64_t img, int64_t oy0, int64_t oy1, ThreadPool* tp) {
     Conv2dParams q;
@@ -1103,7 +1138,7 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
   if (threads > 1 && n < threads) {
     bands = threads <= OH && (OH / threads) * dw.sh >= 3 * halo ? threads : 0;
 #ifdef TESSERA_CONV_X86
-    if (bands == 0 && expand && isa != ConvIsa::portable && dw3_rows_applies(dw) && !ep1.residual) {
+    if (bands == 0 && expand && !stem && isa != ConvIsa::portable && dw3_rows_applies(dw) && !ep1.residual) {
       // Blocks of channels instead: the depthwise conv needs only its own channels of the intermediate,
       // so a task makes one block's intermediate for the whole image (in L2) and convolves it there.
       // MobileNetV2's 14 x 14 pairs at two threads: 10% faster than the two convs apart, 7 x 7: 3.5%.
@@ -1145,7 +1180,10 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
       const float* mid = x;
       if (expand) {
         float* m = tl_mid.get(size_t(n * H * row));
-        conv_dense(pw, x, w1, ep1, m, pool, isa);
+        if (stem)
+          conv2d_nchw_in_f32(pw, x, w1, ep1, m, pool, isa);
+        else
+          conv_dense(pw, x, w1, ep1, m, pool, isa);
         mid = m;
       }
       float* const ydw = depthwise_maps();
@@ -1173,11 +1211,7 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
           std::memmove(buf, buf + (nlo - lo) * row, size_t((hi - nlo) * row) * sizeof(float));
           have = hi;
         }
-        if (nhi > have) {
-          Conv2dParams q = pw;
-          q.n = 1, q.h = nhi - have;
-          conv_dense(q, ximg + have * W * C, w1, ep1, buf + (have - nlo) * row, nullptr, isa);
-        }
+        if (nhi > have) produce(img, have, nhi, buf + (have - nlo) * row);
         lo = nlo, hi = nhi;
         src = buf;
       }

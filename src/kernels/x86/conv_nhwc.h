@@ -69,7 +69,10 @@ struct ConvProjection {
 // packed by dw_nhwc_pack_weights; ep2 without a residual): y = dw(pw(x)), or proj(dw(pw(x))) with a
 // projection. The intermediates exist only a band of rows at a time, in cache (an inverted-residual
 // block's expansion, depthwise and projection convs). Without w1 (pw.c = pw.oc), y = proj(dw(x)): a
-// depthwise-separable conv (MobileNetV1, an inverted-residual block without expansion).
+// depthwise-separable conv (MobileNetV1, an inverted-residual block without expansion). pw may instead be
+// a stem conv over an NCHW x (conv_nchw_in_applies; its output is the depthwise conv's input, dw.h =
+// pw.oh()): an image model's first conv and the depthwise conv after it, whose large map then stays in cache
+// too.
 void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* w1, const ConvEpilogue& ep1,
                            const Conv2dParams& dw, const float* w2, const ConvEpilogue& ep2, float* y,
                            ThreadPool* pool, ConvIsa isa, const ConvProjection* proj = nullptr);
