@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -41,6 +42,28 @@ Tensor packed_1x1(int64_t oc, int64_t c, std::mt19937& g) {
   return p;
 }
 
+// The reference kernel's output (of shape `shape`) against the binding's, at one and two threads, within
+// 1e-5 of the output's largest magnitude.
+void expect_binding_matches_reference(const std::vector<DataValue>& in, const AttrMap& attrs,
+                                      const Shape& shape, ThreadPool& pool, const std::string& label) {
+  tessera::testing::TestKernelContext rc("FusedPwDwConv", in, attrs, 1);
+  kernels::ref::KernelTable::instance().find("tessera", "FusedPwDwConv")(rc);
+  const Tensor want = rc.outputs()[0].tensor.contiguous();
+  ASSERT_EQ(want.shape(), shape) << label;
+  float peak = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) peak = std::max(peak, std::fabs(want.data<float>()[i]));
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    PoolCtx tc("FusedPwDwConv", in, attrs, 1);
+    tc.pool_ = p;
+    backends::cpu::x86_fused_pw_dw_conv_kernel()(tc);
+    const Tensor got = tc.outputs()[0].tensor.contiguous();
+    ASSERT_EQ(got.shape(), want.shape()) << label;
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5f * peak)
+          << label << " threads " << (p ? 2 : 1) << " at " << i;
+  }
+}
+
 TEST(X86PwDwBinding, MatchesReferenceInEveryForm) {
   ThreadPool pool(2);
   std::mt19937 g(3);
@@ -62,22 +85,8 @@ TEST(X86PwDwBinding, MatchesReferenceInEveryForm) {
       attrs["proj_channels"] = attr_i(pj);
       attrs["proj_activation"] = attr_s(form == 2 ? "Relu" : "");
     }
-    tessera::testing::TestKernelContext rc("FusedPwDwConv", in, attrs, 1);
-    kernels::ref::KernelTable::instance().find("tessera", "FusedPwDwConv")(rc);
-    const Tensor want = rc.outputs()[0].tensor.contiguous();
-    ASSERT_EQ(want.shape(), (Shape{n, h, w, proj ? pj : ce}));
-    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-      PoolCtx tc("FusedPwDwConv", in, attrs, 1);
-      tc.pool_ = p;
-      backends::cpu::x86_fused_pw_dw_conv_kernel()(tc);
-      const Tensor got = tc.outputs()[0].tensor.contiguous();
-      ASSERT_EQ(got.shape(), want.shape());
-      float peak = 0;
-      for (int64_t i = 0; i < want.numel(); ++i) peak = std::max(peak, std::fabs(want.data<float>()[i]));
-      for (int64_t i = 0; i < want.numel(); ++i)
-        ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5f * peak)
-            << "form " << form << " threads " << (p ? 2 : 1) << " at " << i;
-    }
+    expect_binding_matches_reference(in, attrs, Shape{n, h, w, proj ? pj : ce}, pool,
+                                     "form " + std::to_string(form));
   }
 }
 
@@ -118,22 +127,9 @@ TEST(X86PwDwBinding, StemProducerMatchesReference) {
                            {"pw_strides", attr_ints({s, s})},
                            {"pw_pads", attr_ints({1, 1, 1, 1})},
                            {"proj_channels", attr_i(pj)}};
-    tessera::testing::TestKernelContext rc("FusedPwDwConv", in, attrs, 1);
-    kernels::ref::KernelTable::instance().find("tessera", "FusedPwDwConv")(rc);
-    const Tensor want = rc.outputs()[0].tensor.contiguous();
-    ASSERT_EQ(want.shape(), (Shape{n, sp.oh(), sp.ow(), pj}));
-    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-      PoolCtx tc("FusedPwDwConv", in, attrs, 1);
-      tc.pool_ = p;
-      backends::cpu::x86_fused_pw_dw_conv_kernel()(tc);
-      const Tensor got = tc.outputs()[0].tensor.contiguous();
-      ASSERT_EQ(got.shape(), want.shape());
-      float peak = 0;
-      for (int64_t i = 0; i < want.numel(); ++i) peak = std::max(peak, std::fabs(want.data<float>()[i]));
-      for (int64_t i = 0; i < want.numel(); ++i)
-        ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5f * peak)
-            << h << "x" << w << " stride " << s << " threads " << (p ? 2 : 1) << " at " << i;
-    }
+    expect_binding_matches_reference(
+        in, attrs, Shape{n, sp.oh(), sp.ow(), pj}, pool,
+        std::to_string(h) + "x" + std::to_string(w) + " stride " + std::to_string(s));
   }
 }
 
