@@ -229,8 +229,22 @@ class BlockCache {
 
 }  // namespace
 
+// Under AddressSanitizer every block goes back to the allocator, so that a use after release is still
+// caught (a kept block would stay valid memory).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kKeepBlocks = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kKeepBlocks = false;
+#else
+constexpr bool kKeepBlocks = true;
+#endif
+#else
+constexpr bool kKeepBlocks = true;
+#endif
+
 std::shared_ptr<void> allocate_block(size_t bytes) {
-  if (bytes < kCachedBlockMin || tl_huge_pages) {
+  if (!kKeepBlocks || bytes < kCachedBlockMin || tl_huge_pages) {
     void* p = allocate_aligned(bytes);
     return p ? std::shared_ptr<void>(p, [](void* q) { free_aligned(q); }) : nullptr;
   }
