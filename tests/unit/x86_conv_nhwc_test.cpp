@@ -325,7 +325,11 @@ TEST(X86ConvNhwc, PointwiseDepthwiseMatchesTwoConvs) {
                         {1, 9, 8, 16, 72, 3, 2, 1, 0, 0, 1, 1},
                         // maps too small for row bands at 2 threads: blocks of channels (64, 64, 64, 8)
                         {1, 7, 7, 32, 200, 3, 1, 1, 1, 1, 1, 1},
-                        {1, 6, 9, 16, 72, 3, 1, 1, 1, 1, 1, 1}};
+                        {1, 6, 9, 16, 72, 3, 1, 1, 1, 1, 1, 1},
+                        // an odd number of blocks at 2 threads: the last one in a band of rows per thread
+                        // (64, 64, 8; and 64, 64, 22 with asymmetric padding)
+                        {1, 7, 7, 24, 136, 3, 1, 1, 1, 1, 1, 1},
+                        {1, 5, 11, 16, 150, 3, 1, 1, 0, 1, 1, 0}};
   std::mt19937 rng(77);
   auto fill = [&](size_t n) { return random_floats(rng, n); };
   for (const Case& c : cases) {
