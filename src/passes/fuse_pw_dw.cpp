@@ -133,8 +133,8 @@ std::vector<const ir::Node*> try_fuse(ir::Graph& g, ir::Node* n) {
   if (!depthwise_of(n, ws[0])) return {};
   ir::Node* pj = projection_of(g, n, ws[0]);
   ir::Node* stem = n->inputs[0]->producer;
-  if (stem_of(g, stem, n) && ints_attr(stem, "weight_shape", {}).size() == 4 &&
-      ints_attr(stem, "weight_shape", {})[0] == ws[0]) {
+  const std::vector<int64_t> sws = stem ? ints_attr(stem, "weight_shape", {}) : std::vector<int64_t>{};
+  if (stem_of(g, stem, n) && sws.size() == 4 && sws[0] == ws[0]) {
     fuse(g, stem, n, pj, ws[0]);
     if (pj) return {stem, n, pj};
     return {stem, n};

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -134,14 +135,17 @@ void fused_gemm_x86(KernelContext& ctx) {
 
 thread_local AlignedScratch tl_conv_scratch;
 
-// Geometry attributes (kernel_shape, strides, dilations, pads) into p, checked.
-// The geometry attributes (their names after `prefix`: FusedPwDwConv's stem producer has "pw_").
-void read_geometry(KernelContext& ctx, kernels::x86::Conv2dParams& p, const std::string& prefix = "") {
+// Geometry attributes (kernel_shape, strides, dilations, pads) into p, checked; with `producer`,
+// FusedPwDwConv's stem producer's (pw_kernel_shape ...). The names are literals: this runs for every conv of
+// every run.
+void read_geometry(KernelContext& ctx, kernels::x86::Conv2dParams& p, bool producer = false) {
   static constexpr int64_t kOnes[2] = {1, 1}, kZeros[4] = {0, 0, 0, 0};
-  const auto ks = ctx.attr_ints_view(prefix + "kernel_shape"),
-             st = ctx.attr_ints_view(prefix + "strides", kOnes),
-             dl = ctx.attr_ints_view(prefix + "dilations", kOnes),
-             pd = ctx.attr_ints_view(prefix + "pads", kZeros);
+  static constexpr std::string_view kNames[2][4] = {
+      {"kernel_shape", "strides", "dilations", "pads"},
+      {"pw_kernel_shape", "pw_strides", "pw_dilations", "pw_pads"}};
+  const auto& n = kNames[producer ? 1 : 0];
+  const auto ks = ctx.attr_ints_view(n[0]), st = ctx.attr_ints_view(n[1], kOnes),
+             dl = ctx.attr_ints_view(n[2], kOnes), pd = ctx.attr_ints_view(n[3], kZeros);
   ctx.check(ks.size() == 2 && st.size() == 2 && dl.size() == 2 && pd.size() == 4,
             "kernel_shape, strides, dilations must have 2 values and pads 4");
   p.kh = ks[0], p.kw = ks[1], p.sh = st[0], p.sw = st[1], p.dh = dl[0], p.dw = dl[1];
@@ -246,7 +250,7 @@ void fused_pw_dw_conv_x86(KernelContext& ctx) {
   if (stem) {
     ctx.check(w1 != nullptr, "a stem producer (pw_input_layout NCHW) needs its weights");
     pw.n = x0.dim(0), pw.c = x0.dim(1), pw.h = x0.dim(2), pw.w = x0.dim(3), pw.oc = e;
-    read_geometry(ctx, pw, "pw_");
+    read_geometry(ctx, pw, /*producer=*/true);
     ctx.check(pw.oh() > 0 && pw.ow() > 0, "the stem's output would be empty");
     if (!kernels::x86::conv_nchw_in_applies(pw, kernels::x86::conv_isa())) {
       run_ref(ctx, "tessera");
