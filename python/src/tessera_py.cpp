@@ -227,9 +227,65 @@ nb::list describe(const std::vector<tessera::ValueInfo>& infos) {
   return out;
 }
 
+// The element types numpy and DLPack share with Tessera: the ones the fast path below takes and returns as
+// numpy arrays directly (bool, complex and the narrow floats go the tagged way, whose Python side knows
+// them).
+DType native_dtype(const nb::dlpack::dtype& d) {
+  if (d.lanes != 1) return DType::undefined;
+  const auto code = nb::dlpack::dtype_code(d.code);
+  if (code == nb::dlpack::dtype_code::Float)
+    return d.bits == 32   ? DType::f32
+           : d.bits == 64 ? DType::f64
+           : d.bits == 16 ? DType::f16
+                          : DType::undefined;
+  const bool sig = code == nb::dlpack::dtype_code::Int;
+  if (!sig && code != nb::dlpack::dtype_code::UInt) return DType::undefined;
+  switch (d.bits) {
+    case 8:
+      return sig ? DType::i8 : DType::u8;
+    case 16:
+      return sig ? DType::i16 : DType::u16;
+    case 32:
+      return sig ? DType::i32 : DType::u32;
+    case 64:
+      return sig ? DType::i64 : DType::u64;
+  }
+  return DType::undefined;
+}
+
+bool dlpack_of(DType t, nb::dlpack::dtype* d) {
+  using Code = nb::dlpack::dtype_code;
+  const auto set = [&](Code c, int bits) {
+    *d = nb::dlpack::dtype{uint8_t(c), uint8_t(bits), 1};
+    return true;
+  };
+  switch (t) {
+    case DType::f32:
+      return set(Code::Float, 32);
+    case DType::f64:
+      return set(Code::Float, 64);
+    case DType::f16:
+      return set(Code::Float, 16);
+    case DType::i8:
+    case DType::i16:
+    case DType::i32:
+    case DType::i64:
+      return set(Code::Int, int(tessera::dtype_size(t)) * 8);
+    case DType::u8:
+    case DType::u16:
+    case DType::u32:
+    case DType::u64:
+      return set(Code::UInt, int(tessera::dtype_size(t)) * 8);
+    default:
+      return false;
+  }
+}
+
+using AnyArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
 class PySession {
  public:
-  explicit PySession(std::unique_ptr<tessera::Session> s) : s_(std::move(s)) {}
+  explicit PySession(std::unique_ptr<tessera::Session> s) : s_(std::move(s)), inputs_(s_->inputs()) {}
 
   static PySession from_path(const std::string& path, const tessera::SessionOptions& o) {
     std::unique_ptr<tessera::Session> s;
@@ -273,8 +329,74 @@ class PySession {
     return result;
   }
 
+  // The common call, without the tagged form: every model input given once as a C-contiguous numpy array of
+  // a native element type, the model's own, with its static dims. The arrays are borrowed for the run and
+  // tensor outputs of native types come back as numpy arrays (others in the tagged form). None — before
+  // anything runs — when the feeds are anything else: the caller then takes the general path, which also
+  // words the errors. A run after a cold cache pays for every Python-level step (MobileNetV2: the tagged
+  // round trip cost ~1.5% of a run, see bench/RESULTS.md), hence this path in C++.
+  nb::object run_arrays(nb::dict feeds, nb::handle names) const {
+    if (feeds.size() != inputs_.size()) return nb::none();
+    std::vector<std::string> output_names;
+    if (!names.is_none()) {
+      if (!nb::isinstance<nb::list>(names)) return nb::none();
+      for (nb::handle n : names) {
+        if (!nb::isinstance<nb::str>(n)) return nb::none();
+        output_names.push_back(nb::cast<std::string>(n));
+      }
+    }
+    std::map<std::string, DataValue> values;
+    std::vector<AnyArray>
+        held;  // the arrays stay referenced through the run, whatever the caller's dict does
+    held.reserve(inputs_.size());
+    for (const tessera::ValueInfo& vi : inputs_) {
+      PyObject* v = PyDict_GetItemString(feeds.ptr(), vi.name.c_str());
+      AnyArray a;
+      if (!v || vi.type.rfind("tensor(", 0) != 0 || !nb::try_cast(nb::handle(v), a, /*convert=*/false))
+        return nb::none();
+      const DType dt = native_dtype(a.dtype());
+      if (dt == DType::undefined || dt != vi.dtype) return nb::none();
+      tessera::Shape shape(a.ndim());
+      for (size_t i = 0; i < a.ndim(); ++i) shape[i] = int64_t(a.shape(i));
+      if (vi.has_shape) {
+        if (shape.size() != vi.shape.size()) return nb::none();
+        for (size_t i = 0; i < shape.size(); ++i)
+          if (vi.shape[i] >= 0 && vi.shape[i] != shape[i]) return nb::none();
+      }
+      const auto addr = reinterpret_cast<uintptr_t>(a.data());
+      if (a.size() && addr % tessera::dtype_size(dt) != 0) return nb::none();
+      void* data = const_cast<void*>(a.data());
+      values[vi.name] = DataValue(a.size() ? Tensor::borrow(dt, std::move(shape), data) : Tensor(dt, shape));
+      held.push_back(std::move(a));
+    }
+    std::vector<DataValue> outs;
+    {
+      nb::gil_scoped_release release;
+      outs = s_->run(values, output_names);
+    }
+    nb::list result;
+    for (DataValue& v : outs) {
+      nb::dlpack::dtype d;
+      if (v.kind != DataValue::Kind::tensor || !dlpack_of(v.tensor.dtype(), &d)) {
+        result.append(encode_value(std::move(v)));
+        continue;
+      }
+      Tensor t = std::move(v.tensor);
+      if (!t.is_contiguous()) t = t.contiguous();
+      if (t.storage().use_count() != 1) t = t.clone();  // shared with an input, a constant or the runtime
+      std::vector<size_t> shape(t.shape().begin(), t.shape().end());
+      auto* keep = new std::shared_ptr<void>(t.storage());
+      nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<void>*>(p); });
+      static uint8_t empty_byte = 0;
+      void* data = t.nbytes() ? t.raw_data() : &empty_byte;
+      result.append(nb::cast(nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr, d)));
+    }
+    return result;
+  }
+
  private:
   std::unique_ptr<tessera::Session> s_;
+  std::vector<tessera::ValueInfo> inputs_;
 };
 
 PyObject* new_exception(nb::module_& m, const char* name, PyObject* bases, const char* doc) {
@@ -346,7 +468,8 @@ NB_MODULE(_tessera, m) {
       .def("graph_text", &PySession::graph_text)
       .def("peak_memory_bytes", &PySession::peak_memory_bytes)
       .def("end_profiling", &PySession::end_profiling)
-      .def("run", &PySession::run, "feeds"_a, "output_names"_a);
+      .def("run", &PySession::run, "feeds"_a, "output_names"_a)
+      .def("run_arrays", &PySession::run_arrays, "feeds"_a, "output_names"_a.none());
 
   m.def("version", &tessera::version);
   m.def("kernel_isa", &tessera::kernel_isa);

@@ -271,6 +271,10 @@ class InferenceSession:
     def run(self, output_names: Iterable[str] | None, input_feed: Mapping[str, Any], run_options: Any = None) -> list:
         """Runs the model; returns the outputs named (all when None) as numpy
         arrays (lists for sequences, None for empty optionals)."""
+        if type(input_feed) is dict:
+            out = self._sess.run_arrays(input_feed, output_names)
+            if out is not None:  # the common call, in C++ (see run_arrays); otherwise the general path below
+                return [v if type(v) is not tuple else _decode(v) for v in out]
         if not isinstance(input_feed, Mapping):
             raise InvalidArgument("input_feed must be a dict {input name: array}")
         feeds = {}

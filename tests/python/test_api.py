@@ -173,6 +173,64 @@ def test_empty_tensor():
     assert y.shape == (0, 3) and y.dtype == np.float32
 
 
+def test_array_fast_path_takes_plain_arrays_and_declines_the_rest():
+    """run() hands plain numpy feeds to C++ in one call (run_arrays) and takes the general path for
+    anything else; both give the same outputs, and the general path words the errors."""
+    n1, i1 = passthrough_node("a", "y", rank=2)
+    n2, i2 = passthrough_node("b", "z", rank=1)
+    model = make_model(
+        [n1, n2], [helper.make_tensor_value_info("a", TP.FLOAT, ["n", 3]),
+                   helper.make_tensor_value_info("b", TP.INT64, [4])],
+        [helper.make_tensor_value_info("y", TP.FLOAT, ["n", 3]), helper.make_tensor_value_info("z", TP.INT64, [4])],
+        i1 + i2)
+    sess = session_or_skip(model)
+    a = RNG.standard_normal((5, 3)).astype(np.float32)
+    b = RNG.integers(-9, 9, 4).astype(np.int64)
+    fast = sess._sess.run_arrays({"a": a, "b": b}, None)
+    assert fast is not None and all(type(v) is np.ndarray for v in fast)
+    np.testing.assert_array_equal(fast[0], a)
+    np.testing.assert_array_equal(fast[1], b)
+    assert not np.shares_memory(fast[0], a) and fast[0].flags.writeable
+    y, z = sess._sess.run_arrays({"a": a, "b": b}, ["y", "z"])
+    np.testing.assert_array_equal(y, a)
+    (z,) = sess._sess.run_arrays({"a": a, "b": b}, ["z"])
+    np.testing.assert_array_equal(z, b)
+    misaligned = np.zeros(61, np.uint8)[1:].view(np.float32).reshape(5, 3)
+    misaligned[:] = a
+    assert not misaligned.flags.aligned
+    declined = {
+        "missing input": {"a": a},
+        "extra input": {"a": a, "b": b, "c": b},
+        "wrong dtype": {"a": a.astype(np.float64), "b": b},
+        "wrong rank": {"a": a.reshape(15), "b": b},
+        "wrong static dim": {"a": a, "b": np.zeros(5, np.int64)},
+        "non-contiguous": {"a": np.asfortranarray(a), "b": b},
+        "big-endian": {"a": a.astype(">f4"), "b": b},
+        "misaligned": {"a": misaligned, "b": b},
+        "a list": {"a": a.tolist(), "b": b},
+    }
+    for why, feeds in declined.items():
+        assert sess._sess.run_arrays(feeds, None) is None, why
+    assert sess._sess.run_arrays({"a": a, "b": b}, ("y",)) is None  # names not in a list of str
+    assert sess._sess.run_arrays({"a": a, "b": b}, [b"y"]) is None
+    # the general path runs what it can convert and words the rest
+    for why in ("non-contiguous", "big-endian", "misaligned"):
+        y, _ = sess.run(None, declined[why])
+        np.testing.assert_array_equal(y, declined[why]["a"])
+    (y,) = sess.run(("y",), {"a": a, "b": b})
+    np.testing.assert_array_equal(y, a)
+    with pytest.raises(tessera.InvalidArgument, match="missing input"):
+        sess.run(None, declined["missing input"])
+    with pytest.raises(tessera.InvalidArgument, match="no input named 'c'"):
+        sess.run(None, declined["extra input"])
+    with pytest.raises(tessera.InvalidArgument, match="expected shape"):
+        sess.run(None, declined["wrong static dim"])
+    with pytest.raises(tessera.InvalidArgument, match="expected tensor"):
+        sess.run(None, declined["wrong dtype"])
+    with pytest.raises(tessera.InvalidArgument):
+        sess._sess.run_arrays({"a": a, "b": b}, ["nope"])  # a plain call with a bad name fails in the run
+
+
 # ---------------------------------------------------------------- description
 
 def test_get_inputs_outputs():
