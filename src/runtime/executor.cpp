@@ -42,8 +42,11 @@ struct Frame {
   Frame* parent = nullptr;
   std::vector<DataValue> slots;
 
-  Frame(const CompiledGraph* g, Frame* p) : cg(g), parent(p), slots(size_t(g->num_slots)) {
-    for (const auto& [slot, t] : g->constants) slots[size_t(slot)] = DataValue(*t);
+  Frame(const CompiledGraph* g, Frame* p) : cg(g), parent(p), slots(size_t(g->num_slots)) {}
+  // The value at slot: the frame's, else the graph's initializer there (CompiledGraph::const_values).
+  const DataValue* at(int slot) const {
+    const DataValue* v = &slots[size_t(slot)];
+    return v->kind == DataValue::Kind::none ? &cg->const_values[size_t(slot)] : v;
   }
 };
 
@@ -72,7 +75,7 @@ class RunState {
       fr = fr->parent;
       check(fr != nullptr, ErrorCode::internal, "value scope chain is shorter than compiled");
     }
-    return &fr->slots[size_t(r.slot)];
+    return fr->at(r.slot);
   }
   ThreadPool* pool() const { return s_.pool_.get(); }
 
@@ -355,7 +358,7 @@ void RunState::exec(Frame& f, bool main) {
       }
     }
     if (main && recording_)
-      for (int s : cn.touches) touch(f.slots[size_t(s)], int(k));
+      for (int s : cn.touches) touch(*f.at(s), int(k));
     NodeContext ctx(*this, f, cn, int(k), main);
     const double t_start = profiling_ ? now_us(s_.t0_) : 0;
     try {

@@ -164,8 +164,10 @@ void SessionImpl::compile_graph(const ir::Graph& g, const std::vector<const ir::
   for (const auto& v : g.values()) {
     const int slot = cg.num_slots++;
     cg.slot_of[v.get()] = slot;
-    if (v->initializer) cg.constants.emplace_back(slot, &*v->initializer);
   }
+  cg.const_values.resize(size_t(cg.num_slots));
+  for (const auto& v : g.values())
+    if (v->initializer) cg.const_values[size_t(cg.slot_of[v.get()])] = DataValue(*v->initializer);
 
   // Resolves a value through the scope chain: g, then its enclosing graphs.
   std::vector<const CompiledGraph*> chain{&cg};
