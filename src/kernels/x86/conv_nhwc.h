@@ -265,6 +265,8 @@ struct Dw3RowsArgs {
   // pixel strides (floats) of x, of y and residual, and between the weights' taps; 0: c. A block of
   // channels of wider tensors is c channels at offsets into them.
   int64_t ldx = 0, ldy = 0, ldw = 0;
+  // x's rows kept in a ring of `ring` rows (0: none): row iy at x + ((ring_first + iy) % ring) * w * ldx.
+  int64_t ring = 0, ring_first = 0;
 };
 bool dw3_rows_applies(const Conv2dParams& p);
 void dw3_rows_avx512f(const Dw3RowsArgs& a);

@@ -95,6 +95,11 @@ inline __attribute__((always_inline)) void edge(const float* const* rows, int64_
   store<V, FULL>(yo, m, acc, ro, ep);
 }
 
+// Where input row iy lies in x, in rows (Dw3RowsArgs::ring).
+inline int64_t row_at(const Dw3RowsArgs& a, int64_t iy) {
+  return a.ring ? (a.ring_first + iy) % a.ring : iy;
+}
+
 // Rows a.oy0..a.oy1 for channels [cb, cb + kWidth) (masked by m when !FULL); outputs [xa, xb) are interior.
 template <class V, int S, bool FULL>
 void block(const Dw3RowsArgs& a, int64_t cb, typename V::mask m, int64_t xa, int64_t xb,
@@ -109,7 +114,7 @@ void block(const Dw3RowsArgs& a, int64_t cb, typename V::mask m, int64_t xa, int
     const float* rows[3];
     for (int r = 0; r < 3; ++r) {
       const int64_t iy = oy * a.sh - a.pad_t + r;
-      rows[r] = iy >= 0 && iy < a.h ? a.x + iy * a.w * c + cb : nullptr;
+      rows[r] = iy >= 0 && iy < a.h ? a.x + row_at(a, iy) * a.w * c + cb : nullptr;
     }
     float* yr = a.y + oy * a.ow * cy + cb;
     const float* rr = a.residual ? a.residual + oy * a.ow * cy + cb : nullptr;
@@ -199,7 +204,7 @@ void rows_by_tile(const Dw3RowsArgs& a) {
     const float* rows[3];
     for (int r = 0; r < 3; ++r) {
       const int64_t iy = oy * a.sh - a.pad_t + r;
-      rows[r] = iy >= 0 && iy < a.h ? a.x + iy * a.w * c : nullptr;
+      rows[r] = iy >= 0 && iy < a.h ? a.x + row_at(a, iy) * a.w * c : nullptr;
     }
     float* yr = a.y + oy * a.ow * cy;
     const float* rr = a.residual ? a.residual + oy * a.ow * cy : nullptr;
