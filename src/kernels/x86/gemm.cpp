@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -109,10 +110,19 @@ enum class APath : uint8_t { choose, packed, direct };
 // On the direct-A path, a range of at most this many rows reads B in place (or
 // from its prepacked panels) across all of its N per K block, in memory order.
 constexpr int64_t kSmallM = 32;
-// Small M over a prepacked B: the bytes of a panel each pass of the row groups covers (see the path): 64
-// rows of AVX-512's 64-wide panels, 256 (a whole K block) of AVX2's 16-wide ones — with AVX2, 64-row
-// passes were 6% slower at M = 4 and equal at 16 (Xeon, TESSERA_ISA=avx2, weights from memory).
-constexpr int64_t kStreamPassBytes = int64_t(16) << 10;
+// Small M over a prepacked B: the bytes of a panel each pass of the row groups covers (see the path). On
+// Intel 64 rows of AVX-512's 64-wide panels, 256 (a whole K block) of AVX2's 16-wide ones — with AVX2, 64-row
+// passes were 6% slower at M = 4 and equal at 16 (Xeon, TESSERA_ISA=avx2, weights from memory). On AMD a
+// whole K block: each pass reloads and stores the row groups' C tiles, and Zen 4's L2 feeds the later groups
+// a pass that has left L1. Measured on the Zen 4 VM (weights from memory, 128 MB of copies; 16 KiB passes ->
+// whole blocks): M = 16 at one thread 98-99 -> 107-110 GFLOP/s, 7-32 rows 94-101 -> 99-112, two threads
+// 191-200 -> 205-222 (8 x 768 x 768 at two threads, a 70 us product, 5% slower); 48 and 64 KiB passes in
+// between. BERT-base and GPT-2 at 16 tokens 7.8% faster at one thread and 6.5% at two (alternating runs).
+int64_t stream_pass_bytes() {
+  static const int64_t bytes =
+      cpu_features().amd ? std::numeric_limits<int64_t>::max() / 2 : int64_t(16) << 10;
+  return bytes;
+}
 // ... and writes C through a staging block this many columns wide (see gemm_range_direct).
 constexpr int64_t kStageCols = 4096;
 // An unpacked B is read that way (in place, no packing pass) up to this many rows on AMD. Measured on Zen 4
@@ -445,15 +455,16 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
           if (last) apply_tile_act(ep.act, cs + (ic - m_begin) * lds, lds, mc, nc);
         } else if (small && pr.packed) {
           // A prepacked B streams from memory once, in memory order (a K block's panels one after another,
-          // then the next block's). Each panel goes in passes of kStreamPassBytes (64 rows of a 64-wide one):
-          // every row group computes a pass (the first reads it from L2, the others from L1, C stays in L1
-          // between passes) while its tiles warm their share of the next pass into L2, paced over their K
-          // loops. Short passes keep the stream even: with whole 256-row panels the memory sat idle while
-          // the later row groups computed, and the first group of the next panel waited on it. Xeon (AVX-512,
+          // then the next block's). Each panel goes in passes of stream_pass_bytes() (on Intel 64 rows of a
+          // 64-wide one, on AMD the whole K block): every row group computes a pass (the first reads it from
+          // L2, the others from L1 or L2, C stays in L1 between passes) while its tiles warm their share of
+          // the next pass into L2, paced over their K loops. On the Xeon short passes keep the stream even:
+          // with whole 256-row panels the memory sat idle while the later row groups computed, and the first
+          // group of the next panel waited on it. Xeon (AVX-512,
           // one thread, 340 MB of weights as in BERT-base): M = 16 36.4 ms vs 40.1 (9% faster), M = 2-6
           // 8-25% (they had no software prefetch: on Zen 4 a whole-panel-ahead prefetch slowed them, this
           // paced one was not measured there), M = 32 4%; BERT and GPT-2 at 16 tokens 6.5-7.4%.
-          const int64_t pass_k = std::max<int64_t>(1, kStreamPassBytes / (nr * int64_t(sizeof(float))));
+          const int64_t pass_k = std::max<int64_t>(1, stream_pass_bytes() / (nr * int64_t(sizeof(float))));
           for (int64_t jr = 0; jr < nc; jr += nr) {
             const int64_t col = jc + jr, w = std::min(nr, nc - jr);
             for (int64_t k0 = 0; k0 < kc; k0 += pass_k) {
