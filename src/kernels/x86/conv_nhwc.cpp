@@ -354,13 +354,17 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
   // K blocks of at least 512 rows, as many as keep a panel's block within 64 KiB (streamed from L2 per tile):
   // 1024 for AVX2's 16-wide panels (MobileNetV2's 576- and 960-deep convs in one block: 3% faster in all,
   // ResNet-50 1%), 512 for AVX-512's 64-wide ones.
-  // Weights past 256 KiB stream from memory each run (chunk_major below is false): K blocks of 128 rows,
-  // so the next block's prefetch (below) goes out in small slices per tile instead of bursts of hundreds of
-  // lines — ResNet-50 2.4-4% and ResNet-18 3.7% faster than 512-row blocks (in-process A/B on a Xeon, one
-  // and two threads; 256 rows: equal).
+  // Weights past 256 KiB stream from memory each run (chunk_major below is false). On Intel K blocks of 128
+  // rows, so the next block's prefetch (below) goes out in small slices per tile instead of bursts of
+  // hundreds of lines — ResNet-50 2.4-4% and ResNet-18 3.7% faster than 512-row blocks (in-process A/B on a
+  // Xeon, one and two threads; 256 rows: equal). On AMD 512, as kept weights: each K block reads and writes
+  // the tiles' outputs once more, and Zen 4 keeps up with the bursts (alternating runs on the Zen 4 VM,
+  // 128 -> 512: ResNet-18 2.4% faster at one thread and 3.9% at two, ResNet-50 0.9-1% and 3.6%, MobileNetV2
+  // 0.8% at two; 256 in between, 1024 0.4% slower than 512 on ResNet-50).
   const bool streamed = next || K * OC * int64_t(sizeof(float)) > (256 << 10);
+  const int64_t streamed_kc = cpu_features().amd ? 512 : 128;
   const std::vector<KBlock> blocks =
-      k_blocks(tt, cc, streamed ? 128 : std::max<int64_t>(512, (64 << 10) / (P * 4)));
+      k_blocks(tt, cc, streamed ? streamed_kc : std::max<int64_t>(512, (64 << 10) / (P * 4)));
   int64_t max_taps = 0;
   for (const KBlock& b : blocks) max_taps = std::max(max_taps, b.t1 - b.t0);
   // Over several K blocks the blocks accumulate onto the residual in y from the first (one block adds it
