@@ -296,10 +296,15 @@ TEST(X86Gemm, StrassenMatchesReference) {
     const auto c0 = random_vec(size_t(c.m * ldc), rng), bias = random_vec(size_t(c.n), rng);
     const auto row_bias = random_vec(size_t(c.m), rng), res = random_vec(size_t(c.m * c.n), rng);
     const StrassenB sb = StrassenB::pack(b.data(), ldb, c.tb, c.k, c.n);
-    for (const bool epilogue : {false, true}) {
-      const GemmEpilogue ep = epilogue ? full_epilogue(bias, row_bias, res, c.n, idx % 4) : GemmEpilogue{};
+    // none; the whole epilogue (a residual: added to C first, then beta 1); without the residual (beta 0.5
+    // rides on each quadrant's last write); a residual that is C itself (beta 0), as the runtime hands it
+    for (const int epilogue : {0, 1, 2, 3}) {
+      GemmEpilogue ep = epilogue ? full_epilogue(bias, row_bias, res, c.n, idx % 4) : GemmEpilogue{};
+      if (epilogue == 2) ep.residual = nullptr;
       std::vector<float> want = c0, got = c0;
+      if (epilogue == 3) ep.residual = c0.data(), ep.ldr = ldc, ep.beta = 0.0f;
       reference(c, a, lda, b, ldb, want, ldc, ep);
+      if (epilogue == 3) ep.residual = got.data();
       sgemm_strassen(c.m, a.data(), lda, c.ta, sb, got.data(), ldc, ep, (idx++ % 2) ? &pool : nullptr);
       // the classical kernels' bound (check_case), doubled: the sums of quadrants round before they multiply
       const double tol = 2e-5 * std::sqrt(double(c.k)) * 4;

@@ -4,11 +4,14 @@
 //   T1 = B12 - B11, T2 = B22 - T1, T3 = B22 - B12, T4 = T2 - B21        (packed once, StrassenB::pack)
 //   P1 = A11 B11, P2 = A12 B21, P3 = S4 B22, P4 = A22 T4, P5 = S1 T1, P6 = S2 T2, P7 = S3 T3
 //   C11 = P1 + P2, C12 = P1 + P6 + P5 + P3, C21 = P1 + P6 + P7 - P4, C22 = P1 + P6 + P7 + P5
-// The partial sums ride on the GEMM's epilogue (residual, beta, alpha = -1) wherever a product adds to one
-// earlier result, so only P1 and P5, used twice, take a buffer and one pass of additions. An odd M is padded
-// by a zero row (A's lower quadrants); the raw product W goes to a workspace, and one pass writes C with the
-// caller's epilogue.
+// The partial sums ride on the GEMM's epilogue (residual, alpha = -1) wherever a product adds to one earlier
+// result: X = P1, Y = X + P6, Z = Y + P7 in m/2 x n/2 buffers; each quadrant's last product writes C itself
+// with the caller's epilogue (its beta C, bias, row bias, activation), C22 (Z + P5, no product of its own)
+// in one pass of additions that also adds P5 to C12's partial. C is written once, and read only for beta
+// (a caller's residual is added to C first, as beta C). An odd M is padded by a zero row (A's lower
+// quadrants), whose results are never stored: the lower quadrants' products take A's real rows only.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -140,13 +143,27 @@ void sgemm_strassen(int64_t m, const float* a, int64_t lda, bool trans_a, const 
   if (m <= 0) return;
   const EltwiseKernels& ek = eltwise_kernels(eltwise_isa());
   const int64_t k2 = b.k() / 2, n = b.n(), n2 = n / 2, m2 = (m + 1) / 2,
-                low = m - m2;  // low: A21's real rows
-  // workspace: S1..S4 (m2 x k2 each), a row of zeros (A's padding), X (m2 x n2), W (2 m2 x n); with a
-  // transposed A also A11, A12, A22, A21 (rows read in place otherwise)
-  const int64_t as = m2 * k2, copies = trans_a ? 8 : 4;
-  float* ws = scratch(size_t(copies * as + k2 + m2 * n2 + 2 * m2 * n));
+                low = m - m2;  // low: A21's real rows (C's lower quadrants)
+  GemmEpilogue e = ep;
+  if (e.residual) {  // C = beta C + residual first: C's own content then rides on the products' beta
+    for_rows(m, pool, [&](int64_t i) {
+      float* cr = c + i * ldc;
+      const float* rr = e.residual + i * e.ldr;
+      if (e.beta == 0.0f) {
+        if (rr != cr) std::memcpy(cr, rr, size_t(n) * sizeof(float));
+      } else {
+        ek.binary(BinaryOp::mul, &e.beta, 0, cr, 1, cr, n);
+        ek.binary(BinaryOp::add, cr, 1, rr, 1, cr, n);
+      }
+    });
+    e.residual = nullptr, e.beta = 1.0f;
+  }
+  // workspace: S1..S4 (m2 x k2 each), a row of zeros (A's padding), X, Y, Z (m2 x n2 each); with a transposed
+  // A also A11, A12, A22, A21 (rows read in place otherwise)
+  const int64_t as = m2 * k2, copies = trans_a ? 8 : 4, xs = m2 * n2;
+  float* ws = scratch(size_t(copies * as + k2 + 3 * xs));
   float *s1 = ws, *s2 = s1 + as, *s3 = s2 + as, *s4 = s3 + as, *zero = ws + copies * as, *x = zero + k2,
-        *w = x + m2 * n2;
+        *y = x + xs, *z = y + xs;
   std::fill(zero, zero + k2, 0.0f);
   const float *a11 = a, *a12 = a + k2, *a21 = a + m2 * lda, *a22 = a21 + k2;  // rows lda apart
   int64_t ld_a = lda;
@@ -172,51 +189,49 @@ void sgemm_strassen(int64_t m, const float* a, int64_t lda, bool trans_a, const 
     ek.binary(BinaryOp::sub, r11, 1, r21, 1, y3, k2);  // S3 = A11 - A21
     ek.binary(BinaryOp::sub, r12, 1, y2, 1, y4, k2);   // S4 = A12 - S2
   });
-  float *w11 = w, *w12 = w + n2, *w21 = w + m2 * n, *w22 = w21 + n2;
+  float *c11 = c, *c12 = c + n2, *c21 = c + m2 * ldc, *c22 = c21 + n2;
   auto product = [&](int64_t rows, const float* lhs, int64_t ldl, int i, float* out, int64_t ldo,
-                     const GemmEpilogue& e) {
-    sgemm_packed(rows, lhs, ldl, false, b.piece(i), out, ldo, e, pool);
+                     const GemmEpilogue& pe) {
+    if (rows > 0) sgemm_packed(rows, lhs, ldl, false, b.piece(i), out, ldo, pe, pool);
   };
-  GemmEpilogue plus_x;  // + X (P1, then P5)
-  plus_x.residual = x, plus_x.ldr = n2;
-  GemmEpilogue plus_w12;
-  plus_w12.residual = w12, plus_w12.ldr = n;
-  GemmEpilogue accumulate;
-  accumulate.beta = 1.0f;
-  GemmEpilogue subtract = accumulate;
-  subtract.alpha = -1.0f;
-  product(m2, a11, ld_a, 0, x, n2, {});       // X = P1
-  product(m2, a12, ld_a, 1, w11, n, plus_x);  // W11 = P2 + P1
-  product(m2, s2, k2, 4, w12, n, plus_x);     // W12 = P6 + P1
-  product(m2, s3, k2, 5, w21, n, plus_w12);   // W21 = P7 + P6 + P1
-  product(m2, s1, k2, 3, x, n2, {});          // X = P5
-  for_rows(m2, pool, [&](int64_t i) {         // W12 += P5, W22 = W21 + P5
+  // partial sums in X, Y, Z (alpha times the products, rows n2 apart)
+  auto partial = [&](const float* plus) {
+    GemmEpilogue pe;
+    pe.alpha = e.alpha, pe.residual = plus, pe.ldr = n2;
+    return pe;
+  };
+  // a quadrant's last product: + beta C (C's own content) + the partial sum, with the caller's bias, row
+  // bias and activation
+  auto final_of = [&](const float* plus, int64_t row0, int64_t col0, float alpha) {
+    GemmEpilogue pe = e;
+    pe.alpha = alpha, pe.residual = plus, pe.ldr = n2;
+    if (pe.bias) pe.bias += col0;
+    if (pe.row_bias) pe.row_bias += row0;
+    return pe;
+  };
+  product(m2, a11, ld_a, 0, x, n2, partial(nullptr));               // X = P1
+  product(m2, s2, k2, 4, y, n2, partial(x));                        // Y = P6 + P1
+  product(low, s3, k2, 5, z, n2, partial(y));                       // Z = P7 + P6 + P1
+  product(m2, a12, ld_a, 1, c11, ldc, final_of(x, 0, 0, e.alpha));  // C11 = P2 + P1
+  product(m2, s1, k2, 3, x, n2, partial(nullptr));                  // X = P5
+  for_rows(m2, pool, [&](int64_t i) {  // Y += P5 (C12's partial); C22 = Z + P5 with the caller's epilogue
     const float* xr = x + i * n2;
-    ek.binary(BinaryOp::add, w12 + i * n, 1, xr, 1, w12 + i * n, n2);
-    ek.binary(BinaryOp::add, w21 + i * n, 1, xr, 1, w22 + i * n, n2);
-  });
-  product(m2, s4, k2, 2, w12, n, accumulate);  // W12 += P3
-  product(low, a22, ld_a, 6, w21, n,
-          subtract);  // W21 -= P4 (A22's real rows: W's last row when M is odd is not C's)
-  // C from W with the caller's epilogue
-  for_rows(m, pool, [&](int64_t i) {
-    const float* wr = w + i * n;
-    float* cr = c + i * ldc;
-    if (ep.beta == 0.0f) {
-      ek.binary(BinaryOp::mul, &ep.alpha, 0, wr, 1, cr, n);
+    ek.binary(BinaryOp::add, y + i * n2, 1, xr, 1, y + i * n2, n2);
+    if (i >= low) return;
+    float* cr = c22 + i * ldc;
+    if (e.beta == 0.0f) {
+      ek.binary(BinaryOp::add, z + i * n2, 1, xr, 1, cr, n2);
     } else {
-      ek.binary(BinaryOp::mul, &ep.beta, 0, cr, 1, cr, n);
-      if (ep.alpha == 1.0f) {
-        ek.binary(BinaryOp::add, cr, 1, wr, 1, cr, n);
-      } else {
-        for (int64_t j = 0; j < n; ++j) cr[j] += ep.alpha * wr[j];
-      }
+      if (e.beta != 1.0f) ek.binary(BinaryOp::mul, &e.beta, 0, cr, 1, cr, n2);
+      ek.binary(BinaryOp::add, cr, 1, z + i * n2, 1, cr, n2);
+      ek.binary(BinaryOp::add, cr, 1, xr, 1, cr, n2);
     }
-    if (ep.bias) ek.binary(BinaryOp::add, cr, 1, ep.bias, 1, cr, n);
-    if (ep.row_bias) ek.binary(BinaryOp::add, cr, 1, ep.row_bias + i, 0, cr, n);
-    if (ep.residual) ek.binary(BinaryOp::add, cr, 1, ep.residual + i * ep.ldr, 1, cr, n);
-    gemm_apply_activation(ep.act, ep.clip_min, ep.clip_max, cr, n, nullptr);
+    if (e.bias) ek.binary(BinaryOp::add, cr, 1, e.bias + n2, 1, cr, n2);
+    if (e.row_bias) ek.binary(BinaryOp::add, cr, 1, e.row_bias + m2 + i, 0, cr, n2);
+    gemm_apply_activation(e.act, e.clip_min, e.clip_max, cr, n2, nullptr);
   });
+  product(m2, s4, k2, 2, c12, ldc, final_of(y, 0, n2, e.alpha));       // C12 = P3 + P5 + P6 + P1
+  product(low, a22, ld_a, 6, c21, ldc, final_of(z, m2, 0, -e.alpha));  // C21 = Z - P4
 }
 
 }  // namespace tessera::kernels::x86
