@@ -161,13 +161,17 @@ bool use_strassen(const Match& m) {
   return enabled && kernels::x86::StrassenB::worthwhile(least_rows(m.a), m.k, m.n);
 }
 
-// A of one row per batch item (all its dims but the last 1, at most one of them symbolic: a decoder's step
-// [batch, 1, K], a classifier's [batch, K]): at batch 1 a GEMV, which reads every weight from memory once.
+// A of one row per batch item (all its dims but the last 1, at most one of them a named symbol: a decoder's
+// step [batch, 1, K], a classifier's [batch, K]): at batch 1 a GEMV, which reads every weight from memory
+// once. An unknown dim without a name is not taken for the batch: it may be anything (ViT-B/16's attention
+// output reshaped to [197 * batch, 768] infers as [?, 768], and its coded weights were decoded on every
+// run: those 12 GEMMs 7-10% slower than packed ones).
 bool one_row_per_item(const ir::Value* a) {
   if (!a->type.shape || a->type.shape->empty()) return false;
   int symbols = 0;
   for (size_t i = 0; i + 1 < a->type.shape->size(); ++i) {
     const auto& d = (*a->type.shape)[i];
+    if (!d.known() && d.symbol.empty()) return false;
     if (d.known() ? d.value != 1 : ++symbols > 1) return false;
   }
   return true;

@@ -467,6 +467,38 @@ def test_decode_step_gemvs_take_coded_weights(monkeypatch):
             assert got.shape == want.shape and rel_err(got, want) < 1e-5
 
 
+def test_reshape_keeps_a_lone_symbol_and_codes_only_rows_per_item(monkeypatch):
+    """Reshape(-1, K) of [batch, 1, K] is [batch, K] (the known dims' products agree), of [seq, batch, K]
+    stays unknown (seq x batch rows): only the first GEMM takes coded weights (one row per batch item); the
+    second, whose rows may be many (ViT's attention output), keeps f32 panels. Both against onnxruntime."""
+    monkeypatch.setenv("TESSERA_CODED", "1")
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("Reshape", ["x", "flat"], ["x2"]),
+             helper.make_node("Gemm", ["x2", "w"], ["y"], transB=1),
+             helper.make_node("Reshape", ["s", "flat"], ["s2"]),
+             helper.make_node("Gemm", ["s2", "w"], ["z"], transB=1)]
+    inits = [numpy_helper.from_array(rng.standard_normal((300, 512)).astype(np.float32), "w"),
+             numpy_helper.from_array(np.array([-1, 512], np.int64), "flat")]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 1, 512]),
+              helper.make_tensor_value_info("s", TensorProto.FLOAT, [5, "batch", 512])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 300]),
+               helper.make_tensor_value_info("z", TensorProto.FLOAT, [None, 300])]
+    model = _model(nodes, inputs, outputs, inits)
+    text = tessera.InferenceSession(model).graph_text()
+    assert "%y: float32[batch,300] = tessera.FusedGemm(" in text, text
+    coded = "avx512vbmi" in tessera.kernel_isa().split()
+    lines = [ln for ln in text.splitlines() if "tessera.FusedGemm(" in ln]
+    assert len(lines) == 2, text
+    assert ("coded=1" in next(ln for ln in lines if "%y:" in ln)) == coded, text
+    assert "coded=1" not in next(ln for ln in lines if "%z:" in ln), text
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for batch in (1, 3):
+        feeds = {"x": rng.standard_normal((batch, 1, 512)).astype(np.float32),
+                 "s": rng.standard_normal((5, batch, 512)).astype(np.float32)}
+        for w, o in zip(ref.run(None, feeds), tessera.InferenceSession(model).run(None, feeds)):
+            assert w.shape == o.shape and rel_err(o, w) < 1e-5
+
+
 def test_affine_shape_values():
     """Shape values affine in a symbol: (past_len + 4) - past_len folds to 4, so the Reshape's target is
     constant; Range(past_len + 2, past_len + 5) has 3 elements; batch * 6 stays unknown but computes."""

@@ -13,13 +13,45 @@ using K = Attribute::Kind;
 
 namespace {
 
+// The -1 of a Reshape whose input has named symbolic dims: the input's symbols less those the other output
+// dims keep, and the known dims' products equal — [batch, 1, 1024] to [-1, 1024] is [batch, 1024] (a
+// decoder step's rows, one per batch item), [197, batch, 768] to [-1, 768] stays unknown (197 x batch).
+Dim reshape_symbol(const Dims& in, const Dims& out, size_t infer) {
+  std::vector<std::string> syms;
+  int64_t known_in = 1, known_out = 1;
+  for (const Dim& d : in) {
+    if (d.known())
+      known_in *= d.value;
+    else if (d.symbol.empty())
+      return Dim();
+    else
+      syms.push_back(d.symbol);
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (i == infer) continue;
+    const Dim& d = out[i];
+    if (d.known()) {
+      known_out *= d.value;
+      continue;
+    }
+    auto it = d.symbol.empty() ? syms.end() : std::find(syms.begin(), syms.end(), d.symbol);
+    if (it == syms.end()) return Dim();
+    syms.erase(it);
+  }
+  if (known_in != known_out || known_in == 0) return Dim();
+  if (syms.empty()) return Dim(1);
+  return syms.size() == 1 ? Dim::sym(syms[0]) : Dim();
+}
+
 void infer_reshape(InferenceContext& ctx) {
   const DType t = ctx.input_dtype(0);
   auto shape = const_ints(ctx, 1);
   if (!shape) {
     const auto& s1 = ctx.input_shape(1);
-    if (s1 && s1->size() == 1 && (*s1)[0].known()) ctx.set_output(0, t, unknown_dims((*s1)[0].value));
-    else ctx.set_output(0, t, std::nullopt);
+    if (s1 && s1->size() == 1 && (*s1)[0].known())
+      ctx.set_output(0, t, unknown_dims((*s1)[0].value));
+    else
+      ctx.set_output(0, t, std::nullopt);
     return;
   }
   const auto& in = ctx.input_shape(0);
@@ -46,12 +78,16 @@ void infer_reshape(InferenceContext& ctx) {
     bool all = total.known();
     for (size_t i = 0; i < out.size() && all; ++i) {
       if (int64_t(i) == infer) continue;
-      if (!out[i].known()) all = false;
-      else known *= out[i].value;
+      if (!out[i].known())
+        all = false;
+      else
+        known *= out[i].value;
     }
     if (all && known != 0) {
       if (total.value % known != 0) ctx.fail("cannot infer -1 in reshape");
       out[size_t(infer)] = Dim(total.value / known);
+    } else if (!total.known()) {
+      out[size_t(infer)] = reshape_symbol(*in, out, size_t(infer));
     }
   }
   ctx.set_output(0, t, out);
@@ -90,9 +126,12 @@ void infer_squeeze(InferenceContext& ctx) {
   const DType t = ctx.input_dtype(0);
   const auto& in = ctx.input_shape(0);
   std::optional<std::vector<int64_t>> axes;
-  if (ctx.has_input(1)) axes = const_ints(ctx, 1);
-  else if (ctx.has_attr("axes")) axes = ctx.attr_ints("axes");
-  else axes = std::vector<int64_t>{};
+  if (ctx.has_input(1))
+    axes = const_ints(ctx, 1);
+  else if (ctx.has_attr("axes"))
+    axes = ctx.attr_ints("axes");
+  else
+    axes = std::vector<int64_t>{};
   if (!in || !axes) {
     ctx.set_output(0, t, std::nullopt);
     return;
@@ -196,13 +235,16 @@ void infer_split(InferenceContext& ctx) {
   const int64_t axis = norm_axis(ctx, ctx.attr_int("axis", 0), int64_t(in->size()));
   const Dim len = (*in)[size_t(axis)];
   std::optional<std::vector<int64_t>> sizes;
-  if (ctx.has_input(1)) sizes = const_ints(ctx, 1);
-  else if (ctx.has_attr("split")) sizes = ctx.attr_ints("split");
+  if (ctx.has_input(1))
+    sizes = const_ints(ctx, 1);
+  else if (ctx.has_attr("split"))
+    sizes = ctx.attr_ints("split");
   else if (len.known()) {
     std::vector<int64_t> v;
     if (ctx.has_attr("num_outputs")) {
       const int64_t k = std::max<int64_t>(int64_t(n), 1), chunk = (len.value + k - 1) / k;
-      for (size_t i = 0; i < n; ++i) v.push_back(std::clamp<int64_t>(len.value - int64_t(i) * chunk, 0, chunk));
+      for (size_t i = 0; i < n; ++i)
+        v.push_back(std::clamp<int64_t>(len.value - int64_t(i) * chunk, 0, chunk));
     } else if (n > 0 && len.value % int64_t(n) == 0) {
       v.assign(n, len.value / int64_t(n));
     }
@@ -279,7 +321,8 @@ void infer_pad(InferenceContext& ctx) {
   const int64_t r = int64_t(in->size());
   auto pads = const_ints(ctx, 1);
   std::optional<std::vector<int64_t>> axes;
-  if (ctx.has_input(3)) axes = const_ints(ctx, 3);
+  if (ctx.has_input(3))
+    axes = const_ints(ctx, 3);
   else {
     axes = std::vector<int64_t>(size_t(r));
     std::iota(axes->begin(), axes->end(), 0);
@@ -288,7 +331,8 @@ void infer_pad(InferenceContext& ctx) {
     ctx.set_output(0, t, unknown_dims(r));
     return;
   }
-  if (pads->size() != 2 * axes->size()) ctx.fail("pads has ", pads->size(), " entries for ", axes->size(), " axes");
+  if (pads->size() != 2 * axes->size())
+    ctx.fail("pads has ", pads->size(), " entries for ", axes->size(), " axes");
   Dims out = *in;
   for (size_t i = 0; i < axes->size(); ++i) {
     const int64_t a = norm_axis(ctx, (*axes)[i], r);
@@ -310,7 +354,8 @@ void infer_tile(InferenceContext& ctx) {
   }
   auto reps = const_ints(ctx, 1);
   Dims out = *in;
-  if (reps && reps->size() != in->size()) ctx.fail("repeats has ", reps->size(), " entries for rank ", in->size());
+  if (reps && reps->size() != in->size())
+    ctx.fail("repeats has ", reps->size(), " entries for rank ", in->size());
   for (size_t d = 0; d < out.size(); ++d)
     out[d] = (reps && out[d].known()) ? Dim(out[d].value * (*reps)[d]) : Dim();
   ctx.set_output(0, t, out);
@@ -335,8 +380,10 @@ void infer_constant_of_shape(InferenceContext& ctx) {
     return;
   }
   const auto& s0 = ctx.input_shape(0);
-  if (s0 && s0->size() == 1 && (*s0)[0].known()) ctx.set_output(0, t, unknown_dims((*s0)[0].value));
-  else ctx.set_output(0, t, std::nullopt);
+  if (s0 && s0->size() == 1 && (*s0)[0].known())
+    ctx.set_output(0, t, unknown_dims((*s0)[0].value));
+  else
+    ctx.set_output(0, t, std::nullopt);
 }
 
 void infer_range(InferenceContext& ctx) {
@@ -434,8 +481,10 @@ void infer_unique(InferenceContext& ctx) {
   }
   Dim len;
   if (in) {
-    if (!ctx.has_attr("axis")) len = dims_product(*in, 0, in->size());
-    else len = (*in)[size_t(norm_axis(ctx, ctx.attr_int("axis", 0), int64_t(in->size())))];
+    if (!ctx.has_attr("axis"))
+      len = dims_product(*in, 0, in->size());
+    else
+      len = (*in)[size_t(norm_axis(ctx, ctx.attr_int("axis", 0), int64_t(in->size())))];
   }
   ctx.set_output(1, DType::i64, Dims{Dim()});
   ctx.set_output(2, DType::i64, Dims{len});
@@ -461,7 +510,9 @@ void infer_onehot(InferenceContext& ctx) {
   ctx.set_output(0, t, out);
 }
 
-void add(OpRegistry& r, OpSchema s) { add_schema(r, std::move(s), "shape"); }
+void add(OpRegistry& r, OpSchema s) {
+  add_schema(r, std::move(s), "shape");
+}
 
 }  // namespace
 
@@ -474,7 +525,8 @@ void register_shape_schemas(OpRegistry& r) {
   add(r, make_schema("Unsqueeze", 1, 2, 1, 1, infer_unsqueeze, {{"axes", K::ints}}));
   add(r, make_schema("Transpose", 1, 1, 1, 1, infer_transpose, {{"perm", K::ints}}));
   add(r, make_schema("Concat", 1, -1, 1, 1, infer_concat, {{"axis", K::i}}));
-  add(r, make_schema("Split", 1, 2, 1, -1, infer_split, {{"axis", K::i}, {"num_outputs", K::i}, {"split", K::ints}}));
+  add(r, make_schema("Split", 1, 2, 1, -1, infer_split,
+                     {{"axis", K::i}, {"num_outputs", K::i}, {"split", K::ints}}));
   add(r, make_schema("Slice", 3, 5, 1, 1, infer_slice));
   add(r, make_schema("Pad", 2, 4, 1, 1, infer_pad, {{"mode", K::s}}));
   add(r, make_schema("Tile", 2, 2, 1, 1, infer_tile));
@@ -487,7 +539,8 @@ void register_shape_schemas(OpRegistry& r) {
                      {{"blocksize", K::i}}));
   add(r, make_schema("Trilu", 1, 2, 1, 1, infer_same_as_input0, {{"upper", K::i}}));
   add(r, make_schema("CenterCropPad", 2, 2, 1, 1, infer_center_crop_pad, {{"axes", K::ints}}));
-  add(r, make_schema("ReverseSequence", 2, 2, 1, 1, infer_same_as_input0, {{"batch_axis", K::i}, {"time_axis", K::i}}));
+  add(r, make_schema("ReverseSequence", 2, 2, 1, 1, infer_same_as_input0,
+                     {{"batch_axis", K::i}, {"time_axis", K::i}}));
   add(r, make_schema("Compress", 2, 2, 1, 1, infer_compress, {{"axis", K::i}}));
   add(r, make_schema("NonZero", 1, 1, 1, 1, infer_nonzero));
   add(r, make_schema("Unique", 1, 1, 1, 4, infer_unique, {{"sorted", K::i}, {"axis", K::i}}));
