@@ -7,8 +7,10 @@
 //   ("s", shape, [str | bytes, ...])         string tensor
 //   ("q", elem_dtype_name, [value, ...])     sequence of tensors
 //   ("n", elem_dtype_name)                   empty optional
-// Inputs are copied into Tessera tensors; outputs are handed to numpy without
-// a copy when Tessera holds no other reference to their storage.
+// Inputs are borrowed from their arrays (copied where they must be normalized);
+// outputs are handed to numpy without a copy when Tessera holds no other
+// reference to their storage. The common call — plain numpy arrays of the
+// element types numpy and Tessera share — skips the tagged form (run_arrays).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
@@ -163,6 +165,19 @@ nb::tuple shape_tuple(const tessera::Shape& s) {
   return nb::tuple(l);
 }
 
+// A numpy array over t's storage (d: its element type as numpy sees it, shape: its dims), without a copy
+// when nobody else holds the storage; otherwise over a copy (the storage may be a session constant, an
+// input or a buffer the runtime reuses).
+nb::object numpy_over(Tensor t, nb::dlpack::dtype d, const std::vector<size_t>& shape) {
+  if (!t.is_contiguous()) t = t.contiguous();
+  if (t.storage().use_count() != 1) t = t.clone();
+  auto* keep = new std::shared_ptr<void>(t.storage());
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<void>*>(p); });
+  static uint8_t empty_byte = 0;
+  void* data = t.nbytes() ? t.raw_data() : &empty_byte;
+  return nb::cast(nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr, d));
+}
+
 nb::object encode_tensor(Tensor t) {
   if (t.dtype() == DType::string) {
     Tensor c = t.contiguous();
@@ -173,19 +188,11 @@ nb::object encode_tensor(Tensor t) {
     }
     return nb::make_tuple("s", shape_tuple(c.shape()), items);
   }
-  if (!t.is_contiguous()) t = t.contiguous();
-  // Hand the storage to numpy when nobody else holds it; otherwise copy (the
-  // storage may be a session constant or a buffer the runtime reuses).
-  if (t.storage().use_count() != 1) t = t.clone();
+  const DType dt = t.dtype();
+  nb::tuple shape = shape_tuple(t.shape());
   const size_t nbytes = t.nbytes();
-  auto* keep = new std::shared_ptr<void>(t.storage());
-  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<void>*>(p); });
-  const size_t shape[1] = {nbytes};
-  static uint8_t empty_byte = 0;
-  void* data = nbytes ? t.raw_data() : &empty_byte;
-  nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>> arr(data, 1, shape, owner);
-  return nb::make_tuple("t", std::string(tessera::dtype_name(t.dtype())), shape_tuple(t.shape()),
-                        nb::cast(arr));
+  return nb::make_tuple("t", std::string(tessera::dtype_name(dt)), shape,
+                        numpy_over(std::move(t), nb::dtype<uint8_t>(), {nbytes}));
 }
 
 nb::object encode_value(DataValue v) {
@@ -230,55 +237,32 @@ nb::list describe(const std::vector<tessera::ValueInfo>& infos) {
 // The element types numpy and DLPack share with Tessera: the ones the fast path below takes and returns as
 // numpy arrays directly (bool, complex and the narrow floats go the tagged way, whose Python side knows
 // them).
+struct NativeType {
+  DType type;
+  nb::dlpack::dtype_code code;
+  uint8_t bits;
+};
+constexpr NativeType kNativeTypes[] = {
+    {DType::f32, nb::dlpack::dtype_code::Float, 32}, {DType::f64, nb::dlpack::dtype_code::Float, 64},
+    {DType::f16, nb::dlpack::dtype_code::Float, 16}, {DType::i8, nb::dlpack::dtype_code::Int, 8},
+    {DType::i16, nb::dlpack::dtype_code::Int, 16},   {DType::i32, nb::dlpack::dtype_code::Int, 32},
+    {DType::i64, nb::dlpack::dtype_code::Int, 64},   {DType::u8, nb::dlpack::dtype_code::UInt, 8},
+    {DType::u16, nb::dlpack::dtype_code::UInt, 16},  {DType::u32, nb::dlpack::dtype_code::UInt, 32},
+    {DType::u64, nb::dlpack::dtype_code::UInt, 64}};
+
 DType native_dtype(const nb::dlpack::dtype& d) {
-  if (d.lanes != 1) return DType::undefined;
-  const auto code = nb::dlpack::dtype_code(d.code);
-  if (code == nb::dlpack::dtype_code::Float)
-    return d.bits == 32   ? DType::f32
-           : d.bits == 64 ? DType::f64
-           : d.bits == 16 ? DType::f16
-                          : DType::undefined;
-  const bool sig = code == nb::dlpack::dtype_code::Int;
-  if (!sig && code != nb::dlpack::dtype_code::UInt) return DType::undefined;
-  switch (d.bits) {
-    case 8:
-      return sig ? DType::i8 : DType::u8;
-    case 16:
-      return sig ? DType::i16 : DType::u16;
-    case 32:
-      return sig ? DType::i32 : DType::u32;
-    case 64:
-      return sig ? DType::i64 : DType::u64;
-  }
+  for (const NativeType& n : kNativeTypes)
+    if (d.lanes == 1 && d.code == uint8_t(n.code) && d.bits == n.bits) return n.type;
   return DType::undefined;
 }
 
 bool dlpack_of(DType t, nb::dlpack::dtype* d) {
-  using Code = nb::dlpack::dtype_code;
-  const auto set = [&](Code c, int bits) {
-    *d = nb::dlpack::dtype{uint8_t(c), uint8_t(bits), 1};
-    return true;
-  };
-  switch (t) {
-    case DType::f32:
-      return set(Code::Float, 32);
-    case DType::f64:
-      return set(Code::Float, 64);
-    case DType::f16:
-      return set(Code::Float, 16);
-    case DType::i8:
-    case DType::i16:
-    case DType::i32:
-    case DType::i64:
-      return set(Code::Int, int(tessera::dtype_size(t)) * 8);
-    case DType::u8:
-    case DType::u16:
-    case DType::u32:
-    case DType::u64:
-      return set(Code::UInt, int(tessera::dtype_size(t)) * 8);
-    default:
-      return false;
-  }
+  for (const NativeType& n : kNativeTypes)
+    if (n.type == t) {
+      *d = nb::dlpack::dtype{uint8_t(n.code), n.bits, 1};
+      return true;
+    }
+  return false;
 }
 
 using AnyArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
@@ -346,8 +330,8 @@ class PySession {
       }
     }
     std::map<std::string, DataValue> values;
-    std::vector<AnyArray>
-        held;  // the arrays stay referenced through the run, whatever the caller's dict does
+    // the arrays stay referenced through the run, whatever the caller's dict does
+    std::vector<AnyArray> held;
     held.reserve(inputs_.size());
     for (const tessera::ValueInfo& vi : inputs_) {
       PyObject* v = PyDict_GetItemString(feeds.ptr(), vi.name.c_str());
@@ -381,15 +365,8 @@ class PySession {
         result.append(encode_value(std::move(v)));
         continue;
       }
-      Tensor t = std::move(v.tensor);
-      if (!t.is_contiguous()) t = t.contiguous();
-      if (t.storage().use_count() != 1) t = t.clone();  // shared with an input, a constant or the runtime
-      std::vector<size_t> shape(t.shape().begin(), t.shape().end());
-      auto* keep = new std::shared_ptr<void>(t.storage());
-      nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<void>*>(p); });
-      static uint8_t empty_byte = 0;
-      void* data = t.nbytes() ? t.raw_data() : &empty_byte;
-      result.append(nb::cast(nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr, d)));
+      const std::vector<size_t> shape(v.tensor.shape().begin(), v.tensor.shape().end());
+      result.append(numpy_over(std::move(v.tensor), d, shape));
     }
     return result;
   }

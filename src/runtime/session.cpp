@@ -162,12 +162,9 @@ void SessionImpl::compile_graph(const ir::Graph& g, const std::vector<const ir::
   cg.graph = &g;
   compiled_[&g] = std::move(cg_owned);
   for (const auto& v : g.values()) {
-    const int slot = cg.num_slots++;
-    cg.slot_of[v.get()] = slot;
+    cg.slot_of[v.get()] = cg.num_slots++;
+    cg.const_values.push_back(v->initializer ? DataValue(*v->initializer) : DataValue());
   }
-  cg.const_values.resize(size_t(cg.num_slots));
-  for (const auto& v : g.values())
-    if (v->initializer) cg.const_values[size_t(cg.slot_of[v.get()])] = DataValue(*v->initializer);
 
   // Resolves a value through the scope chain: g, then its enclosing graphs.
   std::vector<const CompiledGraph*> chain{&cg};
@@ -326,12 +323,12 @@ std::string SessionImpl::end_profiling() const {
   write_profile();
   profiling_ended_.store(true);
   clear_profile();
-  return opts_.profile_path.empty() ? "tessera_profile.json" : opts_.profile_path;
+  return profile_path();
 }
 
 void SessionImpl::write_profile() const {
   if (!profiling()) return;
-  const std::string path = opts_.profile_path.empty() ? "tessera_profile.json" : opts_.profile_path;
+  const std::string path = profile_path();
   nlohmann::json events = nlohmann::json::array();
   {
     std::lock_guard lock(profile_mutex_);

@@ -126,6 +126,9 @@ class SessionImpl {
   // end writes nothing) and returns the file's path; "" where profiling is off or already ended.
   std::string end_profiling() const;
   bool profiling() const { return opts_.enable_profiling && !profiling_ended_.load(); }
+  std::string profile_path() const {
+    return opts_.profile_path.empty() ? "tessera_profile.json" : opts_.profile_path;
+  }
   // The profile so far (one event per executed node, in run order), and forgetting it (e.g. after warm-up).
   std::vector<runtime::ProfileEvent> profile_events() const;
   void clear_profile() const;
