@@ -5,6 +5,7 @@
 // strides, dilations, asymmetric padding, several images, fused epilogues.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -252,6 +253,83 @@ TEST(X86ConvNhwc, DepthwiseMatchesReference) {
         run_case(p, fused, fused == 1 ? nullptr : &pool, isa);
         if (HasFatalFailure()) return;
       }
+}
+
+// The depthwise 3x3 row kernel called directly, in each loop order (Dw3RowsArgs::order) on every vector ISA
+// here: rows through a ring, a band of output rows, a channel slice of wider rows (ldx, ldy), a residual,
+// clip; widths that take tiles of 8, 4 and 2 plus edges, masked channel tails.
+TEST(X86ConvNhwc, Dw3RowsEveryOrderMatchesReference) {
+  struct Case {
+    int64_t h, w, c, sh, sw, pad_t, pad_l, oy0, oy1, ring, ring_first, extra;  // extra: ldx = ldy = c + extra
+    bool residual;
+  };
+  const Case cases[] = {
+      {9, 29, 40, 1, 1, 1, 1, 0, 9, 0, 0, 0, false},   // stride 1: tiles 8, 4, 2, edges; tail of 8
+      {11, 37, 33, 2, 2, 0, 0, 0, 5, 0, 0, 0, true},   // stride 2, no left padding, tail of 1
+      {11, 38, 48, 2, 2, 1, 1, 1, 5, 0, 0, 5, true},   // a band of rows; a slice of wider rows
+      {10, 23, 16, 1, 1, 1, 1, 3, 6, 5, 2, 0, false},  // rows 2..6 in a ring of 5
+      {13, 21, 24, 2, 2, 1, 1, 2, 5, 7, 4, 16, true},  // stride 2 through a ring
+      {5, 3, 17, 1, 1, 1, 1, 0, 5, 0, 0, 0, false},    // too narrow for an interior tile
+      {6, 14, 96, 2, 1, 1, 1, 0, 3, 0, 0, 0, true},    // vertical stride 2, horizontal 1
+  };
+  using Order = Dw3RowsArgs::Order;
+  std::mt19937 rng(11);
+  for (const Case& k : cases) {
+    const int64_t ld = k.c + k.extra, ow = (k.w + 2 * k.pad_l - 3) / k.sw + 1;
+    const int64_t oh = (k.h + 2 * k.pad_t - 3) / k.sh + 1;
+    ASSERT_LE(k.oy1, oh);
+    const std::vector<float> x = random_floats(rng, size_t(k.h * k.w * ld)),
+                             wr = random_floats(rng, size_t(k.c * 9)), bias = random_floats(rng, size_t(k.c)),
+                             res = random_floats(rng, size_t(oh * ow * ld));
+    std::vector<float> wp(size_t(9 * k.c));
+    dw_nhwc_pack_weights(wr.data(), k.c, 3, 3, wp.data());
+    // x's rows where the kernel reads them: in place, or row iy at ring slot (ring_first + iy) % ring
+    std::vector<float> xin = x;
+    if (k.ring) {
+      xin.assign(size_t(k.ring * k.w * ld), std::numeric_limits<float>::quiet_NaN());
+      const int64_t lo = std::max<int64_t>(0, k.oy0 * k.sh - k.pad_t),
+                    hi = std::min<int64_t>(k.h, (k.oy1 - 1) * k.sh - k.pad_t + 3);
+      ASSERT_LE(hi - lo, k.ring);
+      for (int64_t iy = lo; iy < hi; ++iy)
+        std::copy_n(x.begin() + iy * k.w * ld, k.w * ld,
+                    xin.begin() + (k.ring_first + iy) % k.ring * k.w * ld);
+    }
+    for (ConvIsa isa : {ConvIsa::avx2, ConvIsa::avx512f}) {
+      if (!conv_isa_available(isa)) continue;
+      for (Order order : {Order::tuned, Order::by_block, Order::by_tile}) {
+        std::vector<float> y(size_t(oh * ow * ld), 7.f);
+        Dw3RowsArgs a{};
+        a.x = xin.data(), a.h = k.h, a.w = k.w, a.c = k.c, a.wp = wp.data();
+        a.sh = k.sh, a.sw = k.sw, a.pad_t = k.pad_t, a.pad_l = k.pad_l;
+        a.oy0 = k.oy0, a.oy1 = k.oy1, a.ow = ow, a.y = y.data();
+        a.residual = k.residual ? res.data() : nullptr, a.bias = bias.data();
+        a.act = Activation::clip, a.clip_min = -0.5f, a.clip_max = 0.75f;
+        a.ldx = a.ldy = ld, a.ring = k.ring, a.ring_first = k.ring_first, a.order = order;
+        (isa == ConvIsa::avx512f ? dw3_rows_avx512f : dw3_rows_avx2)(a);
+        for (int64_t oy = 0; oy < oh; ++oy)
+          for (int64_t ox = 0; ox < ow; ++ox)
+            for (int64_t ch = 0; ch < ld; ++ch) {
+              const float got = y[size_t((oy * ow + ox) * ld + ch)];
+              if (oy < k.oy0 || oy >= k.oy1 || ch >= k.c) {  // outside the band or the slice: untouched
+                ASSERT_EQ(got, 7.f) << oy << " " << ox << " " << ch;
+                continue;
+              }
+              double acc = bias[size_t(ch)];
+              for (int64_t r = 0; r < 3; ++r)
+                for (int64_t q = 0; q < 3; ++q) {
+                  const int64_t iy = oy * k.sh - k.pad_t + r, ix = ox * k.sw - k.pad_l + q;
+                  if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
+                  acc += double(wr[size_t(ch * 9 + r * 3 + q)]) * x[size_t((iy * k.w + ix) * ld + ch)];
+                }
+              if (k.residual) acc += res[size_t((oy * ow + ox) * ld + ch)];
+              acc = std::min(std::max(acc, -0.5), 0.75);
+              ASSERT_NEAR(got, acc, 1e-5)
+                  << "case h" << k.h << " w" << k.w << " c" << k.c << " isa " << int(isa) << " order "
+                  << int(order) << " at " << oy << "," << ox << "," << ch;
+            }
+      }
+    }
+  }
 }
 
 TEST(X86ConvNhwc, MaxPoolMatchesReferenceAndPropagatesNaN) {

@@ -267,6 +267,8 @@ struct Dw3RowsArgs {
   int64_t ldx = 0, ldy = 0, ldw = 0;
   // x's rows kept in a ring of `ring` rows (0: none): row iy at x + ((ring_first + iy) % ring) * w * ldx.
   int64_t ring = 0, ring_first = 0;
+  // The loop order (dw3_rows_impl.h, dw3::run): tuned picks the measured best for the CPU; tests run each.
+  enum class Order : uint8_t { tuned, by_block, by_tile } order = Order::tuned;
 };
 bool dw3_rows_applies(const Conv2dParams& p);
 void dw3_rows_avx512f(const Dw3RowsArgs& a);

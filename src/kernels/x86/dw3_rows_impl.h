@@ -145,17 +145,13 @@ std::pair<int64_t, int64_t> interior(const Dw3RowsArgs& a) {
   return {xa, last < 0 ? xa : std::clamp<int64_t>(last / S + 1, xa, a.ow)};
 }
 
-template <class V>
-void rows(const Dw3RowsArgs& a) {
-  constexpr int S = 1;
+// Groups of `group` output rows, every channel block per group (one block's weights in registers for the
+// group's rows, its input lines in L1 from one output row to the next).
+template <class V, int S>
+void rows(const Dw3RowsArgs& a, int64_t group) {
   const Epilogue<V> ep{a.act, V::set1(a.clip_min), V::set1(a.clip_max)};
   const auto [xa, xb] = interior<S>(a);
   const int64_t cfull = a.c / V::kWidth * V::kWidth;
-  // Groups of output rows (at least 64 outputs), every channel block per group: each output line is
-  // finished while it is in L1 and each input line read from L2 once per group of rows. One block over the
-  // whole band at a time left lines a quarter written (32 channels, 8 per block) and re-read them:
-  // MobileNetV2's 112 x 112 x 32 conv 8% slower; the other shapes equal.
-  const int64_t group = std::max<int64_t>(1, (64 + a.ow - 1) / a.ow);
   for (int64_t r0 = a.oy0; r0 < a.oy1; r0 += group) {
     Dw3RowsArgs g = a;
     g.oy0 = r0, g.oy1 = std::min(a.oy1, r0 + group);
@@ -224,18 +220,31 @@ void rows_by_tile(const Dw3RowsArgs& a) {
 }
 
 // Two orders. By tile (all channels of a few outputs, then the next few) reads the input in address order,
-// each line whole while it is in L1: stride 2 and maps wider than 14 (in-process A/B, MobileNetV2 on a
-// Xeon with AVX-512 and with AVX2: 1-2% per run at one thread, 5% at two; alone, 112^2 x 64 1.3-1.8x,
-// 28^2 x 128 stride 2 1.5-1.6x). By block over groups of rows keeps a block's weights in registers for 64+
-// outputs: small maps at stride 1, whose rows fit L1 anyway (7^2 x 960 1.3-1.9x faster than by tile).
+// each line whole while it is in L1: on the Xeon (AVX-512 and AVX2) stride 2 and maps wider than 14 (in-
+// process A/B, MobileNetV2 1-2% per run at one thread, 5% at two; alone, 112^2 x 64 1.3-1.8x, 28^2 x 128
+// stride 2 1.5-1.6x). By block (one block's weights in registers for a group of rows) for small maps at
+// stride 1, whose rows fit L1 anyway (7^2 x 960 1.3-1.9x faster than by tile), in groups of at least 64
+// outputs (a block over the whole band left AVX2's 32-byte blocks' lines half written and re-read them:
+// 112 x 112 x 32 8% slower). `blocks_outer`: every shape by block over the whole band, as Zen 4 runs
+// AVX-512 best: from L2, 1.1-1.4x faster than by tile at both strides (56^2 x 144 stride 1 80 -> 102
+// GFLOP/s, 112^2 x 96 stride 2 58 -> 66, 14^2 x 576 stride 2 37 -> 50; /tmp/w/dws2.cpp); with AVX2 there
+// mixed (0.8-1.25x), so not there. Dw3RowsArgs::order overrides the choice (tests).
 template <class V>
-void run(const Dw3RowsArgs& a) {
-  if (a.sw == 1 && a.ow <= 14)
-    rows<V>(a);
-  else if (a.sw == 1)
+void run(const Dw3RowsArgs& a, bool blocks_outer) {
+  using Order = Dw3RowsArgs::Order;
+  if (a.order != Order::tuned) blocks_outer = a.order == Order::by_block;
+  if (blocks_outer) {
+    if (a.sw == 1)
+      rows<V, 1>(a, a.oy1 - a.oy0);
+    else
+      rows<V, 2>(a, a.oy1 - a.oy0);
+  } else if (a.sw == 1 && a.ow <= 14 && a.order == Order::tuned) {
+    rows<V, 1>(a, std::max<int64_t>(1, (64 + a.ow - 1) / a.ow));
+  } else if (a.sw == 1) {
     rows_by_tile<V, 1>(a);
-  else
+  } else {
     rows_by_tile<V, 2>(a);
+  }
 }
 
 }  // namespace tessera::kernels::x86::dw3

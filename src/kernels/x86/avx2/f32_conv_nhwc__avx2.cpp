@@ -219,7 +219,7 @@ void dw_row_avx2(const DwRowArgs& a) {
 }
 
 void dw3_rows_avx2(const Dw3RowsArgs& a) {
-  dw3::run<Ymm>(a);
+  dw3::run<Ymm>(a, false);
 }
 
 void max_pool_taps_avx2(const float* const* taps, int64_t ntaps, int64_t c, float* y) {

@@ -8,6 +8,7 @@
 #include <array>
 #include <utility>
 
+#include "core/cpu_features.h"
 #include "kernels/x86/avx512f/zmm_traits.h"
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/conv_tiles_impl.h"
@@ -440,7 +441,8 @@ void dw_row_avx512f(const DwRowArgs& a) {
 }
 
 void dw3_rows_avx512f(const Dw3RowsArgs& a) {
-  dw3::run<Zmm>(a);
+  static const bool blocks_outer = cpu_features().amd;  // see dw3::run
+  dw3::run<Zmm>(a, blocks_outer);
 }
 
 void max_pool_taps_avx512f(const float* const* taps, int64_t ntaps, int64_t c, float* y) {
