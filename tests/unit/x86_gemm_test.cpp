@@ -196,6 +196,13 @@ TEST(X86Gemm, ChosenPathSmallMAndSkinny) {
     check_case("", c, true, &pool);
     check_case("", c, false, nullptr);
   }
+  // small M over an unpacked B, K past one deep block: equal K blocks of at most 1024 rows on AMD
+  // (gemm.cpp, deepen_in_place), 256 elsewhere; a tail of K, a transposed A, one and two threads
+  for (const Case& c : {Case{24, 300, 1100, false, false}, Case{100, 130, 2500, true, false},
+                        Case{7, 777, 1500, false, false}, Case{197, 64, 1030, false, false}}) {
+    check_case("", c, true, &pool);
+    check_case("", c, false, nullptr);
+  }
   // small M over a prepacked B with C's rows a multiple of 1024 floats apart: not staged
   for (const auto& [c, ldc] : {std::pair{Case{16, 1000, 300, false, false}, int64_t(1024)},
                                std::pair{Case{7, 2048, 70, true, false}, int64_t(2048)}}) {
