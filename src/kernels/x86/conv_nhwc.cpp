@@ -10,6 +10,8 @@
 
 #include "core/cpu_features.h"
 #include "core/memory.h"
+#include "kernels/x86/eltwise.h"
+#include "kernels/x86/gemm.h"
 
 namespace tessera::kernels::x86 {
 
@@ -1075,6 +1077,33 @@ void conv2d_nchw_in_f32(const Conv2dParams& p, const float* x, const float* wp, 
 // pairs: equal at one thread; at two, 1.2-1.4x on the 112 to 28 pixel maps.
 // A projection runs on each step's depthwise output rows as they are made (a
 // per-thread buffer of those rows), so that output never goes to memory either.
+#ifdef TESSERA_CONV_X86
+namespace {
+
+// part[m][o] (+)= sum over k < kc of d[m * ldd + k] * W[k0 + k][o] for m < rows, o < oc, W a pointwise conv's
+// packed weights (K rows): the projection over a slice of its input channels, without an epilogue.
+void project_k_slice(const float* d, int64_t ldd, int64_t rows, int64_t k0, int64_t kc, const float* w,
+                     int64_t K, int64_t oc, float* part, bool accumulate, ConvIsa isa) {
+  const int64_t P = conv_panel();
+  const float* r[16];
+  for (int64_t col = 0; col < oc; col += P) {
+    const int64_t pj = col / P, pw = conv_nhwc_panel_width(oc, pj), ncols = std::min(P, oc - col);
+    const ConvUkrInfo u = isa == ConvIsa::avx512f ? conv_ukr_avx512f(ncols) : conv_ukr_avx2(ncols);
+    for (int64_t j0 = 0; j0 < ncols; j0 += u.nr) {  // AVX2 walks a 64-wide panel in strips
+      const int64_t nr = std::min(u.nr, ncols - j0);
+      const float* wj = w + pj * P * K + k0 * pw + j0;
+      for (int64_t m = 0; m < rows; m += u.mr) {
+        const int64_t mr = std::min(u.mr, rows - m);
+        for (int64_t i = 0; i < mr; ++i) r[i] = d + (m + i) * ldd;
+        u.for_rows(mr)(r, 1, kc, wj, pw, part + m * oc + col + j0, oc, mr, nr, accumulate, nullptr, {});
+      }
+    }
+  }
+}
+
+}  // namespace
+#endif
+
 void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* w1, const ConvEpilogue& ep1,
                            const Conv2dParams& dw, const float* w2, const ConvEpilogue& ep2, float* y,
                            ThreadPool* pool, ConvIsa isa, const ConvProjection* proj) {
@@ -1147,9 +1176,9 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
       // so a task makes one block's intermediate for the whole image (in L2) and convolves it there.
       // MobileNetV2's 14 x 14 pairs at two threads: 10% faster than the two convs apart, 7 x 7: 3.5%.
       const int64_t nb = (E + kConvBlock - 1) / kConvBlock, K = C;
-      float* const ydw = depthwise_maps();
-      // Block t's output rows [oy0, oy1) of image t / nb: the intermediate rows they read, then those rows.
-      auto block_rows = [&](int64_t t, int64_t oy0, int64_t oy1, bool more) {
+      // Block t's output rows [oy0, oy1) of image t / nb: the intermediate rows they read, then those rows
+      // into out (row oy0, the block's first channel; rows ldo * OW floats apart, pixels ldo).
+      auto block_rows = [&](int64_t t, int64_t oy0, int64_t oy1, bool more, float* out, int64_t ldo) {
         const int64_t img = t / nb, c0 = t % nb * kConvBlock, ce = std::min(kConvBlock, E - c0);
         const int64_t lo = std::clamp<int64_t>(oy0 * dw.sh - dw.pad_t, 0, H),
                       hi = std::clamp<int64_t>((oy1 - 1) * dw.sh - dw.pad_t + 3, lo, H);
@@ -1164,31 +1193,99 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
         conv_dense(q, x + (img * H + lo) * W * C, w1 + c0 * K, e1, mid, nullptr, isa,
                    more && c1 < E ? &nw : nullptr);
         Dw3RowsArgs a{};
-        a.x = mid, a.h = hi - lo, a.w = W, a.c = ce, a.wp = w2 + c0, a.ldy = E, a.ldw = E;
+        a.x = mid, a.h = hi - lo, a.w = W, a.c = ce, a.wp = w2 + c0, a.ldy = ldo, a.ldw = E;
         a.sh = dw.sh, a.sw = dw.sw, a.pad_t = lo - (oy0 * dw.sh - dw.pad_t), a.pad_l = dw.pad_l;
         a.oy0 = 0, a.oy1 = oy1 - oy0, a.ow = OW;
-        const int64_t at = (img * OH + oy0) * OW * E + c0;
-        a.y = ydw + at;
-        a.residual = ep2.residual ? ep2.residual + at : nullptr;
+        a.y = out;
+        a.residual = ep2.residual ? ep2.residual + (img * OH + oy0) * OW * E + c0 : nullptr;  // ldo == E
         a.bias = ep2.bias ? ep2.bias + c0 : nullptr;
         a.act = ep2.act, a.clip_min = ep2.clip_min, a.clip_max = ep2.clip_max;
         (isa == ConvIsa::avx512f ? dw3_rows_avx512f : dw3_rows_avx2)(a);
       };
-      // Runs of blocks per thread (run_tasks), so that each block's conv prefetches the weights of the block
-      // its thread runs next (they stream from memory, as the whole conv's would): MobileNetV2 0.6% faster
-      // at two threads (in-process A/B on the Xeon). Blocks that do not go evenly round the threads (the
-      // last nb % threads) are split into a band of rows per thread, each making its rows' intermediate (a
-      // row or two of halo twice): MobileNetV2's 576 channels are 9 blocks, and one thread ran 5 while the
-      // other waited after 4.
+      // Blocks that do not go evenly round the threads (the last nb % threads) are split into a band of rows
+      // per thread, each making its rows' intermediate (a row or two of halo twice): MobileNetV2's 576
+      // channels are 9 blocks, and one thread ran 5 while the other waited after 4.
       const int64_t blocks = n * nb, split = threads > 1 && OH >= 2 * threads ? blocks % threads : 0;
       const int64_t whole = blocks - split;
+      if (proj && !ep2.residual) {
+        // With a projection: a fixed slice of the blocks per task (whole / threads consecutive blocks, then
+        // its band of each split block), projected by the task into a partial output of its own (the
+        // projection over the slice's channels, K rows of its weights); the partials are added in task
+        // order once all are done, so the bits do not depend on which thread ran what. As a second pass
+        // over the whole depthwise maps (split by pixels and panels), the projection read every pixel's
+        // channels from both threads' blocks, and the maps' lines went between the cores every run. On the
+        // Zen 4 VM, whose two vCPUs at times sit on cores that share no L3 (a 256 KiB hand-over between
+        // them: 9.8 us against 3.8), MobileNetV2's 7 x 7 x 960 blocks at two threads 248 -> 162 us then
+        // (-> 320: 310 -> 236) and 170 -> 150 us (231 -> 217) otherwise: the model 5% and 1% faster.
+        const int64_t OCp = proj->oc, M = n * OH * OW;
+        thread_local AlignedScratch tl_parts;
+        float* const parts = tl_parts.get(size_t(threads * M * OCp));
+        auto task = [&](int64_t tp) {
+          float* const part = parts + tp * M * OCp;
+          thread_local AlignedScratch tl_d;
+          thread_local std::vector<uint8_t> tl_done;
+          tl_done.assign(size_t(n), 0);  // images whose rows of `part` hold a sum
+          const int64_t b0 = whole * tp / threads, b1 = whole * (tp + 1) / threads;
+          // runs of the slice's blocks within one image: their depthwise rows side by side, then projected
+          for (int64_t t = b0; t < b1;) {
+            const int64_t img = t / nb, te = std::min(b1, (img + 1) * nb);
+            const int64_t c0 = t % nb * kConvBlock, c1 = std::min(E, (te - 1) % nb * kConvBlock + kConvBlock);
+            float* d = tl_d.get(size_t(OH * OW * (c1 - c0)));
+            for (int64_t u = t; u < te; ++u)
+              block_rows(u, 0, OH, u + 1 < te, d + (u % nb * kConvBlock - c0), c1 - c0);
+            project_k_slice(d, c1 - c0, OH * OW, c0, c1 - c0, proj->w, E, OCp, part + img * OH * OW * OCp,
+                            tl_done[size_t(img)] != 0, isa);
+            tl_done[size_t(img)] = 1;
+            t = te;
+          }
+          // this task's band of each split block
+          const int64_t oy0 = OH * tp / threads, oy1 = OH * (tp + 1) / threads;
+          for (int64_t blk = whole; blk < blocks && oy0 < oy1; ++blk) {
+            const int64_t img = blk / nb, c0 = blk % nb * kConvBlock, ce = std::min(kConvBlock, E - c0);
+            float* const rows = part + img * OH * OW * OCp;
+            if (!tl_done[size_t(img)]) {
+              std::memset(rows, 0, size_t(OH * OW * OCp) * sizeof(float));
+              tl_done[size_t(img)] = 1;
+            }
+            float* d = tl_d.get(size_t((oy1 - oy0) * OW * ce));
+            block_rows(blk, oy0, oy1, false, d, ce);
+            project_k_slice(d, ce, (oy1 - oy0) * OW, c0, ce, proj->w, E, OCp, rows + oy0 * OW * OCp, true,
+                            isa);
+          }
+          for (int64_t img = 0; img < n; ++img)  // images this task had no blocks of add nothing
+            if (!tl_done[size_t(img)])
+              std::memset(part + img * OH * OW * OCp, 0, size_t(OH * OW * OCp) * sizeof(float));
+        };
+        pool->run(threads, task);
+        // y = the partials in task order + bias + residual, then the activation
+        const ConvEpilogue& e3 = proj->ep;
+        const int64_t total = M * OCp;
+        if (threads == 1) std::memcpy(y, parts, size_t(total) * sizeof(float));
+        if (threads >= 2)
+          binary_f32(BinaryOp::add, parts, Bcast::full, parts + total, Bcast::full, y, 1, total, nullptr);
+        for (int64_t tp = 2; tp < threads; ++tp)
+          binary_f32(BinaryOp::add, y, Bcast::full, parts + tp * total, Bcast::full, y, 1, total, nullptr);
+        if (e3.bias) binary_f32(BinaryOp::add, y, Bcast::full, e3.bias, Bcast::row, y, M, OCp, nullptr);
+        if (e3.residual)
+          binary_f32(BinaryOp::add, y, Bcast::full, e3.residual, Bcast::full, y, 1, total, nullptr);
+        gemm_apply_activation(e3.act, e3.clip_min, e3.clip_max, y, total, nullptr);
+        return;
+      }
+      float* const ydw = depthwise_maps();
+      auto to_maps = [&](int64_t t, int64_t oy0) {
+        return ydw + (t / nb * OH + oy0) * OW * E + t % nb * kConvBlock;
+      };
+      // Runs of blocks per thread (run_tasks), so that each block's conv prefetches the weights of the block
+      // its thread runs next (they stream from memory, as the whole conv's would): MobileNetV2 0.6% faster
+      // at two threads (in-process A/B on the Xeon).
       run_tasks(pool, whole + split * threads, double(n * H * W) * double(C * E), [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
           if (t < whole) {
-            block_rows(t, 0, OH, t + 1 < e && t + 1 < whole);
+            block_rows(t, 0, OH, t + 1 < e && t + 1 < whole, to_maps(t, 0), E);
           } else {
             const int64_t part = (t - whole) % threads, blk = whole + (t - whole) / threads;
-            block_rows(blk, OH * part / threads, OH * (part + 1) / threads, false);
+            const int64_t oy0 = OH * part / threads;
+            block_rows(blk, oy0, OH * (part + 1) / threads, false, to_maps(blk, oy0), E);
           }
         }
       });
