@@ -407,7 +407,10 @@ TEST(X86ConvNhwc, PointwiseDepthwiseMatchesTwoConvs) {
                         // an odd number of blocks at 2 threads: the last one in a band of rows per thread
                         // (64, 64, 8; and 64, 64, 22 with asymmetric padding)
                         {1, 7, 7, 24, 136, 3, 1, 1, 1, 1, 1, 1},
-                        {1, 5, 11, 16, 150, 3, 1, 1, 0, 1, 1, 0}};
+                        {1, 5, 11, 16, 150, 3, 1, 1, 0, 1, 1, 0},
+                        // two images over three threads (below): a task's slice of blocks spans both
+                        {2, 7, 7, 24, 136, 3, 1, 1, 1, 1, 1, 1}};
+  ThreadPool pool3(3);  // small maps also over three threads: uneven slices, a split block's three bands
   std::mt19937 rng(77);
   auto fill = [&](size_t n) { return random_floats(rng, n); };
   for (const Case& c : cases) {
@@ -445,8 +448,9 @@ TEST(X86ConvNhwc, PointwiseDepthwiseMatchesTwoConvs) {
     Conv2dParams pw_none = pw;
     pw_none.c = c.e;
     for (ConvIsa isa : isas())
-      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool})
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool, &pool3})
         for (const int form : {0, 1, 2}) {  // pair, pair + projection, depthwise + projection
+          if (p == &pool3 && c.h > 9) continue;
           const std::vector<float>& ref = form ? want3 : want;
           std::vector<float> got(ref.size(), std::numeric_limits<float>::quiet_NaN());
           if (form < 2)
@@ -458,8 +462,8 @@ TEST(X86ConvNhwc, PointwiseDepthwiseMatchesTwoConvs) {
           for (size_t i = 0; i < ref.size(); ++i)
             ASSERT_NEAR(got[i], ref[i], 1e-4f * (1.0f + std::fabs(ref[i])))
                 << "h " << c.h << " w " << c.w << " c " << c.c << " e " << c.e << " k " << c.k << " s " << c.s
-                << " d " << c.d << " isa " << int(isa) << " threads " << (p ? 2 : 1) << " form " << form
-                << " at " << i;
+                << " d " << c.d << " isa " << int(isa) << " threads " << (p ? p->num_threads() : 1)
+                << " form " << form << " at " << i;
         }
   }
 }
