@@ -1379,18 +1379,30 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
 }
 
 void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, float* y, ThreadPool* pool) {
-  constexpr int64_t kBlock = 256;  // channels per task
-  const int64_t nb = (c + kBlock - 1) / kBlock;
-  run_tasks(pool, n * nb, double(n * hw * c), [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t img = t / nb, c0 = t % nb * kBlock, c1 = std::min(c, c0 + kBlock);
+  constexpr int64_t kBlock = 256;  // channels summed at a time
+  auto channels = [&](int64_t img, int64_t c0, int64_t c1) {
+    const float* xi = x + img * hw * c;
+    const float inv = 1.0f / float(hw);
+    for (int64_t b0 = c0; b0 < c1; b0 += kBlock) {
+      const int64_t b1 = std::min(c1, b0 + kBlock);
       float acc[kBlock] = {};
-      const float* xi = x + img * hw * c;
       for (int64_t i = 0; i < hw; ++i)
-        for (int64_t ch = c0; ch < c1; ++ch) acc[ch - c0] += xi[i * c + ch];
-      const float inv = 1.0f / float(hw);
-      for (int64_t ch = c0; ch < c1; ++ch) y[img * c + ch] = acc[ch - c0] * inv;
+        for (int64_t ch = b0; ch < b1; ++ch) acc[ch - b0] += xi[i * c + ch];
+      for (int64_t ch = b0; ch < b1; ++ch) y[img * c + ch] = acc[ch - b0] * inv;
     }
+  };
+  // Over several threads: one contiguous range of channels per thread, in order — as the conv before it
+  // (panel-major tasks, each thread's first claim a contiguous run) left its output, so that each thread
+  // mostly reads what its own core wrote. MobileNetV2's 7 x 7 x 1280 at two threads ran inline on the
+  // caller, half of it from the other core: 17 us against 6 at one thread.
+  const int64_t parts = pool ? std::min<int64_t>(pool->num_threads(), c / 64) : 1;
+  if (parts <= 1 || n * hw * c < (1 << 14)) {
+    for (int64_t img = 0; img < n; ++img) channels(img, 0, c);
+    return;
+  }
+  pool->run(parts, [&](int64_t p) {
+    const int64_t c0 = c * p / parts / 16 * 16, c1 = p + 1 == parts ? c : c * (p + 1) / parts / 16 * 16;
+    for (int64_t img = 0; img < n; ++img) channels(img, c0, c1);
   });
 }
 
