@@ -110,6 +110,12 @@ enum class APath : uint8_t { choose, packed, direct };
 // On the direct-A path, a range of at most this many rows reads B in place (or
 // from its prepacked panels) across all of its N per K block, in memory order.
 constexpr int64_t kSmallM = 32;
+// Rows per thread from which the direct path splits M over the threads rather than N (see run). 64 before
+// session 25; 32 measured on Zen 4 at two threads over prepacked weights: 64-112 rows 188-223 -> 226-229
+// GFLOP/s (ViT-B/16's 99-row Strassen products; B in cache), ViT-B/16 1.6-2.5% faster; at 16 (from 32 rows)
+// most 33-56-row shapes gained too but 40 x 3072 x 768 lost 3%, and smaller M streams weights from memory,
+// which a split of M would read twice.
+constexpr int64_t kRowsPerThread = 32;
 // Small M over a prepacked B: the bytes of a panel each pass of the row groups covers (see the path). On
 // Intel 64 rows of AVX-512's 64-wide panels, 256 (a whole K block) of AVX2's 16-wide ones — with AVX2, 64-row
 // passes were 6% slower at M = 4 and equal at 16 (Xeon, TESSERA_ISA=avx2, weights from memory). On AMD a
@@ -732,11 +738,11 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
   // Split N when there are enough panels for every thread, M otherwise. On the
   // direct path A is not packed, so splitting M costs nothing there, while a split
   // of only a few panels leaves each row group of A reused on one or two panels:
-  // it wants a few panels per task. With 64+ rows per thread the direct path splits
+  // it wants a few panels per task. With kRowsPerThread+ rows per thread the direct path splits
   // M: each thread's row groups then sweep all of N with A in L1 while the threads
   // share B (measured at 2 threads, prepacked: 256^3 to 1024^3 and 128-197 rows of
   // BERT/ViT shapes 3-9% faster than splitting N).
-  const bool rows_per_thread = pr.m >= 64 * threads;
+  const bool rows_per_thread = pr.m >= kRowsPerThread * threads;
   const bool split_n =
       threads > 1 && (direct ? !rows_per_thread && (panels >= 4 * threads || pr.m < 4 * u.mr * threads)
                              : panels >= 2 * threads || pr.m < u.mr * threads);
