@@ -29,10 +29,12 @@ float* scratch(size_t floats) {
   return buf.get(floats);
 }
 
-// fn(row) for row in [0, rows), in a few chunks over the pool's threads
+// fn(row) for row in [0, rows), one contiguous chunk per thread and in order, as the products split their
+// rows (gemm.cpp): each thread's sums are then read by the same thread's product (4 chunks a thread handed
+// out as threads came free: ViT-B/16 at two threads 1.8% slower, 4.8% where the VM's cores share no L3)
 template <class F>
 void for_rows(int64_t rows, ThreadPool* pool, const F& fn) {
-  const int64_t tasks = pool ? std::min<int64_t>(rows, 4 * int64_t(pool->num_threads())) : 1;
+  const int64_t tasks = pool ? std::min<int64_t>(rows, int64_t(pool->num_threads())) : 1;
   auto chunk = [&](int64_t t) {
     for (int64_t i = rows * t / tasks; i < rows * (t + 1) / tasks; ++i) fn(i);
   };
