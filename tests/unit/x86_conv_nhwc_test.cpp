@@ -135,6 +135,30 @@ Conv2dParams mk(int64_t n, int64_t c, int64_t h, int64_t w, int64_t oc, int64_t 
 
 }  // namespace
 
+// Pointwise convs of few pixels at one thread, which run as a prepacked GEMM over the conv's own packed
+// panels (conv_nhwc.cpp, pointwise_as_gemm: fewer than 64 pixels, 64k output channels, K up to 512), with
+// every epilogue (bias, residual, the residual in the output's buffer, Relu and Clip): one pixel, one and
+// two images, several panels, K at the limit; and just past each limit, which take the conv's own loop.
+TEST(X86ConvNhwc, PointwiseSmallMapsAsGemm) {
+  ThreadPool one(1);
+  const std::vector<Conv2dParams> cases = {
+      mk(1, 160, 7, 7, 192, 1, 1, 1, 1, 0, 0, 0, 0),  // a 7 x 7 map: three panels
+      mk(1, 512, 7, 7, 128, 1, 1, 1, 1, 0, 0, 0, 0),  // K at the limit
+      mk(2, 40, 5, 5, 64, 1, 1, 1, 1, 0, 0, 0, 0),    // two images, 50 pixels
+      mk(1, 24, 1, 1, 64, 1, 1, 1, 1, 0, 0, 0, 0),    // one pixel
+      mk(1, 513, 7, 7, 64, 1, 1, 1, 1, 0, 0, 0, 0),   // K past the limit
+      mk(1, 32, 8, 8, 64, 1, 1, 1, 1, 0, 0, 0, 0),    // 64 pixels
+      mk(1, 32, 7, 7, 80, 1, 1, 1, 1, 0, 0, 0, 0),    // channels not a multiple of 64
+  };
+  for (ConvIsa isa : isas())
+    for (const auto& p : cases)
+      for (int fused = 0; fused <= 4; ++fused)
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &one}) {
+          run_case(p, fused, pool, isa);
+          if (HasFatalFailure()) return;
+        }
+}
+
 TEST(X86ConvNhwc, DenseMatchesReference) {
   ThreadPool pool(2);
   std::vector<Conv2dParams> cases = {
