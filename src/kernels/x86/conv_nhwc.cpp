@@ -1280,10 +1280,8 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
         pool->run(threads, task);
         // y = the partials in task order + bias + residual, then the activation
         const ConvEpilogue& e3 = proj->ep;
-        const int64_t total = M * OCp;
-        if (threads == 1) std::memcpy(y, parts, size_t(total) * sizeof(float));
-        if (threads >= 2)
-          binary_f32(BinaryOp::add, parts, Bcast::full, parts + total, Bcast::full, y, 1, total, nullptr);
+        const int64_t total = M * OCp;  // (threads >= 2 on this path)
+        binary_f32(BinaryOp::add, parts, Bcast::full, parts + total, Bcast::full, y, 1, total, nullptr);
         for (int64_t tp = 2; tp < threads; ++tp)
           binary_f32(BinaryOp::add, y, Bcast::full, parts + tp * total, Bcast::full, y, 1, total, nullptr);
         if (e3.bias) binary_f32(BinaryOp::add, y, Bcast::full, e3.bias, Bcast::row, y, M, OCp, nullptr);
