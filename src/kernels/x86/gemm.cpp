@@ -778,8 +778,8 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
     // One task per thread on the direct path, and when each task packs all of B: a thread's rows are then
     // the same contiguous range every call (the caller takes the first), and its A and C rows stay in its
     // own caches from call to call and from one layer to the next. Two tasks per thread from 128 rows each
-    // (for some balance) handed rows to whichever thread came free: on Zen 4 at two threads 256^3 86 -> 89
-    // % of peak, prepacked 256-512 x 768 x 768 and 256 x 3072 x 768 0.5-1.4% faster.
+    // (for some balance) handed rows to whichever thread came free: on Zen 4 at two threads 256^3 ran at
+    // 86% of peak against 89%, prepacked 256-512 x 768 x 768 and 256 x 3072 x 768 0.5-1.4% slower.
     const bool b_free =
         pr.packed || (direct && !pr.trans_b && pr.k * pr.n <= kRawBFloats && !line_panels(u.nr));
     const int64_t tasks = !b_free || direct ? threads : max_tasks;
