@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Full-size models of architectures the shipped set does not have, written node for node as PyTorch's
+exporter writes them (opset 17; 18 for the decoder), with random weights: the check that speed holds on models nobody tuned for.
+
+  python3 bench/arch_models.py [--out build/models/arch]      # writes NAME.onnx for each builder below
+  python3 bench/compare_ort.py build/models/arch/efficientnet_b0.onnx ... --threads 1 2
+
+- efficientnet_b0: torchvision's EfficientNet-B0 (MBConv with 3x3 and 5x5 depthwise, squeeze-and-excitation,
+  SiLU as Sigmoid + Mul, BatchNorm folded into the convs as the exporter does in eval mode), 224 x 224.
+- convnext_tiny: torchvision's ConvNeXt-T (7x7 depthwise, Transpose to channels-last, LayerNormalization,
+  Linear as MatMul + Add, GELU as the Div/Erf/Add/Mul pattern, layer scale, residual), 224 x 224.
+- llama_decoder: a LLaMA-style decoder, 4 layers of hidden 1024 (16 heads, 4 KV heads, SiLU-gated MLP of
+  2816), RMSNorm written out, rotary embeddings by Slice/Neg/Concat, causal mask by Trilu/Where, a vocabulary
+  of 8192, prefill of 32 tokens.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+class Graph:
+    """Nodes and initializers with generated names; weights seeded per model."""
+
+    def __init__(self, seed: int):
+        self.nodes, self.inits, self.rng, self.count = [], [], np.random.default_rng(seed), 0
+
+    def name(self, hint: str) -> str:
+        self.count += 1
+        return f"{hint}_{self.count}"
+
+    def const(self, value, dtype=np.float32, hint="c") -> str:
+        n = self.name(hint)
+        self.inits.append(numpy_helper.from_array(np.asarray(value, dtype), n))
+        return n
+
+    def weight(self, *shape, fan_in: int, hint="w") -> str:
+        return self.const(self.rng.standard_normal(shape) * np.sqrt(2.0 / fan_in), hint=hint)
+
+    def bias(self, n: int) -> str:
+        return self.const(self.rng.standard_normal(n) * 0.05, hint="b")
+
+    def op(self, op_type: str, inputs, n_out: int = 1, **attrs):
+        outs = [self.name(op_type.lower()) for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), outs, **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def model(self, inputs, outputs, opset=17) -> onnx.ModelProto:
+        g = helper.make_graph(self.nodes, "g", inputs, outputs, self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+        m.ir_version = 8
+        return m
+
+    # layers as the exporter writes them
+    def conv(self, x, cin, cout, k, stride=1, groups=1, bias=True):
+        w = self.weight(cout, cin // groups, k, k, fan_in=cin // groups * k * k)
+        ins = [x, w] + ([self.bias(cout)] if bias else [])
+        return self.op("Conv", ins, kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4 if k > 1 and
+                       stride != k else [0] * 4, group=groups)
+
+    def silu(self, x):
+        return self.op("Mul", [x, self.op("Sigmoid", [x])])
+
+    def linear(self, x, cin, cout):  # on a >2-D input: MatMul + Add
+        return self.op("Add", [self.op("MatMul", [x, self.weight(cin, cout, fan_in=cin)]), self.bias(cout)])
+
+    def gemm(self, x, cin, cout):  # on a 2-D input: Gemm with transB
+        return self.op("Gemm", [x, self.weight(cout, cin, fan_in=cin), self.bias(cout)], transB=1)
+
+    def layer_norm(self, x, c, eps=1e-6):
+        scale = self.const(self.rng.uniform(0.8, 1.2, c))
+        return self.op("LayerNormalization", [x, scale, self.bias(c)], axis=-1, epsilon=eps)
+
+    def gelu(self, x):  # F.gelu (erf) at opset 17
+        e = self.op("Erf", [self.op("Div", [x, self.const(np.sqrt(2.0))])])
+        return self.op("Mul", [self.op("Mul", [x, self.op("Add", [e, self.const(1.0)])]), self.const(0.5)])
+
+
+def efficientnet_b0() -> onnx.ModelProto:
+    g = Graph(10)
+    x = g.op("Identity", ["input"])
+    x = g.silu(g.conv(x, 3, 32, 3, 2))
+    cin = 32
+    # expand ratio, kernel, stride, out channels, layers (torchvision's B0)
+    for t, k, s, cout, n in [(1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3),
+                             (6, 5, 1, 112, 3), (6, 5, 2, 192, 4), (6, 3, 1, 320, 1)]:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            exp = cin * t
+            h = g.silu(g.conv(x, cin, exp, 1)) if t != 1 else x
+            h = g.silu(g.conv(h, exp, exp, k, stride, groups=exp))
+            sq = max(1, cin // 4)  # squeeze-and-excitation
+            se = g.op("GlobalAveragePool", [h])
+            se = g.op("Sigmoid", [g.conv(g.silu(g.conv(se, exp, sq, 1)), sq, exp, 1)])
+            h = g.op("Mul", [h, se])
+            h = g.conv(h, exp, cout, 1)
+            x = g.op("Add", [h, x]) if stride == 1 and cin == cout else h
+            cin = cout
+    x = g.silu(g.conv(x, cin, 1280, 1))
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
+    y = g.gemm(x, 1280, 1000)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 224, 224])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+
+
+def convnext_tiny() -> onnx.ModelProto:
+    g = Graph(11)
+
+    def ln2d(x, c):  # torchvision's LayerNorm2d: permute, layer_norm, permute back
+        t = g.op("Transpose", [x], perm=[0, 2, 3, 1])
+        return g.op("Transpose", [g.layer_norm(t, c)], perm=[0, 3, 1, 2])
+
+    x = ln2d(g.conv("input", 3, 96, 4, 4), 96)
+    dims, depths = [96, 192, 384, 768], [3, 3, 9, 3]
+    for stage, (c, n) in enumerate(zip(dims, depths)):
+        if stage:
+            x = g.conv(ln2d(x, dims[stage - 1]), dims[stage - 1], c, 2, 2)
+        for _ in range(n):
+            h = g.conv(x, c, c, 7, groups=c)
+            h = g.op("Transpose", [h], perm=[0, 2, 3, 1])
+            h = g.linear(g.gelu(g.linear(g.layer_norm(h, c), c, 4 * c)), 4 * c, c)
+            h = g.op("Transpose", [h], perm=[0, 3, 1, 2])
+            h = g.op("Mul", [g.const(g.rng.uniform(0.05, 0.2, (c, 1, 1))), h])  # layer scale
+            x = g.op("Add", [h, x])
+    x = g.op("Flatten", [ln2d(g.op("GlobalAveragePool", [x]), 768)], axis=1)
+    y = g.gemm(x, 768, 1000)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 224, 224])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+
+
+def llama_decoder() -> onnx.ModelProto:
+    g = Graph(12)
+    d, heads, kv, hd, ffn, layers, vocab, seq = 1024, 16, 4, 64, 2816, 4, 8192, 32
+    half = hd // 2
+    inv = 1.0 / (10000 ** (np.arange(half) * 2 / hd))
+    ang = np.arange(seq)[:, None] * inv[None, :]
+    cos, sin = g.const(np.concatenate([np.cos(ang)] * 2, -1)), g.const(np.concatenate([np.sin(ang)] * 2, -1))
+    axlast, two, eps = g.const([-1], np.int64), g.const(2.0), g.const(1e-6)
+    zero, halfv, big = g.const([0], np.int64), g.const([half], np.int64), g.const([1 << 30], np.int64)
+
+    def rms(x):
+        ms = g.op("ReduceMean", [g.op("Pow", [x, two]), axlast], keepdims=1)
+        n = g.op("Mul", [x, g.op("Reciprocal", [g.op("Sqrt", [g.op("Add", [ms, eps])])])])
+        return g.op("Mul", [g.const(g.rng.uniform(0.8, 1.2, d)), n])
+
+    def rope(x):
+        x1, x2 = g.op("Slice", [x, zero, halfv, axlast]), g.op("Slice", [x, halfv, big, axlast])
+        rot = g.op("Concat", [g.op("Neg", [x2]), x1], axis=-1)
+        return g.op("Add", [g.op("Mul", [x, cos]), g.op("Mul", [rot, sin])])
+
+    def proj(x, cin, cout):
+        return g.op("MatMul", [x, g.weight(cin, cout, fan_in=cin)])
+
+    def heads_of(x, n):  # [1, seq, n * hd] -> [1, n, seq, hd]
+        r = g.op("Reshape", [x, g.const([1, seq, n, hd], np.int64)])
+        return g.op("Transpose", [r], perm=[0, 2, 1, 3])
+
+    def repeat_kv(x):  # [1, kv, seq, hd] -> [1, heads, seq, hd]
+        e = g.op("Expand", [g.op("Unsqueeze", [x, g.const([2], np.int64)]),
+                            g.const([1, kv, heads // kv, seq, hd], np.int64)])
+        return g.op("Reshape", [e, g.const([1, heads, seq, hd], np.int64)])
+
+    emb = g.const(g.rng.standard_normal((vocab, d)) * 0.02)
+    x = g.op("Gather", [emb, "input_ids"])
+    tri = g.op("Cast", [g.op("Trilu", [g.const(np.ones((seq, seq)))], upper=0)], to=TensorProto.BOOL)
+    for _ in range(layers):
+        h = rms(x)
+        q, k, v = rope(heads_of(proj(h, d, d), heads)), rope(heads_of(proj(h, d, kv * hd), kv)), \
+            heads_of(proj(h, d, kv * hd), kv)
+        k, v = repeat_kv(k), repeat_kv(v)
+        sc = g.op("Mul", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])]), g.const(hd ** -0.5)])
+        p = g.op("Softmax", [g.op("Where", [tri, sc, g.const(-3.0e38)])], axis=-1)
+        a = g.op("Reshape", [g.op("Transpose", [g.op("MatMul", [p, v])], perm=[0, 2, 1, 3]),
+                             g.const([1, seq, d], np.int64)])
+        x = g.op("Add", [x, proj(a, d, d)])
+        h = rms(x)
+        gate, up = proj(h, d, ffn), proj(h, d, ffn)
+        x = g.op("Add", [x, proj(g.op("Mul", [g.silu(gate), up]), ffn, d)])
+    y = proj(rms(x), d, vocab)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, seq])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, seq, vocab])], opset=18)
+
+
+BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder}
+
+
+def main() -> None:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default=os.path.join(root, "build", "models", "arch"))
+    p.add_argument("models", nargs="*", default=list(BUILDERS))
+    a = p.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    for name in a.models:
+        path = os.path.join(a.out, f"{name}.onnx")
+        onnx.save(BUILDERS[name](), path)
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
