@@ -7,10 +7,17 @@
 // the region (once per value) and where a region value is read outside it or is
 // a graph output, so the graph means what it meant before. A GlobalAveragePool of a
 // region value becomes tessera.NhwcGlobalAveragePool (its result needs no Transpose).
+// The region grows through what its layout does not matter to: elementwise ops (core/ew_program.def) of
+// region values, constants (transposed here) and single values run on the NHWC twins (SiLU's Sigmoid and
+// Mul, squeeze-and-excitation's scaling, a layer scale or residual Add); a Transpose to channels-last of a
+// region value is its twin (ConvNeXt's Permute before LayerNorm: no copy), and one back to channels-first
+// makes its input the twin of its result.
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
 
+#include "core/ew_program.h"
 #include "core/memory.h"
 #include "kernels/x86/conv_nhwc.h"
 #include "passes/pass_manager.h"
@@ -106,6 +113,41 @@ ir::Value* constant(ir::Graph& g, const std::string& base, Tensor t) {
   return v;
 }
 
+// A constant of rank <= 4 (aligned to the trailing dims, as broadcasting reads it) as the rank-4 constant
+// its NHWC twin broadcasts with.
+Tensor to_nhwc_constant(const Tensor& t0) {
+  const Tensor t = t0.contiguous();
+  std::vector<int64_t> d(4, 1);
+  for (int64_t i = 0; i < t.rank(); ++i) d[size_t(4 - t.rank() + i)] = t.dim(i);
+  Tensor o = Tensor::uninitialized(DType::f32, {d[0], d[2], d[3], d[1]});
+  const float* src = t.data<float>();
+  float* dst = o.data<float>();
+  for (int64_t n = 0; n < d[0]; ++n)
+    for (int64_t c = 0; c < d[1]; ++c)
+      for (int64_t h = 0; h < d[2]; ++h)
+        for (int64_t w = 0; w < d[3]; ++w)
+          dst[((n * d[2] + h) * d[3] + w) * d[1] + c] = src[((n * d[1] + c) * d[2] + h) * d[3] + w];
+  return o;
+}
+
+// A value every dim of which is 1: the same in either layout, at any rank.
+bool single_value(const ir::Value* v) {
+  if (!v || !v->type.shape) return false;
+  for (const ir::Dim& d : *v->type.shape)
+    if (d.value != 1) return false;
+  return true;
+}
+
+// An ONNX elementwise op the region can run on NHWC twins: f32 in and out, a known 4-D result.
+bool elementwise(const ir::Node* n) {
+  if (!n->domain.empty() || n->outputs.size() != 1 || !n->subgraphs().empty()) return false;
+  const auto op = ew_from_onnx(n->op_type);
+  if (!op || int(n->inputs.size()) != ew_arity(*op) || !known_4d(n->outputs[0])) return false;
+  for (const ir::Value* v : n->inputs)
+    if (!is_f32(v)) return false;
+  return true;
+}
+
 }  // namespace
 
 void layout_nhwc(ir::Graph& g) {
@@ -126,6 +168,52 @@ void layout_nhwc(ir::Graph& g) {
     return t;
   };
   for (ir::Node* n : nodes) {
+    if (is_onnx_op(n, "Transpose") && n->inputs.size() == 1 && n->outputs.size() == 1 && n->outputs[0]) {
+      const auto perm = ints_attr(n, "perm", {});
+      ir::Value* x = n->inputs[0];
+      ir::Value* y = n->outputs[0];
+      // to channels-last of a region value: its twin, read in place by y's consumers
+      if (perm == kToNhwc && twin.count(x) && !is_graph_output(g, y) &&
+          std::all_of(y->uses.begin(), y->uses.end(), [&](const auto& u) { return u.first->owner == &g; })) {
+        const auto uses = y->uses;
+        for (const auto& [user, idx] : uses) g.set_input(user, size_t(idx), twin[x]);
+        g.remove_node(n);
+        continue;
+      }
+      // back to channels-first: x is the twin of y (a Transpose is made again below if y is read as NCHW)
+      if (perm == kToNchw && known_4d(x) && known_4d(y) && !twin.count(x)) {
+        twin[y] = x;
+        old.push_back(n);
+        continue;
+      }
+    }
+    // Elementwise ops with a region operand run on the twins; the other operands must be constants or
+    // single values (a 4-D NCHW value from outside would need a Transpose of its own).
+    if (elementwise(n) &&
+        std::any_of(n->inputs.begin(), n->inputs.end(), [&](ir::Value* v) { return twin.count(v); }) &&
+        std::all_of(n->inputs.begin(), n->inputs.end(), [&](ir::Value* v) {
+          return twin.count(v) || single_value(v) ||
+                 (is_constant(g, v) && v->initializer->dtype() == DType::f32 && v->initializer->rank() <= 4);
+        })) {
+      ir::Node* f = g.add_node(n->op_type, n->name);
+      f->opset = n->opset;
+      f->attrs = n->attrs;
+      for (ir::Value* v : n->inputs) {
+        if (twin.count(v))
+          g.connect_input(f, twin[v]);
+        else if (single_value(v))
+          g.connect_input(f, v);
+        else
+          g.connect_input(f, constant(g, v->name + "_nhwc", to_nhwc_constant(*v->initializer)));
+      }
+      ir::Value* y = n->outputs[0];
+      ir::Value* yt = new_value(g, y->name + "_nhwc",
+                                ir::TypeInfo::tensor(DType::f32, permuted(*y->type.shape, kToNhwc)));
+      g.connect_output(f, yt);
+      twin[y] = yt;
+      old.push_back(n);
+      continue;
+    }
     // GlobalAveragePool of a region value: its [N, C, 1, 1] result is the same in both layouts.
     if (is_onnx_op(n, "GlobalAveragePool") && n->inputs.size() == 1 && n->outputs.size() == 1 &&
         twin.count(n->inputs[0]) && known_4d(n->outputs[0])) {
