@@ -52,6 +52,7 @@ constexpr const char* ew_onnx_op(EwOp op) {
 }
 
 inline std::optional<EwOp> ew_from_onnx(std::string_view op_type) {
+  if (op_type.empty()) return std::nullopt;
 #define EW_OP(name, arity, onnx) \
   if (op_type == onnx) return EwOp::name;
 #include "core/ew_program.def"
@@ -86,6 +87,10 @@ inline float ew_apply(EwOp op, float a, float b) {
       return std::sqrt(a);
     case EwOp::abs:
       return std::fabs(a);
+    case EwOp::silu: {  // x * sigmoid(x), the sigmoid as the unfused op computes it
+      const float s = 1.0f / (1.0f + std::exp(-a));
+      return a * s;
+    }
   }
   return 0;
 }

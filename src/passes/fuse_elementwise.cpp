@@ -6,7 +6,9 @@
 // (x * 0.5 * (1 + erf(x / sqrt 2)), or the tanh form), scaled residuals and
 // bias chains end up as a single pass — without matching any one pattern.
 //   Div(x, c) -> Erf -> Add(., 1) -> Mul(x, .) -> Mul(., 0.5)   ==>   FusedElementwise(x, c, 1, 0.5)
-// A group has exactly one result used outside it; its inputs may broadcast.
+// A group has exactly one result used outside it; its inputs may broadcast. Within a group, Mul(x,
+// Sigmoid(x)) (SiLU as the exporters write it) is one silu instruction: one vectorized pass instead of a
+// sigmoid into a register and a multiply.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -30,6 +32,18 @@ bool candidate(const ir::Graph& g, const ir::Node* n) {
   for (const ir::Value* v : n->inputs)
     if (!is_f32(v)) return false;
   return true;
+}
+
+// Whether a producer's result is broadcast by its consumer (fewer elements, both shapes known): in a group it
+// would be recomputed for every element it spreads to (a squeeze-and-excitation's Sigmoid over C channels,
+// scaling an H x W x C map: the sigmoid ran H x W times over), so it stays outside.
+bool broadcast_into(const ir::Value* produced, const ir::Value* consumed) {
+  const auto a = produced->type.static_shape(), b = consumed->type.static_shape();
+  if (!a || !b) return false;
+  int64_t na = 1, nb = 1;
+  for (int64_t d : *a) na *= d;
+  for (int64_t d : *b) nb *= d;
+  return na < nb;
 }
 
 // Every use of v is a node of `group` (and v is not a graph output).
@@ -65,7 +79,8 @@ void fuse_elementwise(ir::Graph& g) {
           ir::Node* p = v->producer;
           if (group.size() >= kMaxGroup || !p || group.count(p) || taken.count(p) || !candidate(g, p))
             continue;
-          if (!used_only_in(g, p->outputs[0], group)) continue;
+          if (!used_only_in(g, p->outputs[0], group) || broadcast_into(p->outputs[0], n->outputs[0]))
+            continue;
           group.insert(p);
           grew = true;
         }
@@ -89,9 +104,32 @@ void fuse_elementwise(ir::Graph& g) {
           inputs.push_back(v);
         }
     const int64_t n_in = int64_t(inputs.size());
+    // Mul(x, Sigmoid(x)) whose Sigmoid feeds only it: the Mul becomes silu(x), the Sigmoid goes
+    std::set<const ir::Node*> folded;
+    std::map<const ir::Node*, ir::Value*> silu_of;
+    for (ir::Node* n : gr.nodes) {
+      if (!is_onnx_op(n, "Mul")) continue;
+      for (int i = 0; i < 2; ++i) {
+        ir::Value* s = n->inputs[size_t(i)];
+        ir::Value* x = n->inputs[size_t(1 - i)];
+        if (s->producer && members.count(s->producer) && is_onnx_op(s->producer, "Sigmoid") &&
+            s->producer->inputs[0] == x && s->uses.size() == 1 && !folded.count(s->producer)) {
+          folded.insert(s->producer);
+          silu_of[n] = x;
+          break;
+        }
+      }
+    }
     std::vector<int64_t> program;
     int64_t regs = 0;
     for (ir::Node* n : gr.nodes) {
+      if (folded.count(n)) continue;
+      if (silu_of.count(n)) {
+        const int64_t dst = n == gr.root ? -1 : n_in + regs++;
+        program.insert(program.end(), {int64_t(EwOp::silu), dst, operand.at(silu_of[n]), -1});
+        if (n != gr.root) operand[n->outputs[0]] = dst;
+        continue;
+      }
       const EwOp op = *ew_from_onnx(n->op_type);
       const bool last = n == gr.root;
       const int64_t dst = last ? -1 : n_in + regs++;

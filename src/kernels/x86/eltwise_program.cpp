@@ -47,6 +47,9 @@ bool as_unary(EwOp op, UnaryOp& u) {
     case EwOp::relu:
       u = UnaryOp::relu;
       return true;
+    case EwOp::silu:
+      u = UnaryOp::silu;
+      return true;
     default:
       return false;
   }
@@ -60,20 +63,36 @@ void ew_program_f32(const std::vector<EwInstr>& program, int64_t num_registers,
   if (outer <= 0 || inner <= 0) return;
   const EltwiseKernels& K = eltwise_kernels(eltwise_isa());
   const int64_t n_in = int64_t(inputs.size());
-  const int64_t per_row = (inner + kBlock - 1) / kBlock;
-  const int64_t blocks = outer * per_row;
+  // A block is a run of up to kBlock floats of one row, or whole rows when rows are shorter (channels-last
+  // maps scaled per channel: rows of 32-96 floats, one row a block ran at half speed): a row operand is
+  // then read from a copy repeated across the block, a column operand from its values each spread over
+  // its row.
+  const int64_t rows = inner < kBlock ? kBlock / inner : 1;
+  const int64_t per_row = rows > 1 ? 1 : (inner + kBlock - 1) / kBlock;
+  const int64_t blocks = (outer + rows - 1) / rows * per_row;
+  const int64_t span = rows > 1 ? rows * inner : kBlock;  // floats a block holds at most
   // ~16K floats per task: below that, threading costs more than it saves.
-  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 14) / std::min(inner, kBlock));
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 14) / std::min(rows * inner, kBlock));
   parallel_for(pool, blocks, grain, [&](int64_t lo, int64_t hi) {
     thread_local AlignedScratch regs;
-    float* const reg0 = regs.get(size_t(num_registers + 1) * size_t(kBlock));
-    float* tmp = reg0 + size_t(num_registers) * size_t(kBlock);  // broadcast scratch
+    // registers, the broadcast scratch, then (whole rows) a spread block per input
+    const size_t spread = rows > 1 ? size_t(n_in) : 0;
+    float* const reg0 = regs.get((size_t(num_registers + 1) + spread) * size_t(span));
+    float* tmp = reg0 + size_t(num_registers) * size_t(span);
+    float* spread0 = tmp + span;
+    if (rows > 1)  // row operands repeated over a block once per task
+      for (int64_t k = 0; k < n_in; ++k)
+        if (inputs[size_t(k)].kind == Bcast::row)
+          for (int64_t r = 0; r < rows; ++r)
+            std::copy(inputs[size_t(k)].data, inputs[size_t(k)].data + inner, spread0 + k * span + r * inner);
     for (int64_t blk = lo; blk < hi; ++blk) {
-      const int64_t o = blk / per_row, i0 = (blk % per_row) * kBlock, n = std::min(kBlock, inner - i0);
+      const int64_t o = blk / per_row * rows, nrows = std::min(rows, outer - o);
+      const int64_t i0 = (blk % per_row) * kBlock,
+                    n = rows > 1 ? nrows * inner : std::min(kBlock, inner - i0);
       auto operand = [&](int32_t k, int64_t& stride) -> const float* {
         if (k >= n_in) {
           stride = 1;
-          return reg0 + size_t(k - n_in) * size_t(kBlock);
+          return reg0 + size_t(k - n_in) * size_t(span);
         }
         const EwOperand& in = inputs[size_t(k)];
         switch (in.kind) {
@@ -82,10 +101,16 @@ void ew_program_f32(const std::vector<EwInstr>& program, int64_t num_registers,
             return in.data + o * inner + i0;
           case Bcast::row:
             stride = 1;
-            return in.data + i0;
+            return rows > 1 ? spread0 + k * span : in.data + i0;
           case Bcast::col:
-            stride = 0;
-            return in.data + o;
+            if (rows == 1) {
+              stride = 0;
+              return in.data + o;
+            }
+            stride = 1;
+            for (int64_t r = 0; r < nrows; ++r)
+              std::fill(spread0 + k * span + r * inner, spread0 + k * span + (r + 1) * inner, in.data[o + r]);
+            return spread0 + k * span;
           case Bcast::scalar:
             stride = 0;
             return in.data;
@@ -93,7 +118,7 @@ void ew_program_f32(const std::vector<EwInstr>& program, int64_t num_registers,
         return nullptr;
       };
       for (const EwInstr& ins : program) {
-        float* dst = ins.dst < 0 ? y + o * inner + i0 : reg0 + size_t(ins.dst - n_in) * size_t(kBlock);
+        float* dst = ins.dst < 0 ? y + o * inner + i0 : reg0 + size_t(ins.dst - n_in) * size_t(span);
         int64_t sa = 1, sb = 1;
         const float* a = operand(ins.a, sa);
         BinaryOp bop;

@@ -6,8 +6,72 @@
 
 #include <immintrin.h>
 
+#include <cmath>
+
+#include "kernels/x86/eltwise.h"
+
 namespace tessera::kernels::x86 {
 namespace {  // NOLINT(google-build-namespaces): see above
+
+// The vector math traits of eltwise_impl.h (Math<O256>), shared by the eltwise kernels and the epilogues of
+// the kernels below (Ymm::silu).
+struct O256 {
+  using V = __m256;
+  using C = __m256;
+  static constexpr int64_t W = 8;
+  static __m256i m(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n >= 8 ? 8 : int(n)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V loadn(const float* p, int64_t n, float fill) {
+    const __m256i k = m(n);
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, k), _mm256_castsi256_ps(k));
+  }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static void storen(float* p, V v, int64_t n) { _mm256_maskstore_ps(p, m(n), v); }
+  static V set1(float f) { return _mm256_set1_ps(f); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V min(V a, V b) { return _mm256_min_ps(a, b); }
+  static V bits(int m) { return _mm256_castsi256_ps(_mm256_set1_epi32(m)); }
+  static V abs(V a) { return _mm256_and_ps(a, bits(0x7fffffff)); }
+  static V copysign(V mag, V sgn) {
+    return _mm256_or_ps(_mm256_and_ps(mag, bits(0x7fffffff)), _mm256_and_ps(sgn, bits(int(0x80000000u))));
+  }
+  static C lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+  static C le(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
+  static C gt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
+  static C isnan(V a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
+  static V blend(C c, V t, V f) { return _mm256_blendv_ps(f, t, c); }
+  static V round(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V pow2i(__m256i k) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
+  }
+  static V scale2(V p, V n) {  // n in [-150, 129]: two factors 2^n1, 2^n2 with n1, n2 in [-75, 65]
+    const __m256i k = _mm256_cvtps_epi32(n);
+    const __m256i k1 = _mm256_srai_epi32(k, 1);
+    return _mm256_mul_ps(_mm256_mul_ps(p, pow2i(k1)), pow2i(_mm256_sub_epi32(k, k1)));
+  }
+  static float hsum(V a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+  }
+  static float hmax(V a) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+  }
+};
+
+#include "kernels/x86/eltwise_impl.h"
 
 struct Ymm {
   using vec = __m256;
@@ -29,6 +93,7 @@ struct Ymm {
     return _mm256_blendv_ps(_mm256_max_ps(a, x), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
   }
   static vec set1(float f) { return _mm256_set1_ps(f); }
+  static vec silu(vec x) { return Math<O256>::silu(x); }  // x * sigmoid(x), eltwise.h's bound
   static vec zero() { return _mm256_setzero_ps(); }
   static float hsum(vec v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

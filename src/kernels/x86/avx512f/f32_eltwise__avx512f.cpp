@@ -8,60 +8,12 @@
 
 #include <cmath>
 
+#include "kernels/x86/avx512f/zmm_traits.h"
 #include "kernels/x86/eltwise.h"
 
 namespace tessera::kernels::x86 {
 
 namespace {
-
-struct O512 {
-  using V = __m512;
-  using C = __mmask16;
-  static constexpr int64_t W = 16;
-  static __mmask16 m(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << unsigned(n)) - 1u); }
-  static V load(const float* p) { return _mm512_loadu_ps(p); }
-  static V loadn(const float* p, int64_t n, float fill) {
-    return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), m(n), p);
-  }
-  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  static void storen(float* p, V v, int64_t n) { _mm512_mask_storeu_ps(p, m(n), v); }
-  static V set1(float f) { return _mm512_set1_ps(f); }
-  static V add(V a, V b) { return _mm512_add_ps(a, b); }
-  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
-  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
-  static V div(V a, V b) { return _mm512_div_ps(a, b); }
-  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static V max(V a, V b) { return _mm512_max_ps(a, b); }
-  static V min(V a, V b) { return _mm512_min_ps(a, b); }
-  static V bits_and(V a, int m) {
-    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(m)));
-  }
-  static V abs(V a) { return bits_and(a, 0x7fffffff); }
-  static V copysign(V mag, V sgn) {
-    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(bits_and(mag, 0x7fffffff)),
-                                               _mm512_castps_si512(bits_and(sgn, int(0x80000000u)))));
-  }
-  static C lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
-  static C le(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
-  static C gt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
-  static C isnan(V a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
-  static V blend(C c, V t, V f) { return _mm512_mask_blend_ps(c, f, t); }
-  static V round(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static V scale2(V p, V n) { return _mm512_scalef_ps(p, n); }
-  static float hsum(V a) { return _mm512_reduce_add_ps(a); }
-  static float hmax(V a) { return _mm512_reduce_max_ps(a); }
-  // 32-entry tables (GeluTable), looked up by vpermt2ps
-  using I = __m512i;
-  struct Table32 {
-    __m512 lo, hi;
-  };
-  static Table32 table32(const float* t) { return {_mm512_loadu_ps(t), _mm512_loadu_ps(t + 16)}; }
-  static I trunc_int(V a) { return _mm512_cvttps_epi32(a); }
-  static V to_float(I i) { return _mm512_cvtepi32_ps(i); }
-  static V lookup(const Table32& t, I i) { return _mm512_permutex2var_ps(t.lo, i, t.hi); }
-};
-
-#include "kernels/x86/eltwise_impl.h"
 
 // 16 x 16 transpose in registers: interleave pairs of rows (ps), pairs of pairs
 // (pd), then gather the 128-bit lanes of four row groups (two f32x4 shuffles).
