@@ -80,14 +80,19 @@ class Graph:
         return self.op("Mul", [self.op("Mul", [x, self.op("Add", [e, self.const(1.0)])]), self.const(0.5)])
 
 
-def efficientnet_b0() -> onnx.ModelProto:
+# Each builder's `small` variant keeps every pattern at a fraction of the size (tests/python/test_more_models.py).
+def efficientnet_b0(small: bool = False) -> onnx.ModelProto:
     g = Graph(10)
+    side = 64 if small else 224
     x = g.op("Identity", ["input"])
     x = g.silu(g.conv(x, 3, 32, 3, 2))
     cin = 32
     # expand ratio, kernel, stride, out channels, layers (torchvision's B0)
-    for t, k, s, cout, n in [(1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3),
-                             (6, 5, 1, 112, 3), (6, 5, 2, 192, 4), (6, 3, 1, 320, 1)]:
+    stages = [(1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3), (6, 5, 1, 112, 3),
+              (6, 5, 2, 192, 4), (6, 3, 1, 320, 1)]
+    if small:
+        stages = [(1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2)]
+    for t, k, s, cout, n in stages:
         for i in range(n):
             stride = s if i == 0 else 1
             exp = cin * t
@@ -100,23 +105,24 @@ def efficientnet_b0() -> onnx.ModelProto:
             h = g.conv(h, exp, cout, 1)
             x = g.op("Add", [h, x]) if stride == 1 and cin == cout else h
             cin = cout
-    x = g.silu(g.conv(x, cin, 1280, 1))
+    head = 64 if small else 1280
+    x = g.silu(g.conv(x, cin, head, 1))
     x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
-    y = g.gemm(x, 1280, 1000)
+    y = g.gemm(x, head, 1000)
     g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
-    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 224, 224])],
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
                    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
 
 
-def convnext_tiny() -> onnx.ModelProto:
+def convnext_tiny(small: bool = False) -> onnx.ModelProto:
     g = Graph(11)
 
     def ln2d(x, c):  # torchvision's LayerNorm2d: permute, layer_norm, permute back
         t = g.op("Transpose", [x], perm=[0, 2, 3, 1])
         return g.op("Transpose", [g.layer_norm(t, c)], perm=[0, 3, 1, 2])
 
-    x = ln2d(g.conv("input", 3, 96, 4, 4), 96)
-    dims, depths = [96, 192, 384, 768], [3, 3, 9, 3]
+    dims, depths, side = ([16, 32, 48, 64], [1, 1, 2, 1], 64) if small else ([96, 192, 384, 768], [3, 3, 9, 3], 224)
+    x = ln2d(g.conv("input", 3, dims[0], 4, 4), dims[0])
     for stage, (c, n) in enumerate(zip(dims, depths)):
         if stage:
             x = g.conv(ln2d(x, dims[stage - 1]), dims[stage - 1], c, 2, 2)
@@ -127,16 +133,17 @@ def convnext_tiny() -> onnx.ModelProto:
             h = g.op("Transpose", [h], perm=[0, 3, 1, 2])
             h = g.op("Mul", [g.const(g.rng.uniform(0.05, 0.2, (c, 1, 1))), h])  # layer scale
             x = g.op("Add", [h, x])
-    x = g.op("Flatten", [ln2d(g.op("GlobalAveragePool", [x]), 768)], axis=1)
-    y = g.gemm(x, 768, 1000)
+    x = g.op("Flatten", [ln2d(g.op("GlobalAveragePool", [x]), dims[-1])], axis=1)
+    y = g.gemm(x, dims[-1], 1000)
     g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
-    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 224, 224])],
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
                    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
 
 
-def llama_decoder() -> onnx.ModelProto:
+def llama_decoder(small: bool = False) -> onnx.ModelProto:
     g = Graph(12)
-    d, heads, kv, hd, ffn, layers, vocab, seq = 1024, 16, 4, 64, 2816, 4, 8192, 32
+    d, heads, kv, hd, ffn, layers, vocab, seq = (64, 4, 2, 16, 96, 2, 100, 8) if small else \
+        (1024, 16, 4, 64, 2816, 4, 8192, 32)
     half = hd // 2
     inv = 1.0 / (10000 ** (np.arange(half) * 2 / hd))
     ang = np.arange(seq)[:, None] * inv[None, :]

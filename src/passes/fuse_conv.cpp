@@ -1,7 +1,8 @@
 // fuse_conv: a 2-D f32 Conv with constant weights becomes tessera.FusedConv, with
 // a following residual Add (the other operand has the conv output's shape) and
-// a Relu / Clip folded into its epilogue — the ResNet and MobileNet blocks:
-//   Conv(X, W, B?) [-> Add(., R)] [-> Relu | Clip(., lo, hi)]
+// a Relu / Clip / SiLU (Mul(x, Sigmoid(x))) folded into its epilogue — the ResNet, MobileNet and
+// EfficientNet blocks:
+//   Conv(X, W, B?) [-> Add(., R)] [-> Relu | Clip(., lo, hi) | SiLU]
 // auto_pad is resolved to explicit pads when the input's spatial dims are known.
 #include "passes/pass_manager.h"
 #include "passes/rewrite_util.h"
@@ -89,6 +90,11 @@ void absorb(const ir::Graph& g, Match& m, const std::vector<const ir::Node*>& ta
     m.act = *act;
     m.absorbed.push_back(c);
     m.out = c->outputs[0];
+  } else if (auto [sig, mul] = match_silu(g, m.out);
+             mul && std::find(taken.begin(), taken.end(), mul) == taken.end()) {
+    m.act = FusedActivation{"Silu"};
+    m.absorbed.insert(m.absorbed.end(), {sig, mul});
+    m.out = mul->outputs[0];
   }
 }
 

@@ -137,6 +137,10 @@ void absorb_epilogue(const ir::Graph& g, Match& m) {
     m.act = *act;
     m.absorbed.push_back(c);
     m.out = c->outputs[0];
+  } else if (auto [sig, mul] = match_silu(g, m.out); mul) {
+    m.act = FusedActivation{"Silu"};
+    m.absorbed.insert(m.absorbed.end(), {sig, mul});
+    m.out = mul->outputs[0];
   }
 }
 

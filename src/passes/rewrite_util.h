@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -42,7 +43,7 @@ inline std::optional<float> constant_scalar(const ir::Value* v) {
   return v->initializer->data<float>()[0];
 }
 
-// An activation a fused op applies in its epilogue ("Relu", or "Clip" with bounds).
+// An activation a fused op applies in its epilogue ("Relu", "Clip" with bounds, "Silu", the GELUs).
 struct FusedActivation {
   std::string op;
   float lo = 0, hi = 0;
@@ -67,6 +68,26 @@ inline std::optional<FusedActivation> match_activation(const ir::Node* c, const 
       c->inputs.size() > 2 && c->inputs[2] ? constant_scalar(c->inputs[2]) : std::optional<float>(3.4e38f);
   if (!lo || !hi) return std::nullopt;
   return FusedActivation{"Clip", *lo, *hi};
+}
+
+// SiLU of x as the exporters write it, Mul(x, Sigmoid(x)), where x feeds just those two nodes and the
+// Sigmoid just the Mul: {the Sigmoid, the Mul} (both fold into an epilogue as "Silu"), else {nullptr,
+// nullptr}.
+inline std::pair<ir::Node*, ir::Node*> match_silu(const ir::Graph& g, const ir::Value* x) {
+  if (!x || is_graph_output(g, x) || x->uses.size() != 2) return {nullptr, nullptr};
+  for (int s = 0; s < 2; ++s) {
+    ir::Node* sig = x->uses[size_t(s)].first;
+    ir::Node* mul = x->uses[size_t(1 - s)].first;
+    if (!is_onnx_op(sig, "Sigmoid") || sig->inputs.size() != 1 || sig->outputs.size() != 1 ||
+        sig->owner != &g || sole_consumer(g, sig->outputs[0]) != mul)
+      continue;
+    if (!is_onnx_op(mul, "Mul") || mul->inputs.size() != 2 || mul->outputs.size() != 1 || mul->owner != &g)
+      continue;
+    const bool operands = (mul->inputs[0] == x && mul->inputs[1] == sig->outputs[0]) ||
+                          (mul->inputs[1] == x && mul->inputs[0] == sig->outputs[0]);
+    if (operands && mul->outputs[0] && is_f32(mul->outputs[0])) return {sig, mul};
+  }
+  return {nullptr, nullptr};
 }
 
 // Attribute getters: the value when present with the expected kind, else the default.

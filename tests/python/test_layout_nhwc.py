@@ -474,3 +474,44 @@ def test_nchw_max_pool(attrs, indices):
         if indices:
             ok = ~hit  # indices of NaN windows may differ by tie-breaking rules
             np.testing.assert_array_equal(got[1][ok], want[1][ok])
+
+
+def _ir_of(model, tmp_path):
+    p = tmp_path / "m.onnx"
+    p.write_bytes(model.SerializeToString())
+    exe = os.path.join(os.path.dirname(tessera.__file__), "bin", "tessera")
+    if not os.path.exists(exe):
+        pytest.skip("no tessera command next to the module")
+    out = subprocess.run([exe, "info", str(p), "--ir"], capture_output=True, text=True, check=True).stdout
+    return out.split("FLOPs (estimate)")[1]
+
+
+def _arch_model(name):
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    try:
+        import arch_models
+    finally:
+        sys.path.pop(0)
+    return arch_models.BUILDERS[name](small=True)
+
+
+def test_region_grows_through_silu_and_squeeze_excitation(tmp_path):
+    """EfficientNet's blocks stay in NHWC from end to end: SiLU (Mul(x, Sigmoid(x))) is a conv epilogue, so the
+    expansion and depthwise convs fuse; the squeeze-and-excitation's Sigmoid and per-channel Mul run on the
+    NHWC twins (the only Transposes left reorder each SE's pooled [1, C, 1, 1] vector)."""
+    ir = _ir_of(_arch_model("efficientnet_b0"), tmp_path)
+    blocks = ir.count("tessera.NhwcGlobalAveragePool(") - 1  # the head's pool
+    assert blocks == 5
+    assert ir.count("tessera.FusedPwDwConv(") == blocks and ir.count('activation="Silu"') >= 3 * blocks
+    assert ir.count("= Sigmoid(") == blocks and ir.count("= Mul(") == blocks  # the SE gates, on NHWC
+    assert "float32[1,1,1," in ir.split("= Sigmoid(")[0].rsplit("\n", 1)[-1]
+    assert ir.count("= Transpose(") == blocks
+
+
+def test_transposes_to_channels_last_fold_into_the_layout(tmp_path):
+    """ConvNeXt's Permute / LayerNorm / Linear / Permute back: the Transposes disappear (the NHWC twin is the
+    permuted tensor), LayerNorm and the Linears read the convs' NHWC outputs in place, and the layer scale and
+    residual Add run on the twins."""
+    ir = _ir_of(_arch_model("convnext_tiny"), tmp_path)
+    assert ir.count("= Transpose(") == 1 + 2  # the image into the region; the pooled head's LayerNorm2d
+    assert ir.count("= LayerNormalization(") >= 8 and ir.count("tessera.FusedGemm(") >= 10

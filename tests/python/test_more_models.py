@@ -209,3 +209,33 @@ def test_matches_onnxruntime(build):
             assert np.mean(a != b) <= 0.05
         else:
             assert rel_err(a, b) <= 1e-4, rel_err(a, b)
+
+
+def _arch_models():
+    """bench/arch_models.py: EfficientNet-B0, ConvNeXt-T and a LLaMA-style decoder as PyTorch exports them."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "arch_models.py")
+    spec = importlib.util.spec_from_file_location("arch_models", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("name", ["efficientnet_b0", "convnext_tiny", "llama_decoder"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_unseen_architectures_match_onnxruntime(name, threads):
+    """The benchmark's unseen architectures, each pattern at a small size (SiLU and squeeze-and-excitation in
+    NHWC, Transposes around LayerNorm folded into the layout, SiLU in GEMM epilogues), against onnxruntime."""
+    model = _arch_models().BUILDERS[name](small=True)
+    data = model.SerializeToString()
+    inp = model.graph.input[0]
+    dims = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    rng = np.random.default_rng(3)
+    feeds = {inp.name: rng.integers(0, 100, dims).astype(np.int64) if name == "llama_decoder"
+             else rng.standard_normal(dims).astype(np.float32)}
+    ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    ours = tessera.InferenceSession(data, tessera.SessionOptions(threads=threads)).run(None, feeds)
+    for a, b in zip(ours, ref):
+        assert a.shape == b.shape
+        assert rel_err(a, b) <= 1e-4, rel_err(a, b)

@@ -55,6 +55,7 @@ void reference(const Conv2dParams& p, const std::vector<float>& x, const std::ve
           if (ep.residual) s += ep.residual[idx];
           if (ep.act == Activation::relu) s = std::max(s, 0.0);
           if (ep.act == Activation::clip) s = std::min(std::max(s, double(ep.clip_min)), double(ep.clip_max));
+          if (ep.act == Activation::silu) s = s / (1.0 + std::exp(-s));
           y[size_t(idx)] = float(s);
         }
 }
@@ -76,6 +77,7 @@ void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa, i
   } else if (fused >= 2) {
     ep.residual = res.data();
     ep.act = (p.kh % 2) ? Activation::relu : Activation::clip;
+    if (fused == 4) ep.act = Activation::silu;  // EfficientNet's (a residual too, for the epilogue's order)
     ep.clip_min = -0.3f;
     ep.clip_max = 0.8f;
   }
@@ -321,13 +323,14 @@ TEST(X86ConvNhwc, Dw3RowsEveryOrderMatchesReference) {
     for (ConvIsa isa : {ConvIsa::avx2, ConvIsa::avx512f}) {
       if (!conv_isa_available(isa)) continue;
       for (Order order : {Order::tuned, Order::by_block, Order::by_tile}) {
+        const bool silu = order == Order::by_block;  // else Clip
         std::vector<float> y(size_t(oh * ow * ld), 7.f);
         Dw3RowsArgs a{};
         a.x = xin.data(), a.h = k.h, a.w = k.w, a.c = k.c, a.wp = wp.data();
         a.sh = k.sh, a.sw = k.sw, a.pad_t = k.pad_t, a.pad_l = k.pad_l;
         a.oy0 = k.oy0, a.oy1 = k.oy1, a.ow = ow, a.y = y.data();
         a.residual = k.residual ? res.data() : nullptr, a.bias = bias.data();
-        a.act = Activation::clip, a.clip_min = -0.5f, a.clip_max = 0.75f;
+        a.act = silu ? Activation::silu : Activation::clip, a.clip_min = -0.5f, a.clip_max = 0.75f;
         a.ldx = a.ldy = ld, a.ring = k.ring, a.ring_first = k.ring_first, a.order = order;
         (isa == ConvIsa::avx512f ? dw3_rows_avx512f : dw3_rows_avx2)(a);
         for (int64_t oy = 0; oy < oh; ++oy)
@@ -346,7 +349,7 @@ TEST(X86ConvNhwc, Dw3RowsEveryOrderMatchesReference) {
                   acc += double(wr[size_t(ch * 9 + r * 3 + q)]) * x[size_t((iy * k.w + ix) * ld + ch)];
                 }
               if (k.residual) acc += res[size_t((oy * ow + ox) * ld + ch)];
-              acc = std::min(std::max(acc, -0.5), 0.75);
+              acc = silu ? acc / (1.0 + std::exp(-acc)) : std::min(std::max(acc, -0.5), 0.75);
               ASSERT_NEAR(got, acc, 1e-5)
                   << "case h" << k.h << " w" << k.w << " c" << k.c << " isa " << int(isa) << " order "
                   << int(order) << " at " << oy << "," << ox << "," << ch;
@@ -467,8 +470,10 @@ TEST(X86ConvNhwc, PointwiseDepthwiseMatchesTwoConvs) {
     dw.dh = dw.dw = c.d, dw.pad_t = c.pt, dw.pad_l = c.pl, dw.pad_b = c.pb, dw.pad_r = c.pr;
     const auto x = fill(size_t(c.n * c.h * c.w * c.c)), w1 = fill(size_t(c.e * c.c)),
                w2 = fill(size_t(c.e * c.k * c.k)), b1 = fill(size_t(c.e)), b2 = fill(size_t(c.e));
-    const ConvEpilogue ep1{b1.data(), nullptr, Activation::clip, 0.0f, 6.0f},
-        ep2{b2.data(), nullptr, Activation::relu, 0.0f, 0.0f};
+    // MobileNet's Clip and Relu, or EfficientNet's SiLU in both stages
+    const bool silu = c.e % 3 == 0;
+    const ConvEpilogue ep1{b1.data(), nullptr, silu ? Activation::silu : Activation::clip, 0.0f, 6.0f},
+        ep2{b2.data(), nullptr, silu ? Activation::silu : Activation::relu, 0.0f, 0.0f};
     std::vector<float> t(size_t(c.n * c.h * c.w * c.e)), want(size_t(c.n * dw.oh() * dw.ow() * c.e));
     reference(pw, x, w1, ep1, t);
     reference(dw, t, w2, ep2, want);
@@ -551,11 +556,12 @@ TEST(X86ConvNhwc, NchwInputStemMatchesReference) {
           xt[size_t((b * c.h * c.w + i) * c.c + ci)] = x[size_t((b * c.c + ci) * c.h * c.w + i)];
     std::vector<float> wp(conv_nhwc_packed_floats(c.oc, c.c * c.kh * c.kw));
     conv_nhwc_pack_weights(w.data(), c.oc, c.c, c.kh, c.kw, wp.data());
-    for (int fused = 0; fused < 3; ++fused) {
+    for (int fused = 0; fused < 4; ++fused) {
       ConvEpilogue ep;
       if (fused >= 1) ep.bias = bias.data();
       if (fused == 1) ep.act = Activation::relu;
       if (fused == 2) ep.act = Activation::clip, ep.clip_min = -0.2f, ep.clip_max = 0.5f;
+      if (fused == 3) ep.act = Activation::silu;
       std::vector<float> want(size_t(c.n * p.oh() * p.ow() * c.oc));
       reference(p, xt, w, ep, want);
       for (ThreadPool* tp : {static_cast<ThreadPool*>(nullptr), &pool}) {

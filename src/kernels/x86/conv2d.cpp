@@ -43,9 +43,7 @@ void im2col(const Conv2dParams& p, const float* x, float* col, int64_t cg) {
 }
 
 float apply_act(float v, const ConvEpilogue& ep) {
-  if (ep.act == Activation::relu) return v > 0 ? v : 0;
-  if (ep.act == Activation::clip) return std::min(std::max(v, ep.clip_min), ep.clip_max);
-  return v;
+  return activate(v, ep.act, ep.clip_min, ep.clip_max);
 }
 
 void depthwise(const Conv2dParams& p, const float* x, const float* w, const ConvEpilogue& ep, float* y,

@@ -137,9 +137,7 @@ int64_t conv_main_mr(ConvIsa isa, int64_t width) {
 }
 
 float act1(float v, Activation act, float lo, float hi) {
-  if (act == Activation::relu) return v > 0 ? v : 0;
-  if (act == Activation::clip) return std::min(std::max(v, lo), hi);
-  return v;
+  return activate(v, act, lo, hi);
 }
 
 // Portable micro-kernel: 4 pixels x 16 channels.
@@ -531,7 +529,8 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
           int64_t fast_end = m0;  // spans of whole panels are done for the rows before this
           bool all_fast = false;
           if (k.tiles && blocks.size() == 1 &&
-              (ep.act == Activation::none || ep.act == Activation::relu || ep.act == Activation::clip)) {
+              (ep.act == Activation::none || ep.act == Activation::relu || ep.act == Activation::clip ||
+               ep.act == Activation::silu)) {
             const int64_t nt = (m1 - m0) / k.mr, ntaps = b.t1 - b.t0;
             fast_end = m0 + nt * k.mr;
             if (!pointwise)  // the row tables of all nt tiles, one after another

@@ -80,14 +80,16 @@ void run(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, 
           if constexpr (ACT == Activation::relu) o = V::max(o, V::zero());
           if constexpr (ACT == Activation::clip)
             o = V::min(V::max(o, V::set1(ep.clip_min)), V::set1(ep.clip_max));
+          if constexpr (ACT == Activation::silu) o = V::silu(o);
           V::store(y + i * ldy + W * j + V::kWidth * v, o);
         }
     }
   }
 }
 
-// The instantiation K::fn<ACT, BIAS, RES, TABLE, PF> (a ConvTiles) for ep's activation (none, Relu or Clip:
-// the driver sends no other), bias, residual, input form (row tables, or pointwise rows at x) and prefetch.
+// The instantiation K::fn<ACT, BIAS, RES, TABLE, PF> (a ConvTiles) for ep's activation (none, Relu, Clip or
+// SiLU: the driver sends no other), bias, residual, input form (row tables, or pointwise rows at x) and
+// prefetch.
 template <class K>
 void dispatch_by(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
                  int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
@@ -108,11 +110,15 @@ void dispatch_by(const float* const* rows, const float* x, int64_t ldx, int64_t 
     return std::array<std::array<std::array<Fn, 4>, 2>, 2>{by_prefetch(act, std::false_type{}),
                                                            by_prefetch(act, std::true_type{})};
   };
-  static constexpr std::array<std::array<std::array<std::array<Fn, 4>, 2>, 2>, 3> kTable = {
+  static constexpr std::array<std::array<std::array<std::array<Fn, 4>, 2>, 2>, 4> kTable = {
       by_form(std::integral_constant<Activation, Activation::none>{}),
       by_form(std::integral_constant<Activation, Activation::relu>{}),
-      by_form(std::integral_constant<Activation, Activation::clip>{})};
-  const int a = ep.act == Activation::relu ? 1 : ep.act == Activation::clip ? 2 : 0;
+      by_form(std::integral_constant<Activation, Activation::clip>{}),
+      by_form(std::integral_constant<Activation, Activation::silu>{})};
+  const int a = ep.act == Activation::relu   ? 1
+                : ep.act == Activation::clip ? 2
+                : ep.act == Activation::silu ? 3
+                                             : 0;
   kTable[a][rows != nullptr][pf.p != nullptr][2 * (ep.bias != nullptr) + (ep.residual != nullptr)](
       rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep, pf);
 }

@@ -178,7 +178,7 @@ inline int64_t round_up(int64_t x, int64_t m) {
 
 // The activations the micro-kernels leave to a pass over the finished tile (see gemm.h).
 bool tile_pass_act(Activation a) {
-  return a == Activation::gelu_erf || a == Activation::gelu_tanh;
+  return activation_in_pass(a);
 }
 Activation kernel_act(Activation a) {
   return tile_pass_act(a) ? Activation::none : a;
@@ -196,7 +196,9 @@ UkrEpilogue tile_epilogue(const GemmEpilogue& ep, int64_t row, int64_t col) {
 void apply_tile_act(Activation a, float* c, int64_t ldc, int64_t rows, int64_t cols) {
   if (!tile_pass_act(a)) return;
   const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
-  const UnaryOp op = a == Activation::gelu_erf ? UnaryOp::gelu_erf : UnaryOp::gelu_tanh;
+  const UnaryOp op = a == Activation::gelu_erf    ? UnaryOp::gelu_erf
+                     : a == Activation::gelu_tanh ? UnaryOp::gelu_tanh
+                                                  : UnaryOp::silu;
   for (int64_t i = 0; i < rows; ++i) k.unary(op, c + i * ldc, c + i * ldc, cols);
 }
 
@@ -959,6 +961,8 @@ void gemm_apply_activation(Activation act, float clip_min, float clip_max, float
       return unary_f32(UnaryOp::gelu_erf, y, y, n, pool);
     case Activation::gelu_tanh:
       return unary_f32(UnaryOp::gelu_tanh, y, y, n, pool);
+    case Activation::silu:
+      return unary_f32(UnaryOp::silu, y, y, n, pool);
   }
 }
 

@@ -12,6 +12,8 @@
 //   C[M,N] = act(alpha * op(A)[M,K] * op(B)[K,N] + beta * C + bias[N] + residual[M,N])
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,11 +23,35 @@
 
 namespace tessera::kernels::x86 {
 
-// relu and clip run inside the micro-kernels; the GELUs (eltwise.h's, same error bounds) run over each
-// row group's finished run of an NC block while it is still in L1/L2 (one call per row of up to NC
-// columns: per 16-column tile, the call overhead doubled the GELU's cost). Convolutions take none, relu,
-// clip.
-enum class Activation : uint8_t { none, relu, clip, gelu_erf, gelu_tanh };
+// relu and clip run inside the micro-kernels; the GELUs and SiLU (x * sigmoid(x)) (eltwise.h's, same error
+// bounds) run over each row group's finished run of an NC block while it is still in L1/L2 (one call per row
+// of up to NC columns: per 16-column tile, the call overhead doubled the GELU's cost). Convolutions take
+// none, relu, clip and silu, all in their tiles' registers.
+enum class Activation : uint8_t { none, relu, clip, gelu_erf, gelu_tanh, silu };
+
+// One value through an activation: the scalar kernels' and edges' epilogue.
+inline float activate(float v, Activation a, float lo, float hi) {
+  switch (a) {
+    case Activation::none:
+      return v;
+    case Activation::relu:
+      return v > 0 ? v : 0;
+    case Activation::clip:
+      return std::min(std::max(v, lo), hi);
+    case Activation::gelu_erf:
+      return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
+    case Activation::gelu_tanh:
+      return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    case Activation::silu:
+      return v / (1.0f + std::exp(-v));
+  }
+  return v;
+}
+
+// Whether the GEMM applies `a` in a pass over finished tiles rather than in the micro-kernels.
+constexpr bool activation_in_pass(Activation a) {
+  return a == Activation::gelu_erf || a == Activation::gelu_tanh || a == Activation::silu;
+}
 
 struct GemmEpilogue {
   float alpha = 1.0f;

@@ -243,7 +243,7 @@ void sgemm_coded(int64_t m, const float* a, int64_t lda, bool trans_a, const Cod
   // Up to kRows rows decode each panel row in registers (once per group of 6 rows); more decode a few panels
   // at a time into PackedB's layout for its kernel (the decoding then costs little against the FMAs).
   constexpr int64_t kRows = 32;
-  const bool gelu = ep.act == Activation::gelu_erf || ep.act == Activation::gelu_tanh;
+  const bool gelu = activation_in_pass(ep.act);  // the GELUs and SiLU: a pass over finished rows
   // A with K contiguous (rows lda apart): the caller's, or a copy of a transposed one with more than one row
   std::vector<float> a_rows;
   const float* ar = a;

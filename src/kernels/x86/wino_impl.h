@@ -21,6 +21,7 @@ template <class V>
 inline __attribute__((always_inline)) typename V::vec act(typename V::vec v, const WinoOut& o) {
   if (o.act == Activation::relu) return V::max(v, V::zero());
   if (o.act == Activation::clip) return V::min(V::max(v, V::set1(o.clip_min)), V::set1(o.clip_max));
+  if (o.act == Activation::silu) return V::silu(v);
   return v;
 }
 
@@ -39,7 +40,7 @@ void in23(const float* const* src, int64_t c, float* v, int64_t stride) {
     vec d[16], t[16];
 #pragma GCC unroll 16
     for (int k = 0; k < 16; ++k) d[k] = load<V, FULL>(src[k] + cb, m);
-    // rows: t = B^T d
+      // rows: t = B^T d
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       t[0 * 4 + j] = V::sub(d[0 * 4 + j], d[2 * 4 + j]);
@@ -65,7 +66,7 @@ void out23(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
     vec d[16], u[8];
 #pragma GCC unroll 16
     for (int k = 0; k < 16; ++k) d[k] = load<V, FULL>(mp + k * mstride + cb, m);
-    // rows: u = A^T M (2 x 4)
+      // rows: u = A^T M (2 x 4)
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       u[0 * 4 + j] = V::add(V::add(d[0 * 4 + j], d[1 * 4 + j]), d[2 * 4 + j]);

@@ -21,14 +21,24 @@ namespace tessera::kernels::x86 {
 namespace {
 
 inline float act1(float v, Activation act, float lo, float hi) {
-  if (act == Activation::relu) return v > 0 ? v : 0;
-  if (act == Activation::clip) return std::min(std::max(v, lo), hi);
-  return v;
+  return activate(v, act, lo, hi);
+}
+
+// SiLU in place over rows x min(nr, width) floats of a finished tile.
+__attribute__((noinline)) void silu_tile(float* y, int64_t ldy, int64_t rows, int64_t nr, int64_t width) {
+  const int64_t w = std::min(nr, width);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < w; j += 8) {
+      float* p = y + i * ldy + j;
+      const __m256i m = Ymm::tail_mask(int(std::min<int64_t>(w - j, 8)));
+      _mm256_maskstore_ps(p, m, Ymm::silu(_mm256_maskload_ps(p, m)));
+    }
 }
 
 inline __m256 act256(__m256 v, Activation act, float lo, float hi) {
   if (act == Activation::relu) return _mm256_max_ps(v, _mm256_setzero_ps());
   if (act == Activation::clip) return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
+  if (act == Activation::silu) return Ymm::silu(v);
   return v;
 }
 
@@ -119,14 +129,17 @@ inline __attribute__((always_inline)) void conv_tile(const float* const* rows, i
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) _mm256_storeu_ps(y + i * ldy + v * 8, acc[i][v]);
-    return;
-  }
+  } else {
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-    if (i >= mr) break;
+    for (int i = 0; i < MR; ++i) {
+      if (i >= mr) break;
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) _mm256_maskstore_ps(y + i * ldy + v * 8, cols[v], acc[i][v]);
+      for (int v = 0; v < NV; ++v) _mm256_maskstore_ps(y + i * ldy + v * 8, cols[v], acc[i][v]);
+    }
   }
+  // SiLU over the stored tile, from L1, out of line: applied to the accumulators (or inlined here), its ~20
+  // operations a vector made GCC keep accumulators on the stack through the K loop
+  if (ep && ep->act == Activation::silu) silu_tile(y, ldy, std::min<int64_t>(mr, MR), nr, 8 * NV);
 }
 
 // The 16-wide kernels also take nr past 16 when the K block is the whole K (see ConvUkrInfo::panels): they

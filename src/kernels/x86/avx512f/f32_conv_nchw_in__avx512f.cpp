@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/x86/avx512f/zmm_traits.h"
 #include "kernels/x86/conv_nhwc.h"
 
 namespace tessera::kernels::x86 {
@@ -48,6 +49,7 @@ inline __m512 act(__m512 v, const NchwInRowArgs& a) {
   if (a.act == Activation::relu) return _mm512_max_ps(v, _mm512_setzero_ps());
   if (a.act == Activation::clip)
     return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(a.clip_min)), _mm512_set1_ps(a.clip_max));
+  if (a.act == Activation::silu) return Zmm::silu(v);
   return v;
 }
 
