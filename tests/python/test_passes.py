@@ -581,3 +581,19 @@ def test_global_pools_match_onnxruntime(op, shape):
         x.reshape(-1)[0] = np.nan
         got = tessera.InferenceSession(model).run(None, {"x": x})[0]
         assert np.isnan(got.reshape(-1)[0]) and not np.isnan(got.reshape(-1)[1:]).any()
+
+
+@pytest.mark.parametrize("exponent,becomes", [(2.0, "Mul"), (0.5, "Sqrt"), (3.0, "Pow")])
+def test_pow_by_two_or_a_half_joins_the_elementwise_group(exponent, becomes):
+    """RMSNorm's Pow(x, 2) (and a Pow by 0.5) becomes Mul(x, x) (Sqrt(x)) and fuses with what follows; other
+    exponents stay a Pow."""
+    n = helper.make_node
+    model = _unary_model([n("Pow", ["x", "e"], ["p"]), n("Add", ["p", "one"], ["y"])],
+                         [_c("e", exponent), _c("one", 1.0)])
+    text = tessera.InferenceSession(model).graph_text()
+    if becomes == "Pow":
+        assert text.count("= Pow(") == 1, text
+    else:
+        assert "Pow(" not in text and text.count("tessera.FusedElementwise(") == 1, text
+    x = np.abs(RNG.standard_normal((3, 5, 40))).astype(np.float32) + 0.1  # Sqrt and Pow(., 0.5) want x >= 0
+    _check_vs_ort(model, feeds={"x": x})
