@@ -269,6 +269,13 @@ TEST(X86ConvNhwc, DepthwiseMatchesReference) {
       mk(1, 7, 9, 29, 7, 3, 3, 2, 1, 1, 0, 1, 1, 7),
       mk(1, 160, 12, 16, 160, 3, 3, 2, 1, 1, 1, 1, 1, 160),
   };
+  // the row kernel at 5 x 5 and 7 x 7 (EfficientNet's, ConvNeXt's): interior tiles, 16-channel blocks and a
+  // masked tail, stride 2, asymmetric padding, maps narrower than the kernel
+  for (const Conv2dParams& q :
+       {mk(1, 40, 9, 30, 40, 5, 5, 1, 1, 2, 2, 2, 2, 40), mk(2, 24, 11, 27, 24, 5, 5, 2, 1, 2, 2, 2, 2, 24),
+        mk(1, 16, 3, 2, 16, 5, 5, 1, 1, 2, 2, 2, 2, 16), mk(1, 96, 14, 14, 96, 7, 7, 1, 1, 3, 3, 3, 3, 96),
+        mk(1, 20, 6, 5, 20, 7, 7, 1, 1, 3, 3, 3, 3, 20), mk(1, 33, 13, 23, 33, 7, 7, 2, 1, 3, 2, 3, 4, 33)})
+    cases.push_back(q);
   cases.push_back(mk(1, 64, 11, 19, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64));
   cases.back().sh = 2;  // vertical stride 2, horizontal 1
   cases.push_back(mk(1, 24, 10, 21, 24, 3, 3, 2, 1, 1, 1, 1, 1, 24));
@@ -457,7 +464,11 @@ TEST(X86ConvNhwc, PointwiseDepthwiseMatchesTwoConvs) {
                         {1, 7, 7, 24, 136, 3, 1, 1, 1, 1, 1, 1},
                         {1, 5, 11, 16, 150, 3, 1, 1, 0, 1, 1, 0},
                         // two images over three threads (below): a task's slice of blocks spans both
-                        {2, 7, 7, 24, 136, 3, 1, 1, 1, 1, 1, 1}};
+                        {2, 7, 7, 24, 136, 3, 1, 1, 1, 1, 1, 1},
+                        // 5 x 5 at stride 2 and 7 x 7 (EfficientNet's, ConvNeXt's kernels)
+                        {1, 12, 12, 16, 40, 5, 2, 1, 2, 2, 2, 2},
+                        {1, 9, 9, 8, 24, 7, 1, 1, 3, 3, 3, 3},
+                        {1, 20, 14, 24, 144, 5, 1, 1, 2, 2, 2, 2}};
   ThreadPool pool3(3);  // small maps also over three threads: uneven slices, a split block's three bands
   std::mt19937 rng(77);
   auto fill = [&](size_t n) { return random_floats(rng, n); };

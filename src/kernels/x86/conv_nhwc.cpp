@@ -92,7 +92,8 @@ void dw_nhwc_pack_weights(const float* w, int64_t c, int64_t kh, int64_t kw, flo
 }
 
 bool dw3_rows_applies(const Conv2dParams& p) {
-  return p.is_depthwise() && p.kh == 3 && p.kw == 3 && p.dh == 1 && p.dw == 1 && (p.sw == 1 || p.sw == 2);
+  return p.is_depthwise() && p.kh == p.kw && (p.kh == 3 || p.kh == 5 || p.kh == 7) && p.dh == 1 &&
+         p.dw == 1 && (p.sw == 1 || p.sw == 2);
 }
 
 namespace {
@@ -624,7 +625,7 @@ void conv_depthwise(const Conv2dParams& p, const float* x, const float* wp, cons
     void (*rows_fn)(const Dw3RowsArgs&) = isa == ConvIsa::avx512f ? dw3_rows_avx512f : dw3_rows_avx2;
     // Bands of output rows whose input rows (~128 KiB) stay in L2 while the channel blocks sweep them.
     const int64_t band =
-        std::max<int64_t>(1, ((int64_t(128) << 10) / int64_t(sizeof(float) * p.w * C) - 2) / p.sh);
+        std::max<int64_t>(1, ((int64_t(128) << 10) / int64_t(sizeof(float) * p.w * C) - (p.kh - 1)) / p.sh);
     run_tasks(pool, p.n * oh, double(p.n * oh * ow) * double(C * 9), [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e;) {
         const int64_t img = t / oh, oy0 = t % oh, oy1 = std::min({oh, oy0 + band, oy0 + (e - t)});
@@ -646,6 +647,7 @@ void conv_depthwise(const Conv2dParams& p, const float* x, const float* wp, cons
                       ep.act,
                       ep.clip_min,
                       ep.clip_max};
+        a.k = p.kh;
         rows_fn(a);
         t += oy1 - oy0;
       }
@@ -1201,7 +1203,7 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
       auto block_rows = [&](int64_t t, int64_t oy0, int64_t oy1, bool more, float* out, int64_t ldo) {
         const int64_t img = t / nb, c0 = t % nb * kConvBlock, ce = std::min(kConvBlock, E - c0);
         const int64_t lo = std::clamp<int64_t>(oy0 * dw.sh - dw.pad_t, 0, H),
-                      hi = std::clamp<int64_t>((oy1 - 1) * dw.sh - dw.pad_t + 3, lo, H);
+                      hi = std::clamp<int64_t>((oy1 - 1) * dw.sh - dw.pad_t + dw.kh, lo, H);
         thread_local AlignedScratch tl_block;
         float* mid = tl_block.get(size_t((hi - lo) * W * ce));
         Conv2dParams q = pw;
@@ -1220,6 +1222,7 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
         a.residual = ep2.residual ? ep2.residual + (img * OH + oy0) * OW * E + c0 : nullptr;  // ldo == E
         a.bias = ep2.bias ? ep2.bias + c0 : nullptr;
         a.act = ep2.act, a.clip_min = ep2.clip_min, a.clip_max = ep2.clip_max;
+        a.k = dw.kh;
         (isa == ConvIsa::avx512f ? dw3_rows_avx512f : dw3_rows_avx2)(a);
       };
       // Blocks that do not go evenly round the threads (the last nb % threads) are split into a band of rows
@@ -1382,6 +1385,7 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
         a.residual = e2.residual, a.bias = e2.bias;
         a.act = e2.act, a.clip_min = e2.clip_min, a.clip_max = e2.clip_max;
         a.ring = ring_rows, a.ring_first = nlo % ring_rows;
+        a.k = dw.kh;
         (isa == ConvIsa::avx512f ? dw3_rows_avx512f : dw3_rows_avx2)(a);
 #endif
       } else {

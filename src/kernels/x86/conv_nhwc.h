@@ -254,7 +254,7 @@ inline void for_each_dw_tap(const DwRowArgs& a, int64_t ixb, F&& f) {
 struct Dw3RowsArgs {
   const float* x;  // image [h][w][c]
   int64_t h, w, c;
-  const float* wp;  // [9][c]
+  const float* wp;  // [k * k][c]
   int64_t sh, sw, pad_t, pad_l;
   int64_t oy0, oy1, ow;
   float* y;               // image output [oh][ow][c]
@@ -269,7 +269,9 @@ struct Dw3RowsArgs {
   int64_t ring = 0, ring_first = 0;
   // The loop order (dw3_rows_impl.h, dw3::run): tuned picks the measured best for the CPU; tests run each.
   enum class Order : uint8_t { tuned, by_block, by_tile } order = Order::tuned;
+  int64_t k = 3;  // the kernel's side: 3, 5 or 7
 };
+// Depthwise k x k (k = 3, 5, 7), dilation 1, stride 1 or 2 (the name from when it took 3 x 3 alone).
 bool dw3_rows_applies(const Conv2dParams& p);
 void dw3_rows_avx512f(const Dw3RowsArgs& a);
 void dw3_rows_avx2(const Dw3RowsArgs& a);
