@@ -21,17 +21,6 @@ template <class O>
 struct Math {
   using V = typename O::V;
 
-  // 1/d for a normal d whose reciprocal is normal: AVX-512's 14-bit estimate and a Newton step (relative
-  // error ~2^-28, against a division's 5+ cycles a vector on Zen 4), else the division.
-  static V recip(V d) {
-    if constexpr (requires { O::rcp14(d); }) {
-      const V r = O::rcp14(d);
-      return O::fma(r, O::fma(O::sub(O::set1(0.0f), d), r, O::set1(1.0f)), r);
-    } else {
-      return O::div(O::set1(1.0f), d);
-    }
-  }
-
   // e^x: n = round(x / ln2), r = x - n ln2 (Cody-Waite, two-part ln2, |r| <= ln2/2),
   // e^r by its degree-7 Taylor polynomial (truncation < 0.05 ulp), times 2^n.
   static V exp(V x) {
@@ -132,8 +121,10 @@ struct Math {
   }
 
   // x * sigmoid(x) (SiLU, swish) as x / (1 + e^{-x}) with x clamped to -88 first (e^88 is finite): no |x|,
-  // no blends (sigmoid's form above costs ~30 operations a vector, this ~18, 12 of them on the FMA pipes,
-  // which bound it: the convs apply it to every output of EfficientNet's expansions and depthwise convs).
+  // no blends (sigmoid's form above costs ~30 operations a vector, this ~17, 9 of them on the FMA pipes; the
+  // convs apply it to every output of EfficientNet's expansions and depthwise convs). A division rather than
+  // rcp14 and a Newton step: on Zen 4 the divider runs beside the FMA pipes (13.7 cycles a vector against
+  // 15.7, /tmp/w/silub.cpp).
   // e^{-x} by exp6_parts. Below -87.3 1 / (1 + e) is subnormal and below -88 the result is -88 / (1 + e^88)
   // (about -5e-37), so results under 1e-30 in magnitude are within 1e-30; -inf gives that too (its limit,
   // where the unfused Sigmoid and Mul give NaN); NaN stays NaN.
@@ -141,7 +132,7 @@ struct Math {
     const V xc = O::max(O::set1(-88.0f), x);  // NaN stays NaN (max returns its second operand)
     V n;
     const V p = exp6_parts(O::sub(O::set1(0.0f), xc), n);
-    return O::mul(xc, recip(O::add(O::set1(1.0f), O::scale2(p, n))));
+    return O::div(xc, O::add(O::set1(1.0f), O::scale2(p, n)));
   }
 
   // exp_parts with a degree-6 polynomial fitted for this file (relative error 1.9e-9 on |r| <= ln2/2,

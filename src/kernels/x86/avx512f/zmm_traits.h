@@ -31,7 +31,6 @@ struct O512 {
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static V rcp14(V a) { return _mm512_rcp14_ps(a); }  // 1/a within 2^-14
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
   static V min(V a, V b) { return _mm512_min_ps(a, b); }
   static V bits_and(V a, int m) {
