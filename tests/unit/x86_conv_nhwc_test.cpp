@@ -371,20 +371,22 @@ TEST(X86ConvNhwc, Dw3RowsEveryOrderMatchesReference) {
 TEST(X86ConvNhwc, GlobalAveragePoolMatchesReference) {
   ThreadPool pool2(2), pool3(3);
   std::mt19937 rng(21);
-  for (const int64_t c : {37, 100, 1280, 2001})
-    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
-      const int64_t n = 2, hw = 49;
-      const std::vector<float> x = random_floats(rng, size_t(n * hw * c));
-      std::vector<float> y(size_t(n * c), std::numeric_limits<float>::quiet_NaN());
-      global_avg_pool_nhwc_f32(x.data(), n, hw, c, y.data(), p);
-      for (int64_t img = 0; img < n; ++img)
-        for (int64_t ch = 0; ch < c; ++ch) {
-          double sum = 0;
-          for (int64_t i = 0; i < hw; ++i) sum += x[size_t((img * hw + i) * c + ch)];
-          ASSERT_NEAR(y[size_t(img * c + ch)], sum / double(hw), 1e-5)
-              << "c " << c << " threads " << (p ? p->num_threads() : 1) << " at " << img << "," << ch;
-        }
-    }
+  // two 7 x 7 maps (channel ranges per thread), one of 900 pixels (bands of pixels per thread for few
+  // channels)
+  for (const auto& [n, hw] : {std::pair<int64_t, int64_t>{2, 49}, {1, 900}})
+    for (const int64_t c : {37, 100, 1280, 2001})
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+        const std::vector<float> x = random_floats(rng, size_t(n * hw * c));
+        std::vector<float> y(size_t(n * c), std::numeric_limits<float>::quiet_NaN());
+        global_avg_pool_nhwc_f32(x.data(), n, hw, c, y.data(), p);
+        for (int64_t img = 0; img < n; ++img)
+          for (int64_t ch = 0; ch < c; ++ch) {
+            double sum = 0;
+            for (int64_t i = 0; i < hw; ++i) sum += x[size_t((img * hw + i) * c + ch)];
+            ASSERT_NEAR(y[size_t(img * c + ch)], sum / double(hw), 1e-5)
+                << "c " << c << " threads " << (p ? p->num_threads() : 1) << " at " << img << "," << ch;
+          }
+      }
 }
 
 TEST(X86ConvNhwc, MaxPoolMatchesReferenceAndPropagatesNaN) {

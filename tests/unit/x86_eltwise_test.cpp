@@ -283,6 +283,11 @@ TEST(X86Eltwise, BinaryMatchesRef) {
                                                        {{3, 1, 5}, {1, 4, 1}},
                                                        {{1009, 16}, {1009, 16}},
                                                        {{5, 1009}, {1009}},
+                                                       // channels-last maps scaled per channel: short rows
+                                                       // repeated down many (whole rows per call)
+                                                       {{1, 56, 57, 32}, {1, 1, 1, 32}},
+                                                       {{1, 1, 1, 24}, {1, 30, 31, 24}},
+                                                       {{2, 9, 9, 300}, {300}},
                                                        {{0, 4}, {4}}};
   for (EltIsa isa : isas()) {
     ForceIsa f(isa);

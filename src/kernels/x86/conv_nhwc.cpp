@@ -1417,7 +1417,30 @@ void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, 
   // (panel-major tasks, each thread's first claim a contiguous run) left its output, so that each thread
   // mostly reads what its own core wrote. MobileNetV2's 7 x 7 x 1280 at two threads ran inline on the
   // caller, half of it from the other core: 17 us against 6 at one thread.
-  const int64_t parts = pool ? std::min<int64_t>(pool->num_threads(), c / 64) : 1;
+  const int64_t threads = pool ? pool->num_threads() : 1;
+  const int64_t parts = std::min<int64_t>(threads, c / 64);
+  if (threads > 1 && parts <= 1 && n == 1 && hw >= 64 * threads && hw * c >= (1 << 14)) {
+    // Few channels over a large map (EfficientNet's squeeze-and-excitation pools, 112 x 112 x 32): a band of
+    // pixels per thread, as the convs before such maps split their rows, into partial sums added in thread
+    // order (one thread summed all of it: 112 x 112 x 32 took as long at two threads as at one).
+    const int64_t nb = threads;
+    thread_local AlignedScratch tl_part;
+    float* part = tl_part.get(size_t(nb * c));
+    pool->run(nb, [&](int64_t t) {
+      const int64_t i0 = hw * t / nb, i1 = hw * (t + 1) / nb;
+      float* acc = part + t * c;
+      std::fill(acc, acc + c, 0.0f);
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t ch = 0; ch < c; ++ch) acc[ch] += x[i * c + ch];
+    });
+    const float inv = 1.0f / float(hw);
+    for (int64_t ch = 0; ch < c; ++ch) {
+      float sum = 0.0f;
+      for (int64_t t = 0; t < nb; ++t) sum += part[t * c + ch];
+      y[ch] = sum * inv;
+    }
+    return;
+  }
   if (parts <= 1 || n * hw * c < (1 << 14)) {
     for (int64_t img = 0; img < n; ++img) channels(img, 0, c);
     return;
