@@ -59,8 +59,7 @@ double ref_of(UnaryOp op, double x) {
       return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
     case UnaryOp::relu:
       return x < 0 ? 0.0 : x;
-    case UnaryOp::silu:  // at -inf its limit, -0 (the kernels clamp x to -88)
-      if (std::isinf(x) && x < 0) return -0.0;
+    case UnaryOp::silu:  // (NaN at -inf, as -inf * sigmoid(-inf) = -inf * 0)
       return x * (x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)));
     case UnaryOp::gelu_erf:
       return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));

@@ -9,7 +9,7 @@
 //   tanh     <= 2.5 ulp (measured 1.23)
 //   sigmoid  <= 3 ulp   (measured 2.52)
 //   silu     <= 4 ulp   (measured 2.40; x / (1 + e^{-x}), a degree-6 e^r; results under 1e-30 in magnitude,
-//            x < -64, held to 1e-30 absolutely; -inf gives about -5e-37)
+//            x < -64, held to 1e-30 absolutely; -0 past -88.7, NaN for -inf as x * sigmoid(x) gives)
 //   gelu_erf, gelu_tanh: absolute error <= 2e-7 * max(1, |x|) (measured, AVX-512 / AVX2 / portable:
 //   0.87e-7 / 1.04e-7 / 1.05e-7 and 0.85e-7 / 0.95e-7 / 1.44e-7). AVX-512 computes them as
 //   x/2 + |x| E(|x|) with E(a) = (f(a) - f(-a)) / 4 tabulated (GeluTable), AVX2 and portable as written,

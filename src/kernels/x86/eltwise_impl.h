@@ -120,19 +120,17 @@ struct Math {
     return O::blend(O::isnan(x), x, y);
   }
 
-  // x * sigmoid(x) (SiLU, swish) as x / (1 + e^{-x}) with x clamped to -88 first (e^88 is finite): no |x|,
-  // no blends (sigmoid's form above costs ~30 operations a vector, this ~17, 9 of them on the FMA pipes; the
-  // convs apply it to every output of EfficientNet's expansions and depthwise convs). A division rather than
-  // rcp14 and a Newton step: on Zen 4 the divider runs beside the FMA pipes (13.7 cycles a vector against
-  // 15.7, /tmp/w/silub.cpp).
-  // e^{-x} by exp6_parts. Below -87.3 1 / (1 + e) is subnormal and below -88 the result is -88 / (1 + e^88)
-  // (about -5e-37), so results under 1e-30 in magnitude are within 1e-30; -inf gives that too (its limit,
-  // where the unfused Sigmoid and Mul give NaN); NaN stays NaN.
+  // x * sigmoid(x) (SiLU, swish) as x / (1 + e^{-x}): no |x|, no blends (sigmoid's form above costs ~30
+  // operations a vector, this ~16, 9 of them on the FMA pipes; the convs apply it to every output of
+  // EfficientNet's expansions and depthwise convs). A division rather than rcp14 and a Newton step: on Zen 4
+  // the divider runs beside the FMA pipes (13.7 cycles a vector against 15.7, /tmp/w/silub.cpp). Past
+  // x = -88.7 e^{-x} overflows to inf and the result is -0 (the exact value is under 5e-37); -inf / inf gives
+  // NaN, as the unfused Sigmoid and Mul do; NaN stays NaN. Below -87.3 1 / (1 + e) is subnormal, so results
+  // under 1e-30 in magnitude are held to 1e-30. e^{-x} by exp6_parts.
   static V silu(V x) {
-    const V xc = O::max(O::set1(-88.0f), x);  // NaN stays NaN (max returns its second operand)
     V n;
-    const V p = exp6_parts(O::sub(O::set1(0.0f), xc), n);
-    return O::div(xc, O::add(O::set1(1.0f), O::scale2(p, n)));
+    const V p = exp6_parts(O::sub(O::set1(0.0f), x), n);  // clamped to 89: 2^128 p overflows to inf
+    return O::div(x, O::add(O::set1(1.0f), O::scale2(p, n)));
   }
 
   // exp_parts with a degree-6 polynomial fitted for this file (relative error 1.9e-9 on |r| <= ln2/2,
