@@ -9,6 +9,8 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
   SiLU as Sigmoid + Mul, BatchNorm folded into the convs as the exporter does in eval mode), 224 x 224.
 - convnext_tiny: torchvision's ConvNeXt-T (7x7 depthwise, Transpose to channels-last, LayerNormalization,
   Linear as MatMul + Add, GELU as the Div/Erf/Add/Mul pattern, layer scale, residual), 224 x 224.
+- mobilenet_v3_large: torchvision's MobileNetV3-Large (HardSwish and Relu, squeeze-and-excitation gated by
+  HardSigmoid, 3x3 and 5x5 depthwise), 224 x 224.
 - llama_decoder: a LLaMA-style decoder, 4 layers of hidden 1024 (16 heads, 4 KV heads, SiLU-gated MLP of
   2816), RMSNorm written out, rotary embeddings by Slice/Neg/Concat, causal mask by Trilu/Where, a vocabulary
   of 8192, prefill of 32 tokens.
@@ -195,7 +197,46 @@ def llama_decoder(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, seq, vocab])], opset=18)
 
 
-BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder}
+def mobilenet_v3_large(small: bool = False) -> onnx.ModelProto:
+    g = Graph(13)
+    side = 64 if small else 224
+
+    def act(x, kind):
+        return g.op("HardSwish", [x]) if kind == "HS" else g.op("Relu", [x])
+
+    x = act(g.conv("input", 3, 16, 3, 2), "HS")
+    cin = 16
+    # kernel, expanded, out, squeeze-excite, activation, stride (torchvision's MobileNetV3-Large)
+    cfg = [(3, 16, 16, 0, "RE", 1), (3, 64, 24, 0, "RE", 2), (3, 72, 24, 0, "RE", 1), (5, 72, 40, 1, "RE", 2),
+           (5, 120, 40, 1, "RE", 1), (5, 120, 40, 1, "RE", 1), (3, 240, 80, 0, "HS", 2), (3, 200, 80, 0, "HS", 1),
+           (3, 184, 80, 0, "HS", 1), (3, 184, 80, 0, "HS", 1), (3, 480, 112, 1, "HS", 1),
+           (3, 672, 112, 1, "HS", 1), (5, 672, 160, 1, "HS", 2), (5, 960, 160, 1, "HS", 1),
+           (5, 960, 160, 1, "HS", 1)]
+    if small:
+        cfg = cfg[:7]
+    for k, exp, cout, se, a, s in cfg:
+        h = act(g.conv(x, cin, exp, 1), a) if exp != cin else x
+        h = act(g.conv(h, exp, exp, k, s, groups=exp), a)
+        if se:
+            sq = (exp // 4 + 7) // 8 * 8
+            z = g.op("GlobalAveragePool", [h])
+            z = g.op("HardSigmoid", [g.conv(g.op("Relu", [g.conv(z, exp, sq, 1)]), sq, exp, 1)], alpha=1 / 6, beta=0.5)
+            h = g.op("Mul", [z, h])
+        h = g.conv(h, exp, cout, 1)
+        x = g.op("Add", [h, x]) if s == 1 and cin == cout else h
+        cin = cout
+    last = 6 * cin
+    x = act(g.conv(x, cin, last, 1), "HS")
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
+    x = g.op("HardSwish", [g.gemm(x, last, 1280)])
+    y = g.gemm(x, 1280, 1000)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+
+
+BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
+            "mobilenet_v3_large": mobilenet_v3_large}
 
 
 def main() -> None:

@@ -10,6 +10,7 @@
 // instruction's result is the output. Ops: core/ew_program.def.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -87,6 +88,8 @@ inline float ew_apply(EwOp op, float a, float b) {
       return std::sqrt(a);
     case EwOp::abs:
       return std::fabs(a);
+    case EwOp::hardswish:
+      return a * std::max(0.0f, std::min(1.0f, a / 6.0f + 0.5f));
     case EwOp::silu: {  // x * sigmoid(x), the sigmoid as the unfused op computes it
       const float s = 1.0f / (1.0f + std::exp(-a));
       return a * s;

@@ -7,11 +7,12 @@
 // the region (once per value) and where a region value is read outside it or is
 // a graph output, so the graph means what it meant before. A GlobalAveragePool of a
 // region value becomes tessera.NhwcGlobalAveragePool (its result needs no Transpose).
-// The region grows through what its layout does not matter to: elementwise ops (core/ew_program.def) of
-// region values, constants (transposed here) and single values run on the NHWC twins (SiLU's Sigmoid and
-// Mul, squeeze-and-excitation's scaling, a layer scale or residual Add); a Transpose to channels-last of a
-// region value is its twin (ConvNeXt's Permute before LayerNorm: no copy), and one back to channels-first
-// makes its input the twin of its result.
+// The region grows through what its layout does not matter to: elementwise ops (core/ew_program.def, and
+// other pointwise ONNX ops: HardSwish, HardSigmoid, Clip, LeakyRelu ...) of region values, constants
+// (transposed here) and single values run on the NHWC twins (SiLU's Sigmoid and Mul, squeeze-and-excitation's
+// scaling, a layer scale or residual Add); a Transpose to channels-last of a region value is its twin
+// (ConvNeXt's Permute before LayerNorm: no copy), and one back to channels-first makes its input the twin of
+// its result.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -138,13 +139,26 @@ bool single_value(const ir::Value* v) {
   return true;
 }
 
+// ONNX ops that compute each output element from the same element of their (broadcast) inputs alone, beyond
+// the elementwise programs' (core/ew_program.def): whatever the layout, the same results.
+bool pointwise_op(const std::string& op) {
+  static const std::set<std::string> kOps = {
+      "Relu",       "LeakyRelu", "HardSigmoid",    "HardSwish", "Elu",  "Selu", "Celu", "Softplus",
+      "Softsign",   "Tanh",      "Sigmoid",        "Exp",       "Erf",  "Neg",  "Abs",  "Sqrt",
+      "Reciprocal", "Floor",     "Ceil",           "Round",     "Sign", "Clip", "Max",  "Min",
+      "Pow",        "Gelu",      "ThresholdedRelu"};
+  return kOps.count(op) != 0;
+}
+
 // An ONNX elementwise op the region can run on NHWC twins: f32 in and out, a known 4-D result.
 bool elementwise(const ir::Node* n) {
-  if (!n->domain.empty() || n->outputs.size() != 1 || !n->subgraphs().empty()) return false;
+  if (!n->domain.empty() || n->outputs.size() != 1 || !n->subgraphs().empty() || n->inputs.empty())
+    return false;
   const auto op = ew_from_onnx(n->op_type);
-  if (!op || int(n->inputs.size()) != ew_arity(*op) || !known_4d(n->outputs[0])) return false;
+  if (op ? int(n->inputs.size()) != ew_arity(*op) : !pointwise_op(n->op_type)) return false;
+  if (!known_4d(n->outputs[0]) || !n->inputs[0]) return false;
   for (const ir::Value* v : n->inputs)
-    if (!is_f32(v)) return false;
+    if (v && !is_f32(v)) return false;
   return true;
 }
 
@@ -192,14 +206,16 @@ void layout_nhwc(ir::Graph& g) {
     if (elementwise(n) &&
         std::any_of(n->inputs.begin(), n->inputs.end(), [&](ir::Value* v) { return twin.count(v); }) &&
         std::all_of(n->inputs.begin(), n->inputs.end(), [&](ir::Value* v) {
-          return twin.count(v) || single_value(v) ||
+          return !v || twin.count(v) || single_value(v) ||
                  (is_constant(g, v) && v->initializer->dtype() == DType::f32 && v->initializer->rank() <= 4);
         })) {
       ir::Node* f = g.add_node(n->op_type, n->name);
       f->opset = n->opset;
       f->attrs = n->attrs;
       for (ir::Value* v : n->inputs) {
-        if (twin.count(v))
+        if (!v)
+          g.connect_input(f, nullptr);
+        else if (twin.count(v))
           g.connect_input(f, twin[v]);
         else if (single_value(v))
           g.connect_input(f, v);

@@ -59,6 +59,8 @@ double ref_of(UnaryOp op, double x) {
       return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
     case UnaryOp::relu:
       return x < 0 ? 0.0 : x;
+    case UnaryOp::hardswish:
+      return x * std::max(0.0, std::min(1.0, double(float(x / 6.0)) + 0.5));
     case UnaryOp::silu:  // (NaN at -inf, as -inf * sigmoid(-inf) = -inf * 0)
       return x * (x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)));
     case UnaryOp::gelu_erf:
@@ -139,6 +141,9 @@ TEST(X86EltwiseMath, TanhUlp) {
 }
 TEST(X86EltwiseMath, SigmoidUlp) {
   check_ulp(UnaryOp::sigmoid, "sigmoid", 3.0);
+}
+TEST(X86EltwiseMath, HardSwishUlp) {
+  check_ulp(UnaryOp::hardswish, "hardswish", 2.0);
 }
 TEST(X86EltwiseMath, SiluUlp) {
   // x / (1 + e^{-x}): results under 1e-30 in magnitude (x < -64) are held to 1e-30 absolutely

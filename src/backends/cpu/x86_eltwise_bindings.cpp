@@ -236,6 +236,7 @@ const Entry kEntries[] = {
     {"Tanh", unary_x86<x86::UnaryOp::tanh>, 1, 1},
     {"Sigmoid", unary_x86<x86::UnaryOp::sigmoid>, 1, 1},
     {"Relu", unary_x86<x86::UnaryOp::relu>, 1, 1},
+    {"HardSwish", unary_x86<x86::UnaryOp::hardswish>, 1, 1},
     {"Add", binary_x86<x86::BinaryOp::add>, 2, 2},
     {"Sub", binary_x86<x86::BinaryOp::sub>, 2, 2},
     {"Mul", binary_x86<x86::BinaryOp::mul>, 2, 2},

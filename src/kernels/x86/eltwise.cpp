@@ -38,6 +38,8 @@ float unary_scalar(UnaryOp op, float x) {
       return x < 0.0f ? 0.0f : x;
     case UnaryOp::silu:
       return x / (1.0f + std::exp(-x));
+    case UnaryOp::hardswish:
+      return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f));
     case UnaryOp::gelu_erf:
       return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
     case UnaryOp::gelu_tanh:

@@ -149,6 +149,13 @@ struct Math {
     return O::fma(p, r, O::set1(1.0f));
   }
 
+  // x * clamp(x / 6 + 1/2, 0, 1), the clamp as ONNX's HardSwish (NaN stays NaN: min/max return their second
+  // operand, x's)
+  static V hardswish(V x) {
+    const V t = O::add(O::div(x, O::set1(6.0f)), O::set1(0.5f));
+    return O::mul(x, O::max(O::set1(0.0f), O::min(O::set1(1.0f), t)));
+  }
+
   static V relu(V x) { return O::max(O::set1(0.0f), x); }  // NaN and -0 pass through, as x < 0 ? 0 : x
 
   // x/2 (1 + erf(x / sqrt 2)), as the exporters write it
@@ -208,6 +215,8 @@ typename O::V apply_unary(tessera::kernels::x86::UnaryOp op, typename O::V v) {
       return Math<O>::gelu_tanh(v);
     case UnaryOp::silu:
       return Math<O>::silu(v);
+    case UnaryOp::hardswish:
+      return Math<O>::hardswish(v);
   }
   return v;
 }
@@ -261,6 +270,9 @@ void unary_kernel(tessera::kernels::x86::UnaryOp op, const float* x, float* y, i
       break;
     case UnaryOp::silu:
       unary_loop<O, UnaryOp::silu>(x, y, n);
+      break;
+    case UnaryOp::hardswish:
+      unary_loop<O, UnaryOp::hardswish>(x, y, n);
       break;
   }
 }

@@ -50,6 +50,9 @@ bool as_unary(EwOp op, UnaryOp& u) {
     case EwOp::silu:
       u = UnaryOp::silu;
       return true;
+    case EwOp::hardswish:
+      u = UnaryOp::hardswish;
+      return true;
     default:
       return false;
   }
