@@ -49,11 +49,13 @@ struct FusedActivation {
   float lo = 0, hi = 0;
 };
 
-// `c` as an activation of `x` the fused kernels can apply: Relu, or Clip with
+// `c` as an activation of `x` the fused kernels can apply: Relu, HardSwish, or Clip with
 // constant (or absent) bounds; with `gelu` (GEMM epilogues) also Gelu, as "Gelu" / "GeluTanh".
 inline std::optional<FusedActivation> match_activation(const ir::Node* c, const ir::Value* x,
                                                        bool gelu = false) {
   if (is_onnx_op(c, "Relu")) return FusedActivation{"Relu"};
+  if (is_onnx_op(c, "HardSwish") && c->inputs.size() == 1 && c->inputs[0] == x)
+    return FusedActivation{"HardSwish"};
   if (gelu && is_onnx_op(c, "Gelu") && c->inputs.size() == 1 && c->inputs[0] == x) {
     const Attribute* a = c->attr("approximate");
     const std::string approx = a && a->kind == Attribute::Kind::s ? a->s : "none";

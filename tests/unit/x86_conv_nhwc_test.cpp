@@ -56,6 +56,7 @@ void reference(const Conv2dParams& p, const std::vector<float>& x, const std::ve
           if (ep.act == Activation::relu) s = std::max(s, 0.0);
           if (ep.act == Activation::clip) s = std::min(std::max(s, double(ep.clip_min)), double(ep.clip_max));
           if (ep.act == Activation::silu) s = s / (1.0 + std::exp(-s));
+          if (ep.act == Activation::hardswish) s = s * std::max(0.0, std::min(1.0, s / 6.0 + 0.5));
           y[size_t(idx)] = float(s);
         }
 }
@@ -70,8 +71,8 @@ void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa, i
   auto res = fill(size_t(p.n * p.oc * oh * ow));
   ConvEpilogue ep;
   if (fused >= 1) ep.bias = bias.data();
-  if (fused == 3) {  // MobileNet's expansion: bias and Clip, no residual
-    ep.act = Activation::clip;
+  if (fused == 3) {  // MobileNet's expansion: bias and Clip (MobileNetV3's: HardSwish), no residual
+    ep.act = p.oc % 2 ? Activation::hardswish : Activation::clip;
     ep.clip_min = 0.0f;
     ep.clip_max = 0.6f;
   } else if (fused >= 2) {
@@ -282,7 +283,7 @@ TEST(X86ConvNhwc, DepthwiseMatchesReference) {
   cases.back().sh = 1;
   for (ConvIsa isa : isas())
     for (const auto& p : cases)
-      for (int fused : {0, 1, 2, 4}) {
+      for (int fused : {0, 1, 2, 3, 4}) {
         run_case(p, fused, fused == 1 ? nullptr : &pool, isa);
         if (HasFatalFailure()) return;
       }
@@ -330,14 +331,17 @@ TEST(X86ConvNhwc, Dw3RowsEveryOrderMatchesReference) {
     for (ConvIsa isa : {ConvIsa::avx2, ConvIsa::avx512f}) {
       if (!conv_isa_available(isa)) continue;
       for (Order order : {Order::tuned, Order::by_block, Order::by_tile}) {
-        const bool silu = order == Order::by_block;  // else Clip
+        // SiLU by block, HardSwish by tile, Clip tuned
+        const Activation act = order == Order::by_block  ? Activation::silu
+                               : order == Order::by_tile ? Activation::hardswish
+                                                         : Activation::clip;
         std::vector<float> y(size_t(oh * ow * ld), 7.f);
         Dw3RowsArgs a{};
         a.x = xin.data(), a.h = k.h, a.w = k.w, a.c = k.c, a.wp = wp.data();
         a.sh = k.sh, a.sw = k.sw, a.pad_t = k.pad_t, a.pad_l = k.pad_l;
         a.oy0 = k.oy0, a.oy1 = k.oy1, a.ow = ow, a.y = y.data();
         a.residual = k.residual ? res.data() : nullptr, a.bias = bias.data();
-        a.act = silu ? Activation::silu : Activation::clip, a.clip_min = -0.5f, a.clip_max = 0.75f;
+        a.act = act, a.clip_min = -0.5f, a.clip_max = 0.75f;
         a.ldx = a.ldy = ld, a.ring = k.ring, a.ring_first = k.ring_first, a.order = order;
         (isa == ConvIsa::avx512f ? dw3_rows_avx512f : dw3_rows_avx2)(a);
         for (int64_t oy = 0; oy < oh; ++oy)
@@ -356,7 +360,9 @@ TEST(X86ConvNhwc, Dw3RowsEveryOrderMatchesReference) {
                   acc += double(wr[size_t(ch * 9 + r * 3 + q)]) * x[size_t((iy * k.w + ix) * ld + ch)];
                 }
               if (k.residual) acc += res[size_t((oy * ow + ox) * ld + ch)];
-              acc = silu ? acc / (1.0 + std::exp(-acc)) : std::min(std::max(acc, -0.5), 0.75);
+              acc = act == Activation::silu        ? acc / (1.0 + std::exp(-acc))
+                    : act == Activation::hardswish ? acc * std::max(0.0, std::min(1.0, acc / 6.0 + 0.5))
+                                                   : std::min(std::max(acc, -0.5), 0.75);
               ASSERT_NEAR(got, acc, 1e-5)
                   << "case h" << k.h << " w" << k.w << " c" << k.c << " isa " << int(isa) << " order "
                   << int(order) << " at " << oy << "," << ox << "," << ch;
@@ -483,10 +489,12 @@ TEST(X86ConvNhwc, PointwiseDepthwiseMatchesTwoConvs) {
     dw.dh = dw.dw = c.d, dw.pad_t = c.pt, dw.pad_l = c.pl, dw.pad_b = c.pb, dw.pad_r = c.pr;
     const auto x = fill(size_t(c.n * c.h * c.w * c.c)), w1 = fill(size_t(c.e * c.c)),
                w2 = fill(size_t(c.e * c.k * c.k)), b1 = fill(size_t(c.e)), b2 = fill(size_t(c.e));
-    // MobileNet's Clip and Relu, or EfficientNet's SiLU in both stages
-    const bool silu = c.e % 3 == 0;
-    const ConvEpilogue ep1{b1.data(), nullptr, silu ? Activation::silu : Activation::clip, 0.0f, 6.0f},
-        ep2{b2.data(), nullptr, silu ? Activation::silu : Activation::relu, 0.0f, 0.0f};
+    // MobileNet's Clip and Relu, EfficientNet's SiLU or MobileNetV3's HardSwish in both stages
+    const Activation a = c.e % 3 == 0   ? Activation::silu
+                         : c.e % 3 == 1 ? Activation::hardswish
+                                        : Activation::none;
+    const ConvEpilogue ep1{b1.data(), nullptr, a != Activation::none ? a : Activation::clip, 0.0f, 6.0f},
+        ep2{b2.data(), nullptr, a != Activation::none ? a : Activation::relu, 0.0f, 0.0f};
     std::vector<float> t(size_t(c.n * c.h * c.w * c.e)), want(size_t(c.n * dw.oh() * dw.ow() * c.e));
     reference(pw, x, w1, ep1, t);
     reference(dw, t, w2, ep2, want);
@@ -569,12 +577,13 @@ TEST(X86ConvNhwc, NchwInputStemMatchesReference) {
           xt[size_t((b * c.h * c.w + i) * c.c + ci)] = x[size_t((b * c.c + ci) * c.h * c.w + i)];
     std::vector<float> wp(conv_nhwc_packed_floats(c.oc, c.c * c.kh * c.kw));
     conv_nhwc_pack_weights(w.data(), c.oc, c.c, c.kh, c.kw, wp.data());
-    for (int fused = 0; fused < 4; ++fused) {
+    for (int fused = 0; fused < 5; ++fused) {
       ConvEpilogue ep;
       if (fused >= 1) ep.bias = bias.data();
       if (fused == 1) ep.act = Activation::relu;
       if (fused == 2) ep.act = Activation::clip, ep.clip_min = -0.2f, ep.clip_max = 0.5f;
       if (fused == 3) ep.act = Activation::silu;
+      if (fused == 4) ep.act = Activation::hardswish;
       std::vector<float> want(size_t(c.n * p.oh() * p.ow() * c.oc));
       reference(p, xt, w, ep, want);
       for (ThreadPool* tp : {static_cast<ThreadPool*>(nullptr), &pool}) {

@@ -49,6 +49,7 @@ void reference(const Case& c, const std::vector<float>& a, int64_t lda, const st
       if (ep.act == Activation::clip) v = std::min(std::max(v, double(ep.clip_min)), double(ep.clip_max));
       if (ep.act == Activation::gelu_erf) v = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
       if (ep.act == Activation::silu) v = v / (1.0 + std::exp(-v));
+      if (ep.act == Activation::hardswish) v = v * std::max(0.0, std::min(1.0, v / 6.0 + 0.5));
       if (ep.act == Activation::gelu_tanh)
         v = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
       out[i * ldc + j] = float(v);
@@ -76,9 +77,9 @@ void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool
     ep.residual = res.data();
     ep.ldr = c.n;
     // every activation over the cases: relu / clip in the micro-kernels, the GELUs and SiLU in the tile pass
-    const Activation acts[] = {Activation::relu, Activation::clip, Activation::gelu_erf,
-                               Activation::gelu_tanh, Activation::silu};
-    ep.act = acts[(c.k + c.m + c.n) % 5];
+    const Activation acts[] = {Activation::relu,      Activation::clip, Activation::gelu_erf,
+                               Activation::gelu_tanh, Activation::silu, Activation::hardswish};
+    ep.act = acts[(c.k + c.m + c.n) % 6];
     ep.clip_min = -0.5f;
     ep.clip_max = 0.7f;
   }
@@ -284,8 +285,8 @@ GemmEpilogue full_epilogue(const std::vector<float>& bias, const std::vector<flo
   GemmEpilogue ep;
   ep.alpha = 0.75f, ep.beta = 0.5f, ep.bias = bias.data(), ep.row_bias = row_bias.data();
   ep.residual = res.data(), ep.ldr = n;
-  const Activation acts[] = {Activation::relu,      Activation::clip, Activation::gelu_erf,
-                             Activation::gelu_tanh, Activation::none, Activation::silu};
+  const Activation acts[] = {Activation::relu, Activation::clip, Activation::gelu_erf, Activation::gelu_tanh,
+                             Activation::none, Activation::silu, Activation::hardswish};
   ep.act = acts[act];
   ep.clip_min = -0.5f, ep.clip_max = 0.7f;
   return ep;
@@ -307,7 +308,10 @@ TEST(X86Gemm, StrassenMatchesReference) {
     // none; the whole epilogue (a residual: added to C first, then beta 1); without the residual (beta 0.5
     // rides on each quadrant's last write); a residual that is C itself (beta 0), as the runtime hands it
     for (const int epilogue : {0, 1, 2, 3}) {
-      GemmEpilogue ep = epilogue ? full_epilogue(bias, row_bias, res, c.n, idx % 4 + (idx % 8 == 7 ? 2 : 0))
+      GemmEpilogue ep = epilogue ? full_epilogue(bias, row_bias, res, c.n,
+                                                 idx % 4 + (idx % 8 == 7   ? 2
+                                                            : idx % 8 == 3 ? 3
+                                                                           : 0))
                                  : GemmEpilogue{};
       if (epilogue == 2) ep.residual = nullptr;
       std::vector<float> want = c0, got = c0;
@@ -371,7 +375,7 @@ TEST(X86Gemm, CodedMatchesReference) {
     if (!CodedB::available()) continue;  // the GEMM needs AVX-512 VBMI
     const CodedB cb = CodedB::view(coded.data(), coded.size(), c.k, c.n, plan.kc, nullptr);
     for (const bool epilogue : {false, true}) {
-      const GemmEpilogue ep = epilogue ? full_epilogue(bias, row_bias, res, c.n, idx % 6) : GemmEpilogue{};
+      const GemmEpilogue ep = epilogue ? full_epilogue(bias, row_bias, res, c.n, idx % 7) : GemmEpilogue{};
       std::vector<float> want = c0, got = c0;
       reference(c, a, lda, b, ldb, want, ldc, ep);
       sgemm_coded(c.m, a.data(), lda, c.ta, cb, got.data(), ldc, ep, (idx++ % 2) ? &pool : nullptr);

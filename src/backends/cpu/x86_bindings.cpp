@@ -39,6 +39,7 @@ std::optional<Activation> activation_of(const KernelContext& ctx, float& lo, flo
   if (a == "Relu") return Activation::relu;
   if (a == "Clip") return Activation::clip;
   if (a == "Silu") return Activation::silu;
+  if (a == "HardSwish") return Activation::hardswish;
   if (gelu && a == "Gelu") return Activation::gelu_erf;
   if (gelu && a == "GeluTanh") return Activation::gelu_tanh;
   return std::nullopt;

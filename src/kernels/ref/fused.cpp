@@ -19,6 +19,7 @@ double activate(double v, const std::string& act, double lo, double hi) {
   if (act == "Relu") return v > 0 ? v : 0;
   if (act == "Clip") return std::min(std::max(v, lo), hi);
   if (act == "Silu") return v / (1.0 + std::exp(-v));
+  if (act == "HardSwish") return v * std::max(0.0, std::min(1.0, v / 6.0 + 0.5));
   if (act == "Gelu") return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
   if (act == "GeluTanh")
     return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
@@ -28,7 +29,7 @@ double activate(double v, const std::string& act, double lo, double hi) {
 // The activation attribute, checked against what the op supports (GELUs: FusedGemm only).
 std::string activation_attr(KernelContext& ctx, const char* key, bool gelu) {
   std::string act = ctx.attr_string(key, "");
-  ctx.check(act.empty() || act == "Relu" || act == "Clip" || act == "Silu" ||
+  ctx.check(act.empty() || act == "Relu" || act == "Clip" || act == "Silu" || act == "HardSwish" ||
                 (gelu && (act == "Gelu" || act == "GeluTanh")),
             "unsupported ", key, " '", act, "'");
   return act;

@@ -529,9 +529,8 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
           // One K block: the whole tiles of every span of whole panels in one call per span.
           int64_t fast_end = m0;  // spans of whole panels are done for the rows before this
           bool all_fast = false;
-          if (k.tiles && blocks.size() == 1 &&
-              (ep.act == Activation::none || ep.act == Activation::relu || ep.act == Activation::clip ||
-               ep.act == Activation::silu)) {
+          if (k.tiles && blocks.size() == 1 && ep.act != Activation::gelu_erf &&
+              ep.act != Activation::gelu_tanh) {
             const int64_t nt = (m1 - m0) / k.mr, ntaps = b.t1 - b.t0;
             fast_end = m0 + nt * k.mr;
             if (!pointwise)  // the row tables of all nt tiles, one after another

@@ -20,6 +20,18 @@
 
 namespace tessera::kernels::x86::conv_tiles {
 
+// SiLU or HardSwish over a stored rows x nv-vector block, from L1 and out of line: applied to the
+// accumulators, their constants and temporaries can take registers GCC then finds for the K loop on the
+// stack.
+template <class V, Activation ACT>
+__attribute__((noinline)) void act_block(float* y, int64_t ldy, int rows, int nv) {
+  for (int i = 0; i < rows; ++i)
+    for (int v = 0; v < nv; ++v) {
+      float* p = y + i * ldy + V::kWidth * v;
+      V::store(p, ACT == Activation::silu ? V::silu(V::load(p)) : V::hardswish(V::load(p)));
+    }
+}
+
 // ntiles tiles of MR consecutive output pixels x npanels panels of NV vectors; see ConvTiles. The output
 // rows are not prefetched: in the pointwise -> depthwise pair they are the band buffer, in L2; streamed to
 // memory, the next tile's stores overlap this tile's K loop.
@@ -27,7 +39,10 @@ template <class V, int MR, int NV, Activation ACT, bool BIAS, bool RES, bool TAB
 void run(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps, int64_t kc,
          const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy, const ConvTileEpilogue& ep,
          ConvPrefetch pf) {
-  constexpr int64_t W = V::kWidth * NV;                           // panel width
+  constexpr int64_t W = V::kWidth * NV;  // panel width
+  // SiLU in the zmm tiles' registers (31 of 32 hold); HardSwish, and SiLU in AVX2's 16 ymm, out of line
+  // (test_codegen.py: inline, both had the K loop spill)
+  constexpr bool kActOutOfLine = ACT == Activation::hardswish || (ACT == Activation::silu && V::kWidth < 16);
   constexpr int kLineVecs = 64 / int(sizeof(float) * V::kWidth);  // vectors per cache line (1 or 2)
   // PF: the lines a K step prefetches, at least one (and that one unconditional, so that no copy of the K
   // loop the compiler makes goes without), at most a panel row's
@@ -80,16 +95,17 @@ void run(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, 
           if constexpr (ACT == Activation::relu) o = V::max(o, V::zero());
           if constexpr (ACT == Activation::clip)
             o = V::min(V::max(o, V::set1(ep.clip_min)), V::set1(ep.clip_max));
-          if constexpr (ACT == Activation::silu) o = V::silu(o);
+          if constexpr (ACT == Activation::silu && !kActOutOfLine) o = V::silu(o);
           V::store(y + i * ldy + W * j + V::kWidth * v, o);
         }
+      if constexpr (kActOutOfLine) act_block<V, ACT>(y + W * j, ldy, MR, NV);
     }
   }
 }
 
-// The instantiation K::fn<ACT, BIAS, RES, TABLE, PF> (a ConvTiles) for ep's activation (none, Relu, Clip or
-// SiLU: the driver sends no other), bias, residual, input form (row tables, or pointwise rows at x) and
-// prefetch.
+// The instantiation K::fn<ACT, BIAS, RES, TABLE, PF> (a ConvTiles) for ep's activation (none, Relu, Clip,
+// SiLU or HardSwish: the driver sends no other), bias, residual, input form (row tables, or pointwise rows at
+// x) and prefetch.
 template <class K>
 void dispatch_by(const float* const* rows, const float* x, int64_t ldx, int64_t ntiles, int64_t ntaps,
                  int64_t kc, const float* w, int64_t wstep, int64_t npanels, float* y, int64_t ldy,
@@ -110,15 +126,17 @@ void dispatch_by(const float* const* rows, const float* x, int64_t ldx, int64_t 
     return std::array<std::array<std::array<Fn, 4>, 2>, 2>{by_prefetch(act, std::false_type{}),
                                                            by_prefetch(act, std::true_type{})};
   };
-  static constexpr std::array<std::array<std::array<std::array<Fn, 4>, 2>, 2>, 4> kTable = {
+  static constexpr std::array<std::array<std::array<std::array<Fn, 4>, 2>, 2>, 5> kTable = {
       by_form(std::integral_constant<Activation, Activation::none>{}),
       by_form(std::integral_constant<Activation, Activation::relu>{}),
       by_form(std::integral_constant<Activation, Activation::clip>{}),
-      by_form(std::integral_constant<Activation, Activation::silu>{})};
-  const int a = ep.act == Activation::relu   ? 1
-                : ep.act == Activation::clip ? 2
-                : ep.act == Activation::silu ? 3
-                                             : 0;
+      by_form(std::integral_constant<Activation, Activation::silu>{}),
+      by_form(std::integral_constant<Activation, Activation::hardswish>{})};
+  const int a = ep.act == Activation::relu        ? 1
+                : ep.act == Activation::clip      ? 2
+                : ep.act == Activation::silu      ? 3
+                : ep.act == Activation::hardswish ? 4
+                                                  : 0;
   kTable[a][rows != nullptr][pf.p != nullptr][2 * (ep.bias != nullptr) + (ep.residual != nullptr)](
       rows, x, ldx, ntiles, ntaps, kc, w, wstep, npanels, y, ldy, ep, pf);
 }

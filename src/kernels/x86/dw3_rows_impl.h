@@ -35,6 +35,7 @@ inline __attribute__((always_inline)) void store(float* p, typename V::mask m, t
   if (ep.act == Activation::relu) v = V::max(v, V::zero());
   if (ep.act == Activation::clip) v = V::min(V::max(v, ep.lo), ep.hi);
   if (ep.act == Activation::silu) v = V::silu(v);
+  if (ep.act == Activation::hardswish) v = V::hardswish(v);
   vec::store<V, FULL>(p, m, v);
 }
 

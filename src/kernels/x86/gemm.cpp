@@ -198,7 +198,8 @@ void apply_tile_act(Activation a, float* c, int64_t ldc, int64_t rows, int64_t c
   const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
   const UnaryOp op = a == Activation::gelu_erf    ? UnaryOp::gelu_erf
                      : a == Activation::gelu_tanh ? UnaryOp::gelu_tanh
-                                                  : UnaryOp::silu;
+                     : a == Activation::silu      ? UnaryOp::silu
+                                                  : UnaryOp::hardswish;
   for (int64_t i = 0; i < rows; ++i) k.unary(op, c + i * ldc, c + i * ldc, cols);
 }
 
@@ -963,6 +964,8 @@ void gemm_apply_activation(Activation act, float clip_min, float clip_max, float
       return unary_f32(UnaryOp::gelu_tanh, y, y, n, pool);
     case Activation::silu:
       return unary_f32(UnaryOp::silu, y, y, n, pool);
+    case Activation::hardswish:
+      return unary_f32(UnaryOp::hardswish, y, y, n, pool);
   }
 }
 

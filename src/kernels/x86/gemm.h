@@ -26,8 +26,8 @@ namespace tessera::kernels::x86 {
 // relu and clip run inside the micro-kernels; the GELUs and SiLU (x * sigmoid(x)) (eltwise.h's, same error
 // bounds) run over each row group's finished run of an NC block while it is still in L1/L2 (one call per row
 // of up to NC columns: per 16-column tile, the call overhead doubled the GELU's cost). Convolutions take
-// none, relu, clip and silu, all in their tiles' registers.
-enum class Activation : uint8_t { none, relu, clip, gelu_erf, gelu_tanh, silu };
+// none, relu, clip, silu and hardswish, all in their tiles' registers.
+enum class Activation : uint8_t { none, relu, clip, gelu_erf, gelu_tanh, silu, hardswish };
 
 // One value through an activation: the scalar kernels' and edges' epilogue.
 inline float activate(float v, Activation a, float lo, float hi) {
@@ -44,13 +44,16 @@ inline float activate(float v, Activation a, float lo, float hi) {
       return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
     case Activation::silu:
       return v / (1.0f + std::exp(-v));
+    case Activation::hardswish:
+      return v * std::max(0.0f, std::min(1.0f, v / 6.0f + 0.5f));
   }
   return v;
 }
 
 // Whether the GEMM applies `a` in a pass over finished tiles rather than in the micro-kernels.
 constexpr bool activation_in_pass(Activation a) {
-  return a == Activation::gelu_erf || a == Activation::gelu_tanh || a == Activation::silu;
+  return a == Activation::gelu_erf || a == Activation::gelu_tanh || a == Activation::silu ||
+         a == Activation::hardswish;
 }
 
 struct GemmEpilogue {

@@ -22,6 +22,7 @@ inline __attribute__((always_inline)) typename V::vec act(typename V::vec v, con
   if (o.act == Activation::relu) return V::max(v, V::zero());
   if (o.act == Activation::clip) return V::min(V::max(v, V::set1(o.clip_min)), V::set1(o.clip_max));
   if (o.act == Activation::silu) return V::silu(v);
+  if (o.act == Activation::hardswish) return V::hardswish(v);
   return v;
 }
 

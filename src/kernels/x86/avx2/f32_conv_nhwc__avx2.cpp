@@ -24,14 +24,16 @@ inline float act1(float v, Activation act, float lo, float hi) {
   return activate(v, act, lo, hi);
 }
 
-// SiLU in place over rows x min(nr, width) floats of a finished tile.
-__attribute__((noinline)) void silu_tile(float* y, int64_t ldy, int64_t rows, int64_t nr, int64_t width) {
+// SiLU or HardSwish in place over rows x min(nr, width) floats of a finished tile.
+__attribute__((noinline)) void act_tile(Activation act, float* y, int64_t ldy, int64_t rows, int64_t nr,
+                                        int64_t width) {
   const int64_t w = std::min(nr, width);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < w; j += 8) {
       float* p = y + i * ldy + j;
       const __m256i m = Ymm::tail_mask(int(std::min<int64_t>(w - j, 8)));
-      _mm256_maskstore_ps(p, m, Ymm::silu(_mm256_maskload_ps(p, m)));
+      const __m256 v = _mm256_maskload_ps(p, m);
+      _mm256_maskstore_ps(p, m, act == Activation::silu ? Ymm::silu(v) : Ymm::hardswish(v));
     }
 }
 
@@ -39,6 +41,7 @@ inline __m256 act256(__m256 v, Activation act, float lo, float hi) {
   if (act == Activation::relu) return _mm256_max_ps(v, _mm256_setzero_ps());
   if (act == Activation::clip) return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
   if (act == Activation::silu) return Ymm::silu(v);
+  if (act == Activation::hardswish) return Ymm::hardswish(v);
   return v;
 }
 
@@ -139,7 +142,8 @@ inline __attribute__((always_inline)) void conv_tile(const float* const* rows, i
   }
   // SiLU over the stored tile, from L1, out of line: applied to the accumulators (or inlined here), its ~20
   // operations a vector made GCC keep accumulators on the stack through the K loop
-  if (ep && ep->act == Activation::silu) silu_tile(y, ldy, std::min<int64_t>(mr, MR), nr, 8 * NV);
+  if (ep && (ep->act == Activation::silu || ep->act == Activation::hardswish))
+    act_tile(ep->act, y, ldy, std::min<int64_t>(mr, MR), nr, 8 * NV);
 }
 
 // The 16-wide kernels also take nr past 16 when the K block is the whole K (see ConvUkrInfo::panels): they

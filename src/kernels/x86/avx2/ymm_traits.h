@@ -94,6 +94,7 @@ struct Ymm {
   }
   static vec set1(float f) { return _mm256_set1_ps(f); }
   static vec silu(vec x) { return Math<O256>::silu(x); }  // x * sigmoid(x), eltwise.h's bound
+  static vec hardswish(vec x) { return Math<O256>::hardswish(x); }
   static vec zero() { return _mm256_setzero_ps(); }
   static float hsum(vec v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

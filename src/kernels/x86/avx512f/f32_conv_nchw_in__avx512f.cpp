@@ -50,6 +50,7 @@ inline __m512 act(__m512 v, const NchwInRowArgs& a) {
   if (a.act == Activation::clip)
     return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(a.clip_min)), _mm512_set1_ps(a.clip_max));
   if (a.act == Activation::silu) return Zmm::silu(v);
+  if (a.act == Activation::hardswish) return Zmm::hardswish(v);
   return v;
 }
 

@@ -25,6 +25,7 @@ inline __m512 act512(__m512 v, const ConvTileEpilogue& ep) {
   if (ep.act == Activation::clip)
     return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(ep.clip_min)), _mm512_set1_ps(ep.clip_max));
   if (ep.act == Activation::silu) return Zmm::silu(v);
+  if (ep.act == Activation::hardswish) return Zmm::hardswish(v);
   return v;
 }
 
@@ -137,6 +138,8 @@ inline __m256 act256(__m256 v, const ConvTileEpilogue& ep) {
   if (ep.act == Activation::clip)
     return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(ep.clip_min)), _mm256_set1_ps(ep.clip_max));
   if (ep.act == Activation::silu) return ymm_silu(v);
+  if (ep.act == Activation::hardswish)
+    return _mm512_castps512_ps256(Zmm::hardswish(_mm512_castps256_ps512(v)));
   return v;
 }
 
@@ -252,6 +255,10 @@ void tiles_zy(const float* const* rows, const float* x, int64_t ldx, int64_t nti
       if constexpr (ACT == Activation::silu) {
         sz = Zmm::silu(sz);
         sy = ymm_silu(sy);
+      }
+      if constexpr (ACT == Activation::hardswish) {
+        sz = Zmm::hardswish(sz);
+        sy = _mm512_castps512_ps256(Zmm::hardswish(_mm512_castps256_ps512(sy)));
       }
       _mm512_storeu_ps(y + i * ldy, sz);
       _mm256_storeu_ps(y + i * ldy + 16, sy);

@@ -3,6 +3,10 @@
 // Anonymous namespace on purpose, as in avx2/ymm_traits.h: instantiations over the traits stay internal.
 #pragma once
 
+// GCC 12 warns, falsely (GCC PR105593), about _mm512_undefined_ps inside the intrinsics O512 uses
+// (vscalefps, vrndscaleps) wherever they are inlined.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <cmath>
@@ -84,6 +88,7 @@ struct Zmm {
   }
   static vec set1(float f) { return _mm512_set1_ps(f); }
   static vec silu(vec x) { return Math<O512>::silu(x); }  // x * sigmoid(x), eltwise.h's bound
+  static vec hardswish(vec x) { return Math<O512>::hardswish(x); }
   static vec zero() { return _mm512_setzero_ps(); }
   static float hsum(vec v) { return _mm512_reduce_add_ps(v); }
   static mask tail_mask(int n) { return n >= 16 ? mask(0xffff) : mask((1u << n) - 1); }
