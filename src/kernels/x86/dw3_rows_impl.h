@@ -77,13 +77,15 @@ struct Weights {
   }
 };
 
-// PX outputs of one row whose taps all lie inside it; ix = the input column of the first output's
-// leftmost tap. Input column j of the tile feeds output (j - s) / S through weight s.
-template <class V, int K, int S, int PX, bool FULL>
+// PX outputs of one row; ix = the input column of the first output's leftmost tap. Input column j of the
+// tile feeds output (j - s) / S through weight s. CLIP: taps may fall outside the row [0, w) (skipped there)
+// and only the first n outputs are stored — 5x5 and 7x7's edges and narrow rows, where one output at a time
+// reloaded each kernel row's weights for K FMAs; else all taps lie inside and all PX are stored.
+template <class V, int K, int S, int PX, bool FULL, bool CLIP = false>
 inline __attribute__((always_inline)) void tile(const float* const* rows, int64_t ix, int64_t c, int64_t cy,
                                                 const Weights<V, K, FULL>& w, typename V::vec b,
                                                 typename V::mask m, float* yo, const float* ro,
-                                                const Epilogue<V>& ep) {
+                                                const Epilogue<V>& ep, int64_t width = 0, int64_t n = PX) {
   typename V::vec acc[PX];
 #pragma GCC unroll 16
   for (int p = 0; p < PX; ++p) acc[p] = b;
@@ -95,40 +97,7 @@ inline __attribute__((always_inline)) void tile(const float* const* rows, int64_
     const float* q = rows[r] + ix * c;
 #pragma GCC unroll 64
     for (int j = 0; j < (PX - 1) * S + K; ++j) {
-      typename V::vec v = load<V, FULL>(q + j * c, m);
-      in_register(v);
-#pragma GCC unroll 7
-      for (int s = 0; s < K; ++s) {
-        const int d = j - s;
-        if (d >= 0 && d % S == 0 && d / S < PX) acc[d / S] = V::fma(v, wr[s], acc[d / S]);
-      }
-    }
-  }
-#pragma GCC unroll 16
-  for (int p = 0; p < PX; ++p) store<V, FULL>(yo + p * cy, m, acc[p], ro ? ro + p * cy : nullptr, ep);
-}
-
-// The first n (<= PX) of PX outputs whose taps may fall in the left or right padding, as tile (input columns
-// outside [0, w) skipped): 5x5 and 7x7's edges and narrow rows, where one output at a time reloaded each
-// kernel row's weights for K FMAs.
-template <class V, int K, int S, int PX, bool FULL>
-inline __attribute__((always_inline)) void tile_clipped(const float* const* rows, int64_t ix, int64_t w,
-                                                        int64_t n, int64_t c, int64_t cy,
-                                                        const Weights<V, K, FULL>& wt, typename V::vec b,
-                                                        typename V::mask m, float* yo, const float* ro,
-                                                        const Epilogue<V>& ep) {
-  typename V::vec acc[PX];
-#pragma GCC unroll 16
-  for (int p = 0; p < PX; ++p) acc[p] = b;
-#pragma GCC unroll 7
-  for (int r = 0; r < K; ++r) {
-    if (!rows[r]) continue;
-    typename V::vec wr[K];
-    wt.row(r, wr);
-    const float* q = rows[r] + ix * c;
-#pragma GCC unroll 64
-    for (int j = 0; j < (PX - 1) * S + K; ++j) {
-      if (ix + j < 0 || ix + j >= w) continue;
+      if (CLIP && (ix + j < 0 || ix + j >= width)) continue;
       typename V::vec v = load<V, FULL>(q + j * c, m);
       in_register(v);
 #pragma GCC unroll 7
@@ -140,7 +109,7 @@ inline __attribute__((always_inline)) void tile_clipped(const float* const* rows
   }
 #pragma GCC unroll 16
   for (int p = 0; p < PX; ++p)
-    if (p < n) store<V, FULL>(yo + p * cy, m, acc[p], ro ? ro + p * cy : nullptr, ep);
+    if (!CLIP || p < n) store<V, FULL>(yo + p * cy, m, acc[p], ro ? ro + p * cy : nullptr, ep);
 }
 
 // One output whose taps may fall in the left or right padding.
@@ -193,8 +162,8 @@ void block(const Dw3RowsArgs& a, int64_t cb, typename V::mask m, int64_t xa, int
         if (ox >= xa && ox + PX <= xb)
           tile<V, K, S, PX, FULL>(rows, x0(ox), c, cy, wv, b, m, yr + ox * cy, at(ox), ep);
         else
-          tile_clipped<V, K, S, PX, FULL>(rows, x0(ox), a.w, std::min<int64_t>(PX, a.ow - ox), c, cy, wv, b,
-                                          m, yr + ox * cy, at(ox), ep);
+          tile<V, K, S, PX, FULL, true>(rows, x0(ox), c, cy, wv, b, m, yr + ox * cy, at(ox), ep, a.w,
+                                        std::min<int64_t>(PX, a.ow - ox));
       }
       continue;
     }
@@ -261,7 +230,7 @@ inline __attribute__((always_inline)) void tile_blocks(const Dw3RowsArgs& a, con
     else if (K == 3)
       edge<V, K, FULL>(rc, ix, a.w, c, wv, b, m, yo + cb, r, ep);
     else  // px = -n: the first n of a tile of PX, clipped
-      tile_clipped<V, K, S, PX, FULL>(rc, ix, a.w, -px, c, cy, wv, b, m, yo + cb, r, ep);
+      tile<V, K, S, PX, FULL, true>(rc, ix, c, cy, wv, b, m, yo + cb, r, ep, a.w, -px);
   }
 }
 
