@@ -14,6 +14,10 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
 - llama_decoder: a LLaMA-style decoder, 4 layers of hidden 1024 (16 heads, 4 KV heads, SiLU-gated MLP of
   2816), RMSNorm written out, rotary embeddings by Slice/Neg/Concat, causal mask by Trilu/Where, a vocabulary
   of 8192, prefill of 32 tokens.
+- resnext50: torchvision's ResNeXt-50 32x4d (grouped 3x3 convs of 32 groups, 4 to 32 channels a group),
+  224 x 224.
+- densenet121: torchvision's DenseNet-121 (pre-activation BatchNormalization -> Relu -> Conv that the exporter
+  cannot fold, Concat of every earlier feature map, AveragePool transitions), 224 x 224.
 """
 from __future__ import annotations
 
@@ -235,8 +239,66 @@ def mobilenet_v3_large(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
 
 
+def resnext50(small: bool = False) -> onnx.ModelProto:
+    g = Graph(14)
+    side = 64 if small else 224
+    # blocks per stage, and 32 groups of 4 channels at the first stage's width (torchvision's 32x4d)
+    depths, groups, base = ([1, 1, 1, 1], 8, 16) if small else ([3, 4, 6, 3], 32, 128)
+    x = g.op("Relu", [g.conv("input", 3, 64, 7, 2)])
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for stage, n in enumerate(depths):
+        width, cout = base << stage, 256 << stage
+        for i in range(n):
+            s = 2 if stage and i == 0 else 1
+            h = g.op("Relu", [g.conv(x, cin, width, 1)])
+            h = g.op("Relu", [g.conv(h, width, width, 3, s, groups=groups)])
+            h = g.conv(h, width, cout, 1)
+            sc = g.conv(x, cin, cout, 1, s) if i == 0 else x  # the downsample: a strided 1x1
+            x = g.op("Relu", [g.op("Add", [h, sc])])
+            cin = cout
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
+    y = g.gemm(x, cin, 1000)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+
+
+def densenet121(small: bool = False) -> onnx.ModelProto:
+    g = Graph(15)
+    side = 64 if small else 224
+    growth, bn_size = 32, 4
+    blocks = [2, 2, 2, 2] if small else [6, 12, 24, 16]
+
+    def bn_relu(x, c):  # a BatchNormalization the exporter cannot fold: it comes before its conv
+        scale, shift = g.const(g.rng.uniform(0.5, 1.5, c)), g.bias(c)
+        mean, var = g.const(g.rng.standard_normal(c) * 0.1), g.const(g.rng.uniform(0.5, 2.0, c))
+        return g.op("Relu", [g.op("BatchNormalization", [x, scale, shift, mean, var], epsilon=1e-5)])
+
+    x = g.op("Relu", [g.conv("input", 3, 64, 7, 2)])  # conv0 + norm0 folded
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    c = 64
+    for bi, n in enumerate(blocks):
+        feats = [x]
+        for i in range(n):
+            cat = g.op("Concat", feats, axis=1) if len(feats) > 1 else feats[0]
+            h = g.op("Relu", [g.conv(bn_relu(cat, c + i * growth), c + i * growth, bn_size * growth, 1)])
+            feats.append(g.conv(h, bn_size * growth, growth, 3, bias=False))
+        x, c = g.op("Concat", feats, axis=1), c + n * growth
+        if bi + 1 < len(blocks):  # transition: halve the channels and the map
+            x = g.conv(bn_relu(x, c), c, c // 2, 1, bias=False)
+            x = g.op("AveragePool", [x], kernel_shape=[2, 2], strides=[2, 2])
+            c //= 2
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [bn_relu(x, c)])], axis=1)
+    y = g.gemm(x, c, 1000)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
-            "mobilenet_v3_large": mobilenet_v3_large}
+            "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
+            "densenet121": densenet121}
 
 
 def main() -> None:

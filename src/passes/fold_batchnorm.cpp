@@ -2,6 +2,9 @@
 // in inference mode, with all of W, B, scale, bias, mean, var constant, becomes
 // one Conv with W'[o] = W[o] * s[o] and B'[o] = (B[o] - mean[o]) * s[o] + bias[o],
 // s = scale / sqrt(var + epsilon). The folding is done in double.
+// A BatchNormalization that no conv feeds (DenseNet's BN -> ReLU -> Conv, a pre-activation ResNet) becomes
+// Mul(X, s) + t with t = bias - mean * s, constants shaped [C, 1, ...] to broadcast over X's spatial dims:
+// the elementwise passes fuse it with what follows, and the NHWC region runs it on channels-last twins.
 #include <cmath>
 
 #include "passes/pass_manager.h"
@@ -67,6 +70,58 @@ bool try_fold(ir::Graph& g, ir::Node* conv) {
   return true;
 }
 
+// The inference-mode BatchNormalization n (constant f32 parameters of X's channel count) as Mul + Add.
+bool try_affine(ir::Graph& g, ir::Node* bn) {
+  if (!is_onnx_op(bn, "BatchNormalization") || bn->inputs.size() != 5 || bn->outputs.empty() ||
+      !bn->outputs[0])
+    return false;
+  for (size_t i = 1; i < bn->outputs.size(); ++i)
+    if (bn->outputs[i]) return false;
+  const Attribute* tm = bn->attr("training_mode");
+  if (tm && tm->i != 0) return false;
+  ir::Value* x = bn->inputs[0];
+  if (!x || !is_f32(x) || !x->type.shape || x->type.shape->size() < 2 || !(*x->type.shape)[1].known())
+    return false;
+  const int64_t c = (*x->type.shape)[1].value, rank = int64_t(x->type.shape->size());
+  for (size_t i = 1; i < 5; ++i)
+    if (!constant_vector(g, bn->inputs[i], c)) return false;
+  const Attribute* ea = bn->attr("epsilon");
+  const double eps = ea ? ea->f : 1e-5;
+  const Tensor sc = bn->inputs[1]->initializer->contiguous(), bi = bn->inputs[2]->initializer->contiguous(),
+               mu = bn->inputs[3]->initializer->contiguous(), var = bn->inputs[4]->initializer->contiguous();
+  std::vector<int64_t> shape(size_t(rank - 1), 1);
+  shape[0] = c;
+  Tensor ts(DType::f32, shape), tt(DType::f32, shape);
+  for (int64_t o = 0; o < c; ++o) {
+    const double k = double(sc.data<float>()[o]) / std::sqrt(double(var.data<float>()[o]) + eps);
+    ts.data<float>()[o] = float(k);
+    tt.data<float>()[o] = float(double(bi.data<float>()[o]) - double(mu.data<float>()[o]) * k);
+  }
+  auto constant = [&](const std::string& base, Tensor t) {
+    ir::Value* v = g.add_value(g.unique_name(base));
+    v->type = ir::TypeInfo::tensor_of(t);
+    v->initializer = std::move(t);
+    return v;
+  };
+  ir::Value* out = bn->outputs[0];
+  ir::Value* scaled = g.add_value(g.unique_name(bn->name + "_scaled"));
+  scaled->type = out->type;
+  ir::Value* s_v = constant(bn->name + "_s", std::move(ts));
+  ir::Value* t_v = constant(bn->name + "_t", std::move(tt));
+  const std::string name = bn->name;
+  g.remove_node(bn);
+  ir::Node* mul = g.add_node("Mul", g.unique_name(name + "_scale"));
+  ir::Node* add = g.add_node("Add", name);
+  mul->opset = add->opset = 14;
+  g.connect_input(mul, x);
+  g.connect_input(mul, s_v);
+  g.connect_output(mul, scaled);
+  g.connect_input(add, scaled);
+  g.connect_input(add, t_v);
+  g.connect_output(add, out);
+  return true;
+}
+
 }  // namespace
 
 void fold_batchnorm(ir::Graph& g) {
@@ -75,6 +130,14 @@ void fold_batchnorm(ir::Graph& g) {
   bool any = false;
   for (ir::Node* n : nodes) any |= try_fold(g, n);
   if (any) g.remove_unused_values();
+  nodes.clear();
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  bool affine = false;
+  for (ir::Node* n : nodes) affine |= try_affine(g, n);
+  if (affine) {
+    g.topological_sort();
+    g.remove_unused_values();
+  }
 }
 
 }  // namespace tessera::passes

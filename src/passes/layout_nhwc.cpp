@@ -2,17 +2,16 @@
 // dense (group 1) or depthwise, with a known 4-D f32 input, becomes an NHWC
 // FusedConv (layout "NHWC", weights packed once here for kernels/x86/conv_nhwc.h;
 // 3x3 stride-1 dense convs as Winograd F(m x m, 3x3): attribute winograd = m),
-// and every plain 2-D MaxPool becomes tessera.NhwcMaxPool. Values flow between
-// converted nodes in NHWC; a Transpose is inserted only where an NCHW value enters
-// the region (once per value) and where a region value is read outside it or is
-// a graph output, so the graph means what it meant before. A GlobalAveragePool of a
-// region value becomes tessera.NhwcGlobalAveragePool (its result needs no Transpose).
-// The region grows through what its layout does not matter to: elementwise ops (core/ew_program.def, and
-// other pointwise ONNX ops: HardSwish, HardSigmoid, Clip, LeakyRelu ...) of region values, constants
-// (transposed here) and single values run on the NHWC twins (SiLU's Sigmoid and Mul, squeeze-and-excitation's
-// scaling, a layer scale or residual Add); a Transpose to channels-last of a region value is its twin
-// (ConvNeXt's Permute before LayerNorm: no copy), and one back to channels-first makes its input the twin of
-// its result.
+// and every plain 2-D MaxPool / AveragePool becomes tessera.NhwcMaxPool / NhwcAveragePool. Values flow
+// between converted nodes in NHWC; a Transpose is inserted only where an NCHW value enters the region (once
+// per value) and where a region value is read outside it or is a graph output, so the graph means what it
+// meant before. A GlobalAveragePool of a region value becomes tessera.NhwcGlobalAveragePool (its result needs
+// no Transpose). The region grows through what its layout does not matter to: elementwise ops
+// (core/ew_program.def, and other pointwise ONNX ops: HardSwish, HardSigmoid, Clip, LeakyRelu ...) of region
+// values, constants (transposed here) and single values run on the NHWC twins (SiLU's Sigmoid and Mul,
+// squeeze-and-excitation's scaling, a layer scale or residual Add); a Transpose to channels-last of a region
+// value is its twin (ConvNeXt's Permute before LayerNorm: no copy), and one back to channels-first makes its
+// input the twin of its result.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -68,7 +67,8 @@ bool convertible_conv(const ir::Graph& g, const ir::Node* n) {
 }
 
 bool convertible_pool(const ir::Node* n) {
-  if (!is_onnx_op(n, "MaxPool") || n->inputs.size() != 1 || n->outputs.empty() || !n->outputs[0])
+  if (!(is_onnx_op(n, "MaxPool") || is_onnx_op(n, "AveragePool")) || n->inputs.size() != 1 ||
+      n->outputs.empty() || !n->outputs[0])
     return false;
   if (n->outputs.size() > 1 && n->outputs[1]) return false;  // indices wanted
   if (!known_4d(n->inputs[0]) || !known_4d(n->outputs[0])) return false;
@@ -230,6 +230,26 @@ void layout_nhwc(ir::Graph& g) {
       old.push_back(n);
       continue;
     }
+    // Concat of region values (DenseNet's growing feature maps): the same Concat of the twins along the
+    // axis's channels-last position; an operand from outside the region gets its Transpose.
+    if (is_onnx_op(n, "Concat") && n->outputs.size() == 1 && n->outputs[0] && known_4d(n->outputs[0]) &&
+        std::any_of(n->inputs.begin(), n->inputs.end(), [&](ir::Value* v) { return twin.count(v); }) &&
+        std::all_of(n->inputs.begin(), n->inputs.end(), [&](ir::Value* v) { return v && known_4d(v); })) {
+      const int64_t axis = int_attr(n, "axis", 1), a = axis < 0 ? axis + 4 : axis;
+      if (a >= 0 && a < 4) {
+        ir::Node* f = g.add_node("Concat", n->name);
+        f->opset = n->opset;
+        set_attr_int(f, "axis", kToNchw[size_t(a)]);
+        for (ir::Value* v : n->inputs) g.connect_input(f, nhwc_of(v));
+        ir::Value* y = n->outputs[0];
+        ir::Value* yt = new_value(g, y->name + "_nhwc",
+                                  ir::TypeInfo::tensor(DType::f32, permuted(*y->type.shape, kToNhwc)));
+        g.connect_output(f, yt);
+        twin[y] = yt;
+        old.push_back(n);
+        continue;
+      }
+    }
     // GlobalAveragePool of a region value: its [N, C, 1, 1] result is the same in both layouts.
     if (is_onnx_op(n, "GlobalAveragePool") && n->inputs.size() == 1 && n->outputs.size() == 1 &&
         twin.count(n->inputs[0]) && known_4d(n->outputs[0])) {
@@ -248,11 +268,14 @@ void layout_nhwc(ir::Graph& g) {
     ir::Value* y = n->outputs[0];
     ir::Value* yt =
         new_value(g, y->name + "_nhwc", ir::TypeInfo::tensor(DType::f32, permuted(*y->type.shape, kToNhwc)));
-    ir::Node* f = g.add_node(conv ? "FusedConv" : "NhwcMaxPool", n->name);
+    ir::Node* f = g.add_node(conv                      ? "FusedConv"
+                             : n->op_type == "MaxPool" ? "NhwcMaxPool"
+                                                       : "NhwcAveragePool",
+                             n->name);
     f->domain = "tessera";
     f->opset = 1;
     if (pool) {
-      for (const char* k : {"kernel_shape", "strides", "dilations", "pads"})
+      for (const char* k : {"kernel_shape", "strides", "dilations", "pads", "count_include_pad"})
         if (const Attribute* a = n->attr(k)) f->attrs[k] = *a;
       g.connect_input(f, nhwc_of(n->inputs[0]));
     } else {

@@ -392,6 +392,10 @@ _W_OK = 16 * 36  # 8 output channels pad to one 16-wide panel, K = 36
     ("NhwcMaxPool", dict(kernel_shape=[3, 3], strides=[-1, 1]), None, (1, 5, 5, 4)),
     ("NhwcMaxPool", dict(kernel_shape=[3, 3]), None, (5, 5, 4)),
     ("NhwcGlobalAveragePool", {}, None, (5, 4)),
+    ("NhwcAveragePool", dict(kernel_shape=[3]), None, (1, 5, 5, 4)),
+    ("NhwcAveragePool", dict(kernel_shape=[7, 7]), None, (1, 5, 5, 4)),
+    ("NhwcAveragePool", dict(kernel_shape=[3, 3], pads=[0, -1, 0, 0]), None, (1, 5, 5, 4)),
+    ("NhwcAveragePool", dict(kernel_shape=[3, 3]), None, (5, 5, 4)),
 ])
 @pytest.mark.parametrize("level", [0, 99])
 def test_bad_nhwc_nodes_fail_cleanly(op, attrs, wsize, xshape, level):
@@ -444,6 +448,12 @@ def test_good_nhwc_nodes_run():
         (y,) = tessera.InferenceSession(_tessera_node_model("NhwcGlobalAveragePool", {}, [], x.shape),
                                         so).run(None, {"x": x})
         assert y.shape == (1, 4, 1, 1) and np.all(y == 1)
+        # padding counted (a corner window: 4 of 9 taps inside) or not
+        for include, corner in ((0, 1.0), (1, 4 / 9)):
+            attrs = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=include)
+            (y,) = tessera.InferenceSession(_tessera_node_model("NhwcAveragePool", attrs, [], x.shape),
+                                            so).run(None, {"x": x})
+            assert y.shape == (1, 5, 5, 4) and np.allclose(y[0, 0, 0], corner) and np.allclose(y[0, 2, 2], 1)
 
 
 @pytest.mark.parametrize("attrs,indices", [
@@ -515,3 +525,51 @@ def test_transposes_to_channels_last_fold_into_the_layout(tmp_path):
     ir = _ir_of(_arch_model("convnext_tiny"), tmp_path)
     assert ir.count("= Transpose(") == 1 + 2  # the image into the region; the pooled head's LayerNorm2d
     assert ir.count("= LayerNormalization(") >= 8 and ir.count("tessera.FusedGemm(") >= 10
+
+
+def test_densenet_blocks_stay_channels_last(tmp_path):
+    """DenseNet's pre-activation layers: a BatchNormalization no conv feeds becomes a per-channel Mul + Add
+    (fused with its Relu), Concat of the growing feature maps joins the twins along the channels-last axis,
+    and the transitions' AveragePool runs on NHWC: no Transpose but the image's and the pooled head's."""
+    ir = _ir_of(_arch_model("densenet121"), tmp_path)
+    assert "= BatchNormalization(" not in ir and "= AveragePool(" not in ir
+    assert ir.count("tessera.NhwcAveragePool(") == 3 and ir.count("= Concat(") >= 8
+    assert all("axis=3" in line for line in ir.splitlines() if "= Concat(" in line)
+    assert ir.count("= Transpose(") <= 1
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("attrs", [
+    dict(kernel_shape=[2, 2], strides=[2, 2]),
+    dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 2], count_include_pad=1),
+    dict(kernel_shape=[3, 2], strides=[1, 2], pads=[0, 1, 1, 0], dilations=[2, 1]),
+])
+def test_average_pool_and_batchnorm_in_the_region(threads, attrs):
+    """Conv -> BN -> Relu -> AveragePool -> Concat with a second branch -> BN: the standalone BatchNorms as
+    Mul + Add, the pool and the Concat in NHWC, against onnxruntime and the unoptimized graph."""
+    c = 12
+    inits = [_w("w0", c, 3, 3, 3), _pos("s", c), _w("b", c), _w("m", c), _pos("v", c), _w("w1", 8, c, 1, 1),
+             _pos("s2", c + 8), _w("b2", c + 8), _w("m2", c + 8), _pos("v2", c + 8)]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c0"], ["r0"]),
+        helper.make_node("BatchNormalization", ["r0", "s", "b", "m", "v"], ["bn"], epsilon=1e-3),
+        helper.make_node("Relu", ["bn"], ["r1"]),
+        helper.make_node("AveragePool", ["r1"], ["p"], **attrs),
+        helper.make_node("Conv", ["p", "w1"], ["c1"]),
+        helper.make_node("Concat", ["p", "c1"], ["cat"], axis=-3),
+        helper.make_node("BatchNormalization", ["cat", "s2", "b2", "m2", "v2"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 17, 15])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    m.ir_version = 9
+    b = m.SerializeToString()
+    x = RNG.standard_normal((2, 3, 17, 15)).astype(np.float32)
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for level in (0, 99):
+        got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads, optimization_level=level)).run(
+            None, {"x": x})[0]
+        assert got.shape == want.shape
+        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-5, level

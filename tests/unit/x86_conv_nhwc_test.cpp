@@ -442,6 +442,53 @@ TEST(X86ConvNhwc, MaxPoolMatchesReferenceAndPropagatesNaN) {
   }
 }
 
+TEST(X86ConvNhwc, AveragePoolMatchesReference) {
+  ThreadPool pool(2);
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> d(-1, 1);
+  struct Case {
+    int64_t n, c, h, w, k, s, d, pt, pl, pb, pr;
+  };
+  for (const Case& cs : {Case{1, 64, 12, 12, 2, 2, 1, 0, 0, 0, 0},  // DenseNet's transition
+                         Case{2, 5, 7, 9, 3, 2, 1, 1, 1, 1, 1},     // padded windows at every edge
+                         Case{1, 19, 8, 8, 3, 1, 2, 2, 2, 2, 2},    // dilated
+                         Case{1, 3, 5, 5, 5, 3, 1, 0, 2, 1, 0},     // asymmetric padding
+                         Case{2, 64, 40, 40, 3, 1, 1, 1, 1, 1, 1},  // large enough for both threads
+                         Case{1, 100, 6, 7, 3, 2, 1, 1, 1, 1, 1},   // 4-vector blocks, then 1, then a tail
+                         Case{1, 37, 5, 5, 2, 1, 1, 0, 0, 1, 1}}) {
+    std::vector<float> x(size_t(cs.n * cs.h * cs.w * cs.c));
+    for (auto& e : x) e = d(rng);
+    for (bool include_pad : {false, true})
+      for (ConvIsa isa : isas()) {
+        PoolParams pp;
+        pp.g = mk(cs.n, cs.c, cs.h, cs.w, cs.c, cs.k, cs.k, cs.s, cs.d, cs.pt, cs.pl, cs.pb, cs.pr);
+        pp.oh = pp.g.oh(), pp.ow = pp.g.ow();
+        pp.is_max = false;
+        pp.count_include_pad = include_pad;
+        std::vector<float> y(size_t(cs.n * pp.oh * pp.ow * cs.c), 7.f);
+        pool2d_nhwc_f32(pp, x.data(), y.data(), &pool, isa);
+        for (int64_t b = 0; b < cs.n; ++b)
+          for (int64_t oy = 0; oy < pp.oh; ++oy)
+            for (int64_t ox = 0; ox < pp.ow; ++ox)
+              for (int64_t ch = 0; ch < cs.c; ++ch) {
+                double sum = 0;
+                int64_t count = 0;
+                for (int64_t r = 0; r < cs.k; ++r)
+                  for (int64_t q = 0; q < cs.k; ++q) {
+                    const int64_t iy = oy * cs.s - cs.pt + r * cs.d, ix = ox * cs.s - cs.pl + q * cs.d;
+                    if (iy < 0 || iy >= cs.h || ix < 0 || ix >= cs.w) continue;
+                    sum += x[size_t(((b * cs.h + iy) * cs.w + ix) * cs.c + ch)];
+                    ++count;
+                  }
+                const double want = sum / double(include_pad ? cs.k * cs.k : count);
+                ASSERT_NEAR(y[size_t(((b * pp.oh + oy) * pp.ow + ox) * cs.c + ch)], want, 2e-6)
+                    << int(isa) << " include_pad " << include_pad << " at " << b << "," << oy << "," << ox
+                    << "," << ch;
+              }
+      }
+  }
+}
+
 // Pointwise conv feeding a depthwise conv, a band of rows at a time (conv2d_pw_dw_nhwc_f32), against the
 // two reference convs one after the other: strides 1 and 2, 3x3 and 5x5, dilation, asymmetric padding,
 // two images, bands over two threads, and rows wide enough that a band takes several steps; each case

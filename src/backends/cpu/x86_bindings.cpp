@@ -315,13 +315,15 @@ void fused_pw_dw_conv_x86(KernelContext& ctx) {
                                       w3 ? &proj : nullptr);
 }
 
-void nhwc_max_pool_x86(KernelContext& ctx) {
+void nhwc_pool_x86(KernelContext& ctx, bool is_max) {
   const Tensor& x0 = ctx.required_input(0);
   if (x0.dtype() != DType::f32 || x0.rank() != 4) {
     run_ref(ctx, "tessera");
     return;
   }
   kernels::x86::PoolParams pp;
+  pp.is_max = is_max;
+  pp.count_include_pad = ctx.attr_int("count_include_pad", 0) != 0;
   read_geometry(ctx, pp.g);
   pp.g.n = x0.dim(0), pp.g.h = x0.dim(1), pp.g.w = x0.dim(2), pp.g.c = pp.g.oc = x0.dim(3);
   pp.oh = pp.g.oh(), pp.ow = pp.g.ow();
@@ -525,7 +527,8 @@ void register_x86_bindings() {
   add_tuned_kernel("tessera", "FusedGemm", {}, fused_gemm_x86);
   add_tuned_kernel("tessera", "FusedConv", {}, fused_conv_x86);
   add_tuned_kernel("tessera", "FusedPwDwConv", {}, fused_pw_dw_conv_x86);
-  add_tuned_kernel("tessera", "NhwcMaxPool", {}, nhwc_max_pool_x86);
+  add_tuned_kernel("tessera", "NhwcMaxPool", {}, [](KernelContext& c) { nhwc_pool_x86(c, true); });
+  add_tuned_kernel("tessera", "NhwcAveragePool", {}, [](KernelContext& c) { nhwc_pool_x86(c, false); });
   add_tuned_kernel("tessera", "NhwcGlobalAveragePool", {}, nhwc_gap_x86);
   add_tuned_kernel("", "MaxPool", claims_max_pool, max_pool_nchw_x86);
   add_tuned_kernel("", "MatMul", {}, matmul_x86);

@@ -27,6 +27,7 @@
 //     geometry in pw_kernel_shape / pw_strides / pw_dilations / pw_pads: a model's first conv and the
 //     depthwise conv after it, whose large map then stays in cache too.
 //   NhwcMaxPool(X[N,H,W,C]) -> Y[N,OH,OW,C]: MaxPool (ceil_mode 0) over NHWC.
+//   NhwcAveragePool(X[N,H,W,C]) -> Y[N,OH,OW,C]: AveragePool (ceil_mode 0, count_include_pad) over NHWC.
 //   NhwcGlobalAveragePool(X[N,H,W,C]) -> Y[N,C,1,1]: the mean over H and W (Y is the
 //     same in either layout, so it leaves the NHWC region without a Transpose).
 //   FusedElementwise(X0, X1, ...) -> program(X0, X1, ...), inputs broadcast (numpy)
@@ -117,7 +118,7 @@ void infer_fused_pw_dw_conv(InferenceContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], sp[0], sp[1], e > 0 ? Dim(e) : Dim()});
 }
 
-void infer_nhwc_max_pool(InferenceContext& ctx) {
+void infer_nhwc_pool(InferenceContext& ctx) {
   const auto& x = ctx.input_shape(0);
   if (!x || x->size() != 4) {
     ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
@@ -217,11 +218,20 @@ void register_fused_schemas(OpRegistry& r) {
   pd.family = "fused";
   r.add(pd);
   OpSchema mp = make_schema(
-      "NhwcMaxPool", 1, 1, 1, 1, infer_nhwc_max_pool,
+      "NhwcMaxPool", 1, 1, 1, 1, infer_nhwc_pool,
       {{"kernel_shape", K::ints}, {"strides", K::ints}, {"dilations", K::ints}, {"pads", K::ints}},
       "tessera");
   mp.family = "fused";
   r.add(mp);
+  OpSchema ap = make_schema("NhwcAveragePool", 1, 1, 1, 1, infer_nhwc_pool,
+                            {{"kernel_shape", K::ints},
+                             {"strides", K::ints},
+                             {"dilations", K::ints},
+                             {"pads", K::ints},
+                             {"count_include_pad", K::i}},
+                            "tessera");
+  ap.family = "fused";
+  r.add(ap);
   OpSchema gap = make_schema("NhwcGlobalAveragePool", 1, 1, 1, 1, infer_nhwc_gap, {}, "tessera");
   gap.family = "fused";
   r.add(gap);

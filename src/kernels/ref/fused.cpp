@@ -192,12 +192,14 @@ void fused_conv(KernelContext& ctx) {
         }
 }
 
-// MaxPool over NHWC; NaN propagates.
-void nhwc_max_pool(KernelContext& ctx) {
+// MaxPool (NaN propagates) or AveragePool (in double) over NHWC.
+template <bool kMax>
+void nhwc_pool(KernelContext& ctx) {
   const Tensor x = ctx.required_input(0).contiguous();
-  ctx.check(x.dtype() == DType::f32 && x.rank() == 4, "NhwcMaxPool takes a 4-D float32 tensor");
+  ctx.check(x.dtype() == DType::f32 && x.rank() == 4, ctx.op_type(), " takes a 4-D float32 tensor");
   const ConvGeom cg_ = conv_geom(ctx);
   const auto &ks = cg_.ks, &st = cg_.st, &dl = cg_.dl, &pd = cg_.pd;
+  const bool include_pad = ctx.attr_int("count_include_pad", 0) != 0;
   const int64_t n = x.dim(0), h = x.dim(1), wd = x.dim(2), c = x.dim(3);
   const int64_t oh = (h + pd[0] + pd[2] - dl[0] * (ks[0] - 1) - 1) / st[0] + 1;
   const int64_t ow = (wd + pd[1] + pd[3] - dl[1] * (ks[1] - 1) - 1) / st[1] + 1;
@@ -210,14 +212,21 @@ void nhwc_max_pool(KernelContext& ctx) {
       for (int64_t ox = 0; ox < ow; ++ox)
         for (int64_t ch = 0; ch < c; ++ch) {
           float m = -std::numeric_limits<float>::infinity();
+          double sum = 0;
+          int64_t count = 0;
           for (int64_t r = 0; r < ks[0]; ++r)
             for (int64_t q = 0; q < ks[1]; ++q) {
               const int64_t iy = oy * st[0] - pd[0] + r * dl[0], ix = ox * st[1] - pd[1] + q * dl[1];
               if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
               const float v = xp[((bi * h + iy) * wd + ix) * c + ch];
+              ++count;
+              sum += v;
               if (std::isnan(v) || v > m) m = std::isnan(m) ? m : v;
             }
-          yp[((bi * oh + oy) * ow + ox) * c + ch] = m;
+          if (include_pad) count = ks[0] * ks[1];  // ceil_mode 0: the whole window is in the padded input
+          yp[((bi * oh + oy) * ow + ox) * c + ch] = kMax    ? m
+                                                    : count ? float(sum / double(count))
+                                                            : std::numeric_limits<float>::quiet_NaN();
         }
 }
 
@@ -425,7 +434,8 @@ void register_fused_kernels(KernelTable& t) {
   t.add("FusedElementwise", fused_elementwise, "tessera");
   t.add("FusedAttention", fused_attention, "tessera");
   t.add("FusedConv", fused_conv, "tessera");
-  t.add("NhwcMaxPool", nhwc_max_pool, "tessera");
+  t.add("NhwcMaxPool", nhwc_pool<true>, "tessera");
+  t.add("NhwcAveragePool", nhwc_pool<false>, "tessera");
   t.add("NhwcGlobalAveragePool", nhwc_global_average_pool, "tessera");
 }
 

@@ -1461,6 +1461,13 @@ void max_pool_taps_portable(const float* const* taps, int64_t ntaps, int64_t c, 
   }
 }
 
+void avg_pool_taps_portable(const float* const* taps, int64_t ntaps, int64_t c, float scale, float* y) {
+  for (int64_t ch = 0; ch < c; ++ch) y[ch] = 0.0f;
+  for (int64_t i = 0; i < ntaps; ++i)
+    for (int64_t ch = 0; ch < c; ++ch) y[ch] += taps[i][ch];
+  for (int64_t ch = 0; ch < c; ++ch) y[ch] *= scale;
+}
+
 }  // namespace
 
 void pool2d_nhwc_f32(const PoolParams& pp, const float* x, float* y, ThreadPool* pool, ConvIsa isa) {
@@ -1468,11 +1475,12 @@ void pool2d_nhwc_f32(const PoolParams& pp, const float* x, float* y, ThreadPool*
   const Conv2dParams& p = pp.g;
   const int64_t oh = pp.oh, ow = pp.ow, C = p.c;
   void (*max_taps)(const float* const*, int64_t, int64_t, float*) = max_pool_taps_portable;
+  void (*avg_taps)(const float* const*, int64_t, int64_t, float, float*) = avg_pool_taps_portable;
 #ifdef TESSERA_CONV_X86
   if (isa == ConvIsa::avx512f)
-    max_taps = max_pool_taps_avx512f;
+    max_taps = max_pool_taps_avx512f, avg_taps = avg_pool_taps_avx512f;
   else if (isa == ConvIsa::avx2)
-    max_taps = max_pool_taps_avx2;
+    max_taps = max_pool_taps_avx2, avg_taps = avg_pool_taps_avx2;
 #endif
   run_tasks(pool, p.n * oh, double(p.n * oh * ow) * double(C * p.kh * p.kw), [&](int64_t b, int64_t e) {
     thread_local std::vector<const float*> taps;
@@ -1482,7 +1490,7 @@ void pool2d_nhwc_f32(const PoolParams& pp, const float* x, float* y, ThreadPool*
       const float* xi = x + img * p.h * p.w * C;
       for (int64_t ox = 0; ox < ow; ++ox) {
         float* yo = y + (t * ow + ox) * C;
-        int64_t n = 0;  // the window's taps inside the image (padding is skipped, not -inf)
+        int64_t n = 0;  // the window's taps inside the image (padding is skipped, not -inf or 0)
         for (int64_t r = 0; r < p.kh; ++r) {
           const int64_t iy = oy * p.sh - p.pad_t + r * p.dh;
           if (iy < 0 || iy >= p.h) continue;
@@ -1491,7 +1499,14 @@ void pool2d_nhwc_f32(const PoolParams& pp, const float* x, float* y, ThreadPool*
             if (ix >= 0 && ix < p.w) taps[size_t(n++)] = xi + (iy * p.w + ix) * C;
           }
         }
-        max_taps(taps.data(), n, C, yo);
+        if (pp.is_max) {
+          max_taps(taps.data(), n, C, yo);
+        } else {
+          // count_include_pad divides by the whole window (ceil_mode 0: every position is in the padded
+          // input); else by the taps inside (none: 0 / 0, NaN, as the reference)
+          const int64_t div = pp.count_include_pad ? p.kh * p.kw : n;
+          avg_taps(taps.data(), n, C, div ? 1.0f / float(div) : std::numeric_limits<float>::quiet_NaN(), yo);
+        }
       }
     }
   });

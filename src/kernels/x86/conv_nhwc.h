@@ -231,6 +231,9 @@ void dw_row_avx512f(const DwRowArgs& a);
 // Max pooling of one output pixel: y[ch] = max over its ntaps input pixels (pool_impl.h).
 void max_pool_taps_avx512f(const float* const* taps, int64_t ntaps, int64_t c, float* y);
 void max_pool_taps_avx2(const float* const* taps, int64_t ntaps, int64_t c, float* y);
+// Average pooling of one output pixel: y[ch] = scale * the sum over its ntaps input pixels.
+void avg_pool_taps_avx512f(const float* const* taps, int64_t ntaps, int64_t c, float scale, float* y);
+void avg_pool_taps_avx2(const float* const* taps, int64_t ntaps, int64_t c, float scale, float* y);
 
 // Calls f(x_off, w_off) for each tap of output column ixb's window (ixb = ox * sw + ix0) that falls inside
 // the image: channel 0 of its input pixel at a.x + x_off, of its weights at a.wp + w_off.

@@ -242,6 +242,9 @@ void dw3_rows_avx2(const Dw3RowsArgs& a) {
 void max_pool_taps_avx2(const float* const* taps, int64_t ntaps, int64_t c, float* y) {
   pool::max_taps<Ymm>(taps, ntaps, c, y);
 }
+void avg_pool_taps_avx2(const float* const* taps, int64_t ntaps, int64_t c, float scale, float* y) {
+  pool::avg_taps<Ymm>(taps, ntaps, c, scale, y);
+}
 
 void wino23_in_avx2(const float* const* src, int64_t c, float* v, int64_t stride) {
   wino::in23<Ymm>(src, c, v, stride);

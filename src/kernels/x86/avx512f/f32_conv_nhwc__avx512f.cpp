@@ -466,6 +466,9 @@ void dw3_rows_avx512f(const Dw3RowsArgs& a) {
 void max_pool_taps_avx512f(const float* const* taps, int64_t ntaps, int64_t c, float* y) {
   pool::max_taps<Zmm>(taps, ntaps, c, y);
 }
+void avg_pool_taps_avx512f(const float* const* taps, int64_t ntaps, int64_t c, float scale, float* y) {
+  pool::avg_taps<Zmm>(taps, ntaps, c, scale, y);
+}
 
 void wino23_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride) {
   wino::in23<Zmm>(src, c, v, stride);
