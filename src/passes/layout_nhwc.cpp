@@ -1,5 +1,6 @@
 // layout_nhwc: runs convolution regions in NHWC. Every tessera.FusedConv that is
-// dense (group 1) or depthwise, with a known 4-D f32 input, becomes an NHWC
+// dense (group 1), depthwise or grouped as the NHWC kernels take (conv_grouped_applies), with a known 4-D
+// f32 input, becomes an NHWC
 // FusedConv (layout "NHWC", weights packed once here for kernels/x86/conv_nhwc.h;
 // 3x3 stride-1 dense convs as Winograd F(m x m, 3x3): attribute winograd = m),
 // and every plain 2-D MaxPool / AveragePool becomes tessera.NhwcMaxPool / NhwcAveragePool. Values flow
@@ -63,7 +64,10 @@ bool convertible_conv(const ir::Graph& g, const ir::Node* n) {
   if (n->inputs.size() > 2 && n->inputs[2] && (!is_f32(n->inputs[2]))) return false;
   if (n->inputs.size() > 3 && n->inputs[3] && !known_4d(n->inputs[3])) return false;
   if (grp == 1) return wt.dim(1) == c;
-  return grp == c && grp == oc && wt.dim(1) == 1;
+  if (grp == c && grp == oc && wt.dim(1) == 1) return true;  // depthwise
+  kernels::x86::Conv2dParams p;
+  p.c = c, p.oc = oc, p.groups = grp;
+  return grp > 0 && c % grp == 0 && wt.dim(1) == c / grp && kernels::x86::conv_grouped_applies(p);
 }
 
 bool convertible_pool(const ir::Node* n) {
@@ -282,7 +286,8 @@ void layout_nhwc(ir::Graph& g) {
       f->attrs = n->attrs;
       const Tensor wt = n->inputs[1]->initializer->contiguous();
       const int64_t oc = wt.dim(0), cg = wt.dim(1), kh = wt.dim(2), kw = wt.dim(3);
-      const bool dense = int_attr(n, "group", 1) == 1;
+      const int64_t groups = int_attr(n, "group", 1);
+      const bool dense = groups == 1, depthwise = !dense && cg == 1 && groups == oc;
       kernels::x86::Conv2dParams cp;
       const auto st = ints_attr(n, "strides", {1, 1}), dl = ints_attr(n, "dilations", {1, 1});
       cp.c = cg, cp.oc = oc, cp.kh = kh, cp.kw = kw, cp.sh = st[0], cp.sw = st[1], cp.dh = dl[0],
@@ -310,9 +315,11 @@ void layout_nhwc(ir::Graph& g) {
       const int wm = f4 ? 4 : 2;
       const int64_t tiles = tiles_of(wm);
       const bool wino = dense && kernels::x86::wino_applies(cp) && tiles >= kWinoMinTiles;
-      const int64_t floats = wino    ? int64_t(kernels::x86::wino_packed_floats(oc, cg, wm))
-                             : dense ? int64_t(kernels::x86::conv_nhwc_packed_floats(oc, cg * kh * kw))
-                                     : oc * kh * kw;
+      cp.groups = groups, cp.c = cg * groups;
+      const int64_t floats = wino        ? int64_t(kernels::x86::wino_packed_floats(oc, cg, wm))
+                             : dense     ? int64_t(kernels::x86::conv_nhwc_packed_floats(oc, cg * kh * kw))
+                             : depthwise ? oc * kh * kw
+                                         : int64_t(kernels::x86::grouped_nhwc_packed_floats(cp));
       // The packers write every element. Filters of 2 MiB and more stream from memory every run: huge pages,
       // collapsed after session creation (core/memory.h). ResNet-50 2.5% faster at one thread, 4-6% at two
       // (Xeon VM, sessions side by side in one process). Smaller ones side by side in the pool's chunks,
@@ -329,8 +336,10 @@ void layout_nhwc(ir::Graph& g) {
         kernels::x86::wino_pack_weights(wt.data<float>(), oc, cg, wm, packed.data<float>());
       else if (dense)
         kernels::x86::conv_nhwc_pack_weights(wt.data<float>(), oc, cg, kh, kw, packed.data<float>());
-      else
+      else if (depthwise)
         kernels::x86::dw_nhwc_pack_weights(wt.data<float>(), oc, kh, kw, packed.data<float>());
+      else
+        kernels::x86::grouped_nhwc_pack_weights(wt.data<float>(), cp, packed.data<float>());
       advise_huge_pages(packed.data<float>(), size_t(floats) * sizeof(float));
       // Free the original weights now (this node is their only reader and goes away below), so the next
       // packing can reuse their memory instead of faulting in fresh pages.
@@ -344,7 +353,6 @@ void layout_nhwc(ir::Graph& g) {
       set_attr_ints(f, "weight_shape", {oc, cg, kh, kw});
       // A stem conv (few input channels) whose input is not in NHWC already reads it in NCHW: no Transpose
       // of the image (conv2d_nchw_in_f32).
-      cp.groups = dense ? 1 : oc;
       const bool has_residual = n->inputs.size() > 3 && n->inputs[3];
       if (dense && !wino && !has_residual && !twin.count(n->inputs[0]) &&
           kernels::x86::conv_nchw_in_applies(cp, kernels::x86::conv_isa())) {

@@ -573,3 +573,13 @@ def test_average_pool_and_batchnorm_in_the_region(threads, attrs):
             None, {"x": x})[0]
         assert got.shape == want.shape
         assert np.abs(got - want).max() / np.abs(want).max() <= 1e-5, level
+
+
+def test_grouped_convs_run_channels_last(tmp_path):
+    """ResNeXt's grouped 3x3 convs (2 to 16 channels a group in the small variant) join the NHWC region: one
+    Transpose, the image's, and every conv NHWC."""
+    ir = _ir_of(_arch_model("resnext50"), tmp_path)
+    assert ir.count("= Transpose(") == 1
+    convs = [line for line in ir.splitlines() if "tessera.FusedConv(" in line]
+    assert len([c for c in convs if "group=8" in c]) == 4
+    assert all('layout="NHWC"' in c for c in convs)

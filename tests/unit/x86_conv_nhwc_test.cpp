@@ -96,9 +96,19 @@ void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa, i
   } else if (p.groups == 1) {
     wp.resize(conv_nhwc_packed_floats(p.oc, p.c * p.kh * p.kw));
     conv_nhwc_pack_weights(w.data(), p.oc, p.c, p.kh, p.kw, wp.data());
-  } else {
+  } else if (p.is_depthwise()) {
     wp.resize(size_t(p.c * p.kh * p.kw));
     dw_nhwc_pack_weights(w.data(), p.c, p.kh, p.kw, wp.data());
+  } else {
+    ASSERT_TRUE(conv_grouped_applies(p));
+    wp.resize(grouped_nhwc_packed_floats(p));
+    grouped_nhwc_pack_weights(w.data(), p, wp.data());
+    const int64_t cg = p.c / p.groups;
+    for (int64_t o = 0; o < p.oc; o += 3)
+      for (int64_t ci = 0; ci < cg; ++ci)
+        for (int64_t t = 0; t < p.kh * p.kw; t += 2)
+          ASSERT_EQ(grouped_nhwc_packed_at(wp.data(), p, o, ci, t),
+                    w[size_t((o * cg + ci) * p.kh * p.kw + t)]);
   }
   // every packed element reads back as the ONNX weight
   if (p.groups == 1 && !wino)
@@ -281,6 +291,34 @@ TEST(X86ConvNhwc, DepthwiseMatchesReference) {
   cases.back().sh = 2;  // vertical stride 2, horizontal 1
   cases.push_back(mk(1, 24, 10, 21, 24, 3, 3, 2, 1, 1, 1, 1, 1, 24));
   cases.back().sh = 1;
+  for (ConvIsa isa : isas())
+    for (const auto& p : cases)
+      for (int fused : {0, 1, 2, 3, 4}) {
+        run_case(p, fused, fused == 1 ? nullptr : &pool, isa);
+        if (HasFatalFailure()) return;
+      }
+}
+
+// Grouped convs in NHWC (grouped_impl.h): 2, 4 and 8 channels a group (the permute kind: whole 16-channel
+// blocks and a masked tail block), 16, 32 and 48 output channels a group of 16, 32 and 3 inputs (the
+// broadcast kind); 3x3 at strides 1 and 2, dilation, asymmetric padding, 1x1 and 5x3 windows, rows wide
+// enough for whole tiles, maps narrower than the window, every epilogue, two images over two threads.
+TEST(X86ConvNhwc, GroupedMatchesReference) {
+  ThreadPool pool(2);
+  std::vector<Conv2dParams> cases = {
+      mk(1, 128, 9, 21, 128, 3, 3, 1, 1, 1, 1, 1, 1, 32),   // ResNeXt's first stage: 4 a group
+      mk(2, 64, 11, 19, 64, 3, 3, 2, 1, 1, 1, 1, 1, 8),     // 8 a group, stride 2
+      mk(1, 32, 7, 23, 32, 3, 3, 1, 1, 1, 1, 1, 1, 16),     // 2 a group
+      mk(1, 24, 8, 17, 24, 3, 3, 1, 2, 2, 1, 2, 3, 6),      // 4 a group, 24 channels: a block and a half
+      mk(1, 40, 5, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1, 5),       // 8 a group, a tail of 8
+      mk(1, 256, 6, 13, 256, 3, 3, 1, 1, 1, 1, 1, 1, 16),   // 16 a group: one block a group (broadcast)
+      mk(1, 512, 5, 9, 512, 3, 3, 2, 1, 1, 1, 1, 1, 16),    // 32 a group, stride 2
+      mk(1, 12, 7, 20, 64, 3, 3, 1, 1, 1, 1, 1, 1, 4),      // 3 inputs, 16 outputs a group
+      mk(1, 30, 6, 18, 96, 5, 3, 1, 1, 2, 1, 2, 1, 2),      // 15 inputs, 48 outputs, a 5x3 window
+      mk(1, 64, 6, 20, 64, 1, 1, 1, 1, 0, 0, 0, 0, 16),     // 1x1 grouped
+      mk(1, 32, 2, 2, 32, 3, 3, 1, 1, 1, 1, 1, 1, 8),       // a map narrower than the window
+      mk(2, 128, 30, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 32),  // large enough to run on both threads
+  };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)
       for (int fused : {0, 1, 2, 3, 4}) {

@@ -180,14 +180,17 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   p.groups = ctx.attr_int("group", 1);
   const bool dense = p.groups == 1;
   const int64_t wino = ctx.attr_int("winograd", 0);
-  ctx.check(p.oc > 0 && (dense || p.is_depthwise()), "NHWC FusedConv is dense or depthwise");
+  ctx.check(p.oc > 0 && p.groups > 0 && p.c % p.groups == 0 &&
+                (dense || p.is_depthwise() || kernels::x86::conv_grouped_applies(p)),
+            "NHWC FusedConv is dense, depthwise or grouped as the NHWC kernels take");
   ctx.check(ws[1] == p.c / p.groups && ws[2] == p.kh && ws[3] == p.kw,
             "weight_shape does not match the input");
   ctx.check(wino == 0 || ((wino == 2 || wino == 4) && kernels::x86::wino_applies(p)),
             "winograd = 2 or 4 needs a dense 3x3 conv of stride 1 and dilation 1");
-  const size_t want = wino    ? kernels::x86::wino_packed_floats(p.oc, p.c, int(wino))
-                      : dense ? kernels::x86::conv_nhwc_packed_floats(p.oc, p.c * p.kh * p.kw)
-                              : size_t(p.c * p.kh * p.kw);
+  const size_t want = wino               ? kernels::x86::wino_packed_floats(p.oc, p.c, int(wino))
+                      : dense            ? kernels::x86::conv_nhwc_packed_floats(p.oc, p.c * p.kh * p.kw)
+                      : p.is_depthwise() ? size_t(p.c * p.kh * p.kw)
+                                         : kernels::x86::grouped_nhwc_packed_floats(p);
   ctx.check(size_t(w0.numel()) == want, "packed weights have ", w0.numel(), " floats, not ", want);
   ctx.check(p.oh() > 0 && p.ow() > 0, "output would be empty");
   if (b) ctx.check(b->dtype() == DType::f32 && b->numel() == p.oc, "bias must have ", p.oc, " elements");

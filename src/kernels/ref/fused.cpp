@@ -140,7 +140,10 @@ void fused_conv(KernelContext& ctx) {
   const int64_t ow = (wd + pd[1] + pd[3] - dl[1] * (ks[1] - 1) - 1) / st[1] + 1;
   ctx.check(oh > 0 && ow > 0, "output would be empty");
   const int64_t cg = c / g, ocg = oc / g, taps = ks[0] * ks[1];
-  const bool dw = nhwc && g > 1;
+  const bool dw = nhwc && g > 1 && g == c && g == oc;
+  x86::Conv2dParams gp;  // a grouped NHWC conv's packing (conv_nhwc.h)
+  gp.c = c, gp.oc = oc, gp.groups = g, gp.kh = ks[0], gp.kw = ks[1];
+  const bool grouped = nhwc && g > 1 && !dw;
   const int64_t wino_m = nhwc ? ctx.attr_int("winograd", 0) : 0;
   const bool wino = wino_m != 0;
   ctx.check(x_nhwc || !nhwc || (g == 1 && !wino), "input_layout NCHW needs a dense direct conv");
@@ -151,8 +154,11 @@ void fused_conv(KernelContext& ctx) {
     ctx.check(size_t(w.numel()) == x86::wino_packed_floats(oc, c, int(wino_m)),
               "Winograd weights have the wrong size");
   } else if (nhwc) {
-    ctx.check(g == 1 || (g == c && g == oc), "NHWC FusedConv is dense or depthwise");
-    const size_t want = dw ? size_t(c * taps) : x86::conv_nhwc_packed_floats(oc, c * taps);
+    ctx.check(g == 1 || dw || x86::conv_grouped_applies(gp),
+              "NHWC FusedConv is dense, depthwise or grouped as the NHWC kernels take");
+    const size_t want = dw        ? size_t(c * taps)
+                        : grouped ? x86::grouped_nhwc_packed_floats(gp)
+                                  : x86::conv_nhwc_packed_floats(oc, c * taps);
     ctx.check(size_t(w.numel()) == want, "packed weights have ", w.numel(), " floats, not ", want);
   }
   if (b) ctx.check(b->numel() == oc, "bias must have ", oc, " elements");
@@ -169,6 +175,7 @@ void fused_conv(KernelContext& ctx) {
   auto wat = [&](int64_t o, int64_t ci, int64_t r, int64_t q) {
     if (!nhwc) return wp[((o * cg + ci) * ks[0] + r) * ks[1] + q];
     if (dw) return wp[(r * ks[1] + q) * c + o];
+    if (grouped) return x86::grouped_nhwc_packed_at(wp, gp, o, ci, r * ks[1] + q);
     if (wino) return x86::wino_weight_at(wp, oc, c, int(wino_m), o, ci, r, q);
     return x86::conv_nhwc_packed_at(wp, oc, c * taps, o, (r * ks[1] + q) * c + ci);
   };

@@ -977,11 +977,101 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
     run_tasks(pool, ngroups * np, double(ntiles) * NX * double(C) * double(OC), body);
 }
 
+bool conv_grouped_applies(const Conv2dParams& p) {
+  if (p.groups <= 1 || p.is_depthwise() || p.c % p.groups != 0 || p.oc % p.groups != 0) return false;
+  const int64_t ci = p.c / p.groups, co = p.oc / p.groups;
+  return (ci == co && (ci == 2 || ci == 4 || ci == 8)) || co % 16 == 0;
+}
+
+size_t grouped_nhwc_packed_floats(const Conv2dParams& p) {
+  return size_t((p.oc + 15) / 16 * p.kh * p.kw * (p.c / p.groups) * 16);
+}
+
+void grouped_nhwc_pack_weights(const float* w, const Conv2dParams& p, float* out) {
+  const int64_t taps = p.kh * p.kw, ci = p.c / p.groups, nb = (p.oc + 15) / 16;
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t t = 0; t < taps; ++t)
+      for (int64_t j = 0; j < ci; ++j)
+        for (int64_t o = 0; o < 16; ++o) {
+          const int64_t oc = b * 16 + o;
+          out[((b * taps + t) * ci + j) * 16 + o] = oc < p.oc ? w[(oc * ci + j) * taps + t] : 0.0f;
+        }
+}
+
+float grouped_nhwc_packed_at(const float* wp, const Conv2dParams& p, int64_t o, int64_t ci, int64_t tap) {
+  return wp[((o / 16 * p.kh * p.kw + tap) * (p.c / p.groups) + ci) * 16 + o % 16];
+}
+
+namespace {
+
+// The portable grouped row: each output channel's sum over its group's input channels, from the packed
+// weights.
+void grouped_row_portable(const GroupedRowArgs& a) {
+  const int64_t taps = a.kh * a.kw;
+  for (int64_t ox = 0; ox < a.ow; ++ox)
+    for (int64_t o = 0; o < a.oc; ++o) {
+      const int64_t in0 = o / a.cpg_out * a.cpg_in;
+      const float* wo = a.wp + o / 16 * taps * a.slots * 16 + o % 16;
+      float s = a.bias ? a.bias[o] : 0.0f;
+      for (int64_t r = 0; r < a.kh; ++r) {
+        const int64_t iy = a.iy0 + r * a.dh;
+        if (iy < 0 || iy >= a.h) continue;
+        for (int64_t q = 0; q < a.kw; ++q) {
+          const int64_t ix = ox * a.sw + a.ix0 + q * a.dw;
+          if (ix < 0 || ix >= a.w) continue;
+          const float* xp = a.x + (iy * a.w + ix) * a.c + in0;
+          const float* wt = wo + (r * a.kw + q) * a.slots * 16;
+          for (int64_t j = 0; j < a.cpg_in; ++j) s += xp[j] * wt[j * 16];
+        }
+      }
+      if (a.residual) s += a.residual[ox * a.oc + o];
+      a.y[ox * a.oc + o] = activate(s, a.act, a.clip_min, a.clip_max);
+    }
+}
+
+void conv_grouped(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep, float* y,
+                  ThreadPool* pool, ConvIsa isa) {
+  if (!conv_grouped_applies(p))
+    throw std::invalid_argument("conv_grouped: groups the NHWC kernels do not take");
+  const int64_t oh = p.oh(), ow = p.ow();
+  void (*row)(const GroupedRowArgs&) = grouped_row_portable;
+#ifdef TESSERA_CONV_X86
+  if (isa == ConvIsa::avx512f)
+    row = grouped_row_avx512f;
+  else if (isa == ConvIsa::avx2)
+    row = grouped_row_avx2;
+#else
+  (void)isa;
+#endif
+  const int64_t ci = p.c / p.groups, co = p.oc / p.groups;
+  run_tasks(pool, p.n * oh, double(p.n * oh * ow) * double(p.oc * ci * p.kh * p.kw),
+            [&](int64_t b, int64_t e) {
+              for (int64_t t = b; t < e; ++t) {
+                const int64_t img = t / oh, oy = t % oh;
+                GroupedRowArgs a{};
+                a.x = x + img * p.h * p.w * p.c;
+                a.h = p.h, a.w = p.w, a.c = p.c, a.wp = wp, a.oc = p.oc, a.cpg_in = ci, a.cpg_out = co,
+                a.slots = ci;
+                a.permute = co % 16 != 0;
+                a.kh = p.kh, a.kw = p.kw, a.sw = p.sw, a.dh = p.dh, a.dw = p.dw;
+                a.iy0 = oy * p.sh - p.pad_t, a.ix0 = -p.pad_l, a.ow = ow;
+                a.y = y + t * ow * p.oc;
+                a.residual = ep.residual ? ep.residual + t * ow * p.oc : nullptr;
+                a.bias = ep.bias, a.act = ep.act, a.clip_min = ep.clip_min, a.clip_max = ep.clip_max;
+                row(a);
+              }
+            });
+}
+
+}  // namespace
+
 void conv2d_nhwc_f32(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep, float* y,
                      ThreadPool* pool, ConvIsa isa) {
   if (!conv_isa_available(isa)) isa = ConvIsa::portable;
   if (p.is_depthwise())
     conv_depthwise(p, x, wp, ep, y, pool, isa);
+  else if (p.groups > 1)
+    conv_grouped(p, x, wp, ep, y, pool, isa);
   else
     conv_dense(p, x, wp, ep, y, pool, isa);
 }

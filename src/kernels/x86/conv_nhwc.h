@@ -46,8 +46,9 @@ float conv_nhwc_packed_at(const float* packed, int64_t oc, int64_t k, int64_t o,
 // w: [c, 1, kh, kw] -> out [kh*kw][c].
 void dw_nhwc_pack_weights(const float* w, int64_t c, int64_t kh, int64_t kw, float* out);
 
-// x [n, h, w, c], y [n, oh, ow, oc], residual like y. p.groups must be 1 (dense, wp packed as above)
-// or depthwise (wp packed by dw_nhwc_pack_weights).
+// x [n, h, w, c], y [n, oh, ow, oc], residual like y. p.groups must be 1 (dense, wp packed as above),
+// depthwise (wp packed by dw_nhwc_pack_weights) or grouped as conv_grouped_applies takes (wp packed by
+// grouped_nhwc_pack_weights).
 void conv2d_nhwc_f32(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep, float* y,
                      ThreadPool* pool, ConvIsa isa);
 inline void conv2d_nhwc_f32(const Conv2dParams& p, const float* x, const float* wp, const ConvEpilogue& ep,
@@ -234,6 +235,34 @@ void max_pool_taps_avx2(const float* const* taps, int64_t ntaps, int64_t c, floa
 // Average pooling of one output pixel: y[ch] = scale * the sum over its ntaps input pixels.
 void avg_pool_taps_avx512f(const float* const* taps, int64_t ntaps, int64_t c, float scale, float* y);
 void avg_pool_taps_avx2(const float* const* taps, int64_t ntaps, int64_t c, float scale, float* y);
+
+// Grouped convs (groups > 1, not depthwise) in NHWC, grouped_impl.h: output channels in blocks of 16, the
+// weights of block b, tap t, input slot j at wp[((b * taps + t) * cpg_in + j) * 16 + o] = w[16 b + o][j][t]
+// (0 past OC). conv_grouped_applies: C / groups = OC / groups in {2, 4, 8} (a block reads its own 16 input
+// channels, permuted per slot), or OC / groups a multiple of 16 (a block within one group, its inputs
+// broadcast).
+bool conv_grouped_applies(const Conv2dParams& p);
+size_t grouped_nhwc_packed_floats(const Conv2dParams& p);
+void grouped_nhwc_pack_weights(const float* w, const Conv2dParams& p,
+                               float* out);  // w [oc][c/groups][kh][kw]
+float grouped_nhwc_packed_at(const float* wp, const Conv2dParams& p, int64_t o, int64_t ci, int64_t tap);
+
+struct GroupedRowArgs {
+  const float* x;  // image base [h][w][c]
+  int64_t h, w, c;
+  const float* wp;  // packed weights, all blocks
+  int64_t oc, cpg_in, cpg_out, slots;
+  bool permute;                          // C / groups = OC / groups < 16, else a block lies in one group
+  int64_t kh, kw, sw, dh, dw, iy0, ix0;  // iy0 = oy*sh - pad_t, ix0 = -pad_l
+  int64_t ow;                            // output columns
+  float* y;                              // output row (stride oc)
+  const float* residual;                 // like y, or nullptr
+  const float* bias;
+  Activation act;
+  float clip_min, clip_max;
+};
+void grouped_row_avx512f(const GroupedRowArgs& a);
+void grouped_row_avx2(const GroupedRowArgs& a);
 
 // Calls f(x_off, w_off) for each tap of output column ixb's window (ixb = ox * sw + ix0) that falls inside
 // the image: channel 0 of its input pixel at a.x + x_off, of its weights at a.wp + w_off.

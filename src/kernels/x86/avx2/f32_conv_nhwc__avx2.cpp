@@ -13,6 +13,7 @@
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/conv_tiles_impl.h"
 #include "kernels/x86/dw3_rows_impl.h"
+#include "kernels/x86/grouped_impl.h"
 #include "kernels/x86/pool_impl.h"
 #include "kernels/x86/wino_impl.h"
 
@@ -242,6 +243,10 @@ void dw3_rows_avx2(const Dw3RowsArgs& a) {
 void max_pool_taps_avx2(const float* const* taps, int64_t ntaps, int64_t c, float* y) {
   pool::max_taps<Ymm>(taps, ntaps, c, y);
 }
+void grouped_row_avx2(const GroupedRowArgs& a) {
+  grouped::row<Ymm>(a);
+}
+
 void avg_pool_taps_avx2(const float* const* taps, int64_t ntaps, int64_t c, float scale, float* y) {
   pool::avg_taps<Ymm>(taps, ntaps, c, scale, y);
 }

@@ -105,6 +105,15 @@ struct Ymm {
   static mask tail_mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
+  // grouped convs (grouped_impl.h): lane o takes lane (o / cpg) * cpg + j of the input vector (cpg a power
+  // of two <= 8)
+  using ivec = __m256i;
+  static ivec group_base(int cpg) {
+    const int sh = __builtin_ctz(unsigned(cpg));
+    return _mm256_slli_epi32(_mm256_srli_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), sh), sh);
+  }
+  static ivec plus(ivec i, int j) { return _mm256_add_epi32(i, _mm256_set1_epi32(j)); }
+  static vec permute(vec v, ivec i) { return _mm256_permutevar8x32_ps(v, i); }
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/conv_tiles_impl.h"
 #include "kernels/x86/dw3_rows_impl.h"
+#include "kernels/x86/grouped_impl.h"
 #include "kernels/x86/pool_impl.h"
 #include "kernels/x86/wino_impl.h"
 
@@ -466,6 +467,10 @@ void dw3_rows_avx512f(const Dw3RowsArgs& a) {
 void max_pool_taps_avx512f(const float* const* taps, int64_t ntaps, int64_t c, float* y) {
   pool::max_taps<Zmm>(taps, ntaps, c, y);
 }
+void grouped_row_avx512f(const GroupedRowArgs& a) {
+  grouped::row<Zmm>(a);
+}
+
 void avg_pool_taps_avx512f(const float* const* taps, int64_t ntaps, int64_t c, float scale, float* y) {
   pool::avg_taps<Zmm>(taps, ntaps, c, scale, y);
 }

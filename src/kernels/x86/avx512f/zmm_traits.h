@@ -92,6 +92,16 @@ struct Zmm {
   static vec zero() { return _mm512_setzero_ps(); }
   static float hsum(vec v) { return _mm512_reduce_add_ps(v); }
   static mask tail_mask(int n) { return n >= 16 ? mask(0xffff) : mask((1u << n) - 1); }
+  // grouped convs (grouped_impl.h): lane o takes lane (o / cpg) * cpg + j of the input vector (cpg a power
+  // of two <= 8)
+  using ivec = __m512i;
+  static ivec group_base(int cpg) {
+    const int sh = __builtin_ctz(unsigned(cpg));
+    const __m512i o = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    return _mm512_slli_epi32(_mm512_srli_epi32(o, sh), sh);
+  }
+  static ivec plus(ivec i, int j) { return _mm512_add_epi32(i, _mm512_set1_epi32(j)); }
+  static vec permute(vec v, ivec i) { return _mm512_permutexvar_ps(i, v); }
 };
 
 }  // namespace
