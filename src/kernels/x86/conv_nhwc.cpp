@@ -1006,7 +1006,7 @@ namespace {
 
 // The portable grouped row: each output channel's sum over its group's input channels, from the packed
 // weights.
-void grouped_row_portable(const GroupedRowArgs& a) {
+void grouped_row_portable(const GroupedRowArgs& a, const float*) {
   const int64_t taps = a.kh * a.kw;
   for (int64_t ox = 0; ox < a.ow; ++ox)
     for (int64_t o = 0; o < a.oc; ++o) {
@@ -1034,7 +1034,7 @@ void conv_grouped(const Conv2dParams& p, const float* x, const float* wp, const 
   if (!conv_grouped_applies(p))
     throw std::invalid_argument("conv_grouped: groups the NHWC kernels do not take");
   const int64_t oh = p.oh(), ow = p.ow();
-  void (*row)(const GroupedRowArgs&) = grouped_row_portable;
+  void (*row)(const GroupedRowArgs&, const float*) = grouped_row_portable;
 #ifdef TESSERA_CONV_X86
   if (isa == ConvIsa::avx512f)
     row = grouped_row_avx512f;
@@ -1046,6 +1046,8 @@ void conv_grouped(const Conv2dParams& p, const float* x, const float* wp, const 
   const int64_t ci = p.c / p.groups, co = p.oc / p.groups;
   run_tasks(pool, p.n * oh, double(p.n * oh * ow) * double(p.oc * ci * p.kh * p.kw),
             [&](int64_t b, int64_t e) {
+              const size_t nz = size_t(std::max<int64_t>(16, ci));
+              if (tl_zeros.size() < nz) tl_zeros.assign(nz, 0.0f);
               for (int64_t t = b; t < e; ++t) {
                 const int64_t img = t / oh, oy = t % oh;
                 GroupedRowArgs a{};
@@ -1058,7 +1060,7 @@ void conv_grouped(const Conv2dParams& p, const float* x, const float* wp, const 
                 a.y = y + t * ow * p.oc;
                 a.residual = ep.residual ? ep.residual + t * ow * p.oc : nullptr;
                 a.bias = ep.bias, a.act = ep.act, a.clip_min = ep.clip_min, a.clip_max = ep.clip_max;
-                row(a);
+                row(a, tl_zeros.data());
               }
             });
 }

@@ -261,8 +261,9 @@ struct GroupedRowArgs {
   Activation act;
   float clip_min, clip_max;
 };
-void grouped_row_avx512f(const GroupedRowArgs& a);
-void grouped_row_avx2(const GroupedRowArgs& a);
+// zeros: max(16, cpg_in) zeros, read for taps outside the image
+void grouped_row_avx512f(const GroupedRowArgs& a, const float* zeros);
+void grouped_row_avx2(const GroupedRowArgs& a, const float* zeros);
 
 // Calls f(x_off, w_off) for each tap of output column ixb's window (ixb = ox * sw + ix0) that falls inside
 // the image: channel 0 of its input pixel at a.x + x_off, of its weights at a.wp + w_off.

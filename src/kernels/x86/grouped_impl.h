@@ -12,7 +12,7 @@
 //   broadcast (OC / groups a multiple of 16): the block lies in one group; slot j broadcasts the group's
 //     input channel j, as the dense direct kernels do.
 // A tile is PX output pixels of one row: their sums stay in registers across all taps and slots, so each
-// weight vector loaded feeds PX FMAs. Pixels whose window leaves the image go one at a time, taps tested.
+// weight vector loaded feeds PX FMAs; taps outside the image read zeros.
 #pragma once
 
 #include <algorithm>
@@ -23,24 +23,28 @@
 
 namespace tessera::kernels::x86::grouped {
 
-template <class V, int PX, bool PERMUTE, bool CHECK, bool FULL>
+// PX output pixels from column ox of NB blocks from blk (NB > 1: blocks of one group, broadcast). Taps
+// outside the image read `zeros` (at least max(16, cpg_in) floats), so the row's edge pixels go in tiles too.
+template <class V, int PX, int NB, bool PERMUTE, bool FULL>
 inline __attribute__((always_inline)) void tile(const GroupedRowArgs& a, int64_t ox, int64_t blk,
-                                                const dw3::Epilogue<V>& ep) {
+                                                const float* zeros, const dw3::Epilogue<V>& ep) {
   constexpr int W = V::kWidth, S = 16 / W;
-  const int64_t c = a.c, cb = blk * 16, slots = a.slots;
+  const int64_t c = a.c, cb = blk * 16, slots = a.slots, taps = a.kh * a.kw;
   // the input channels the block reads: its own 16 (permute), or its group's (broadcast)
   const int64_t in0 = PERMUTE ? cb : cb / a.cpg_out * a.cpg_in;
-  const float* wb = a.wp + blk * a.kh * a.kw * slots * 16;
+  const float* wb = a.wp + blk * taps * slots * 16;
   typename V::mask m[S];  // the lanes of the last block (permute: C = OC) past the channels are left out
 #pragma GCC unroll 2
   for (int s = 0; s < S; ++s) m[s] = V::tail_mask(int(std::clamp<int64_t>(a.oc - cb - s * W, 0, W)));
-  typename V::vec acc[PX][S];
+  typename V::vec acc[PX][NB][S];
 #pragma GCC unroll 2
-  for (int s = 0; s < S; ++s) {
-    const typename V::vec b = a.bias ? vec::load<V, FULL>(a.bias + cb + s * W, m[s]) : V::zero();
+  for (int b = 0; b < NB; ++b)
+#pragma GCC unroll 2
+    for (int s = 0; s < S; ++s) {
+      const typename V::vec bv = a.bias ? vec::load<V, FULL>(a.bias + cb + b * 16 + s * W, m[s]) : V::zero();
 #pragma GCC unroll 8
-    for (int p = 0; p < PX; ++p) acc[p][s] = b;
-  }
+      for (int p = 0; p < PX; ++p) acc[p][b][s] = bv;
+    }
   typename V::ivec base{};
   if constexpr (PERMUTE) base = V::group_base(int(a.cpg_in));
   for (int64_t r = 0; r < a.kh; ++r) {
@@ -49,36 +53,41 @@ inline __attribute__((always_inline)) void tile(const GroupedRowArgs& a, int64_t
     const float* xr = a.x + iy * a.w * c + in0;
     for (int64_t q = 0; q < a.kw; ++q) {
       const float* wt = wb + (r * a.kw + q) * slots * 16;
-      const int64_t ix = ox * a.sw + a.ix0 + q * a.dw;
-      if constexpr (CHECK) {  // PX == 1
-        if (ix < 0 || ix >= a.w) continue;
+      const float* xp[PX];
+#pragma GCC unroll 8
+      for (int p = 0; p < PX; ++p) {
+        const int64_t ix = (ox + p) * a.sw + a.ix0 + q * a.dw;
+        xp[p] = ix >= 0 && ix < a.w ? xr + ix * c : zeros;
       }
       if constexpr (PERMUTE) {
         typename V::vec xv[PX][S];
 #pragma GCC unroll 8
         for (int p = 0; p < PX; ++p)
 #pragma GCC unroll 2
-          for (int s = 0; s < S; ++s) xv[p][s] = vec::load<V, FULL>(xr + (ix + p * a.sw) * c + s * W, m[s]);
+          for (int s = 0; s < S; ++s) xv[p][s] = vec::load<V, FULL>(xp[p] + s * W, m[s]);
         for (int64_t j = 0; j < slots; ++j) {
           const typename V::ivec idx = V::plus(base, int(j));
 #pragma GCC unroll 2
           for (int s = 0; s < S; ++s) {
             const typename V::vec wv = V::load(wt + j * 16 + s * W);
 #pragma GCC unroll 8
-            for (int p = 0; p < PX; ++p) acc[p][s] = V::fma(V::permute(xv[p][s], idx), wv, acc[p][s]);
+            for (int p = 0; p < PX; ++p) acc[p][0][s] = V::fma(V::permute(xv[p][s], idx), wv, acc[p][0][s]);
           }
         }
       } else {
-        const float* xp = xr + ix * c;
         for (int64_t j = 0; j < slots; ++j) {
-          typename V::vec wv[S];
+          typename V::vec wv[NB][S];
 #pragma GCC unroll 2
-          for (int s = 0; s < S; ++s) wv[s] = V::load(wt + j * 16 + s * W);
+          for (int b = 0; b < NB; ++b)
+#pragma GCC unroll 2
+            for (int s = 0; s < S; ++s) wv[b][s] = V::load(wt + b * taps * slots * 16 + j * 16 + s * W);
 #pragma GCC unroll 8
           for (int p = 0; p < PX; ++p) {
-            const typename V::vec xb = V::set1(xp[p * a.sw * c + j]);
+            const typename V::vec xb = V::set1(xp[p][j]);
 #pragma GCC unroll 2
-            for (int s = 0; s < S; ++s) acc[p][s] = V::fma(xb, wv[s], acc[p][s]);
+            for (int b = 0; b < NB; ++b)
+#pragma GCC unroll 2
+              for (int s = 0; s < S; ++s) acc[p][b][s] = V::fma(xb, wv[b][s], acc[p][b][s]);
           }
         }
       }
@@ -89,44 +98,121 @@ inline __attribute__((always_inline)) void tile(const GroupedRowArgs& a, int64_t
 #pragma GCC unroll 8
   for (int p = 0; p < PX; ++p)
 #pragma GCC unroll 2
-    for (int s = 0; s < S; ++s)
-      dw3::store<V, FULL>(yo + p * a.oc + s * W, m[s], acc[p][s], ro ? ro + p * a.oc + s * W : nullptr, ep);
+    for (int b = 0; b < NB; ++b)
+#pragma GCC unroll 2
+      for (int s = 0; s < S; ++s) {
+        const int64_t off = p * a.oc + b * 16 + s * W;
+        dw3::store<V, FULL>(yo + off, m[s], acc[p][b][s], ro ? ro + off : nullptr, ep);
+      }
 }
 
-template <class V, int PX, bool PERMUTE, bool FULL>
-void row_block(const GroupedRowArgs& a, int64_t blk, int64_t lo, int64_t hi, const dw3::Epilogue<V>& ep) {
+// The permute kind with a window 3 wide (dilation 1) at stride SW, one vector a block (AVX-512): each input
+// vector of the tile's row is permuted once per slot and feeds the (up to 3) pixels whose window holds it,
+// instead of once per pixel and tap (the permutes, not the FMAs, bounded the plain tile: 50-59 GFLOP/s).
+template <class V, int PX, int SW, bool FULL>
+inline __attribute__((always_inline)) void tile3(const GroupedRowArgs& a, int64_t ox, int64_t blk,
+                                                 const float* zeros, const dw3::Epilogue<V>& ep) {
+  constexpr int NP = (PX - 1) * SW + 3;  // input columns the tile reads
+  const int64_t c = a.c, cb = blk * 16, slots = a.slots;
+  const float* wb = a.wp + blk * a.kh * 3 * slots * 16;
+  const typename V::mask m = V::tail_mask(int(std::min<int64_t>(a.oc - cb, 16)));
+  typename V::vec acc[PX];
+  const typename V::vec bv = a.bias ? vec::load<V, FULL>(a.bias + cb, m) : V::zero();
+#pragma GCC unroll 8
+  for (int p = 0; p < PX; ++p) acc[p] = bv;
+  const typename V::ivec base = V::group_base(int(a.cpg_in));
+  const int64_t ix0 = ox * SW + a.ix0;
+  for (int64_t r = 0; r < a.kh; ++r) {
+    const int64_t iy = a.iy0 + r * a.dh;
+    if (iy < 0 || iy >= a.h) continue;
+    const float* xr = a.x + iy * a.w * c + cb;
+    typename V::vec xv[NP];
+#pragma GCC unroll 20
+    for (int n = 0; n < NP; ++n) {
+      const int64_t ix = ix0 + n;
+      xv[n] = vec::load<V, FULL>(ix >= 0 && ix < a.w ? xr + ix * c : zeros, m);
+    }
+    const float* wt = wb + r * 3 * slots * 16;
+    for (int64_t j = 0; j < slots; ++j) {
+      const typename V::ivec idx = V::plus(base, int(j));
+      const typename V::vec w0 = V::load(wt + j * 16), w1 = V::load(wt + (slots + j) * 16),
+                            w2 = V::load(wt + (2 * slots + j) * 16);
+#pragma GCC unroll 20
+      for (int n = 0; n < NP; ++n) {
+        const typename V::vec pv = V::permute(xv[n], idx);
+        // pixel p reads column p * SW + q at tap q
+        if (n % SW == 0 && n / SW < PX) acc[n / SW] = V::fma(pv, w0, acc[n / SW]);
+        if (n >= 1 && (n - 1) % SW == 0 && (n - 1) / SW < PX)
+          acc[(n - 1) / SW] = V::fma(pv, w1, acc[(n - 1) / SW]);
+        if (n >= 2 && (n - 2) % SW == 0 && (n - 2) / SW < PX)
+          acc[(n - 2) / SW] = V::fma(pv, w2, acc[(n - 2) / SW]);
+      }
+    }
+  }
+  float* yo = a.y + ox * a.oc + cb;
+  const float* ro = a.residual ? a.residual + ox * a.oc + cb : nullptr;
+#pragma GCC unroll 8
+  for (int p = 0; p < PX; ++p)
+    dw3::store<V, FULL>(yo + p * a.oc, m, acc[p], ro ? ro + p * a.oc : nullptr, ep);
+}
+
+template <class V, int SW, bool FULL>
+void row_blocks3(const GroupedRowArgs& a, int64_t blk, const float* zeros, const dw3::Epilogue<V>& ep) {
+  constexpr int PX = SW == 1 ? 8 : 4;
   int64_t ox = 0;
-  for (; ox < lo; ++ox) tile<V, 1, PERMUTE, true, FULL>(a, ox, blk, ep);
-  for (; ox + PX <= hi; ox += PX) tile<V, PX, PERMUTE, false, FULL>(a, ox, blk, ep);
-  for (; ox < hi; ++ox) tile<V, 1, PERMUTE, false, FULL>(a, ox, blk, ep);
-  for (; ox < a.ow; ++ox) tile<V, 1, PERMUTE, true, FULL>(a, ox, blk, ep);
+  for (; ox + PX <= a.ow; ox += PX) tile3<V, PX, SW, FULL>(a, ox, blk, zeros, ep);
+  if (ox + PX / 2 <= a.ow) tile3<V, PX / 2, SW, FULL>(a, ox, blk, zeros, ep), ox += PX / 2;
+  if constexpr (PX >= 4) {
+    if (ox + 2 <= a.ow) tile3<V, 2, SW, FULL>(a, ox, blk, zeros, ep), ox += 2;
+  }
+  for (; ox < a.ow; ++ox) tile3<V, 1, SW, FULL>(a, ox, blk, zeros, ep);
 }
 
-// One output row: blocks of 16 output channels outermost (a block's weights stay in L1 across the row), then
-// tiles of PX pixels whose windows lie inside the row, and single pixels at the edges.
-template <class V, bool PERMUTE>
-void row_impl(const GroupedRowArgs& a) {
-  constexpr int PX = V::kWidth == 16 ? 8 : 3;
+// NB blocks from blk over the whole row: tiles of PX pixels, then of PX / 2 ... 1.
+template <class V, int PX, int NB, bool PERMUTE, bool FULL>
+void row_blocks(const GroupedRowArgs& a, int64_t blk, const float* zeros, const dw3::Epilogue<V>& ep) {
+  int64_t ox = 0;
+  for (; ox + PX <= a.ow; ox += PX) tile<V, PX, NB, PERMUTE, FULL>(a, ox, blk, zeros, ep);
+  if constexpr (PX >= 4) {
+    if (ox + PX / 2 <= a.ow) tile<V, PX / 2, NB, PERMUTE, FULL>(a, ox, blk, zeros, ep), ox += PX / 2;
+  }
+  if constexpr (PX >= 2) {
+    if (ox + 2 <= a.ow) tile<V, 2, NB, PERMUTE, FULL>(a, ox, blk, zeros, ep), ox += 2;
+  }
+  for (; ox < a.ow; ++ox) tile<V, 1, NB, PERMUTE, FULL>(a, ox, blk, zeros, ep);
+}
+
+// One output row: blocks of 16 output channels outermost (a block's weights stay in L1 across the row); the
+// broadcast kind takes two blocks of a group at once where it has two (each input broadcast feeds both).
+template <class V>
+void row(const GroupedRowArgs& a, const float* zeros) {
+  constexpr int PX = V::kWidth == 16 ? 8 : 4, PX2 = V::kWidth == 16 ? 8 : 2;
   const dw3::Epilogue<V> ep{a.act, V::set1(a.clip_min), V::set1(a.clip_max)};
   const int64_t nb = (a.oc + 15) / 16;
-  // the first column whose window starts inside the row, and the end of those whose window ends inside it
-  int64_t lo = 0;
-  while (lo < a.ow && lo * a.sw + a.ix0 < 0) ++lo;
-  int64_t hi = a.ow;
-  while (hi > lo && (hi - 1) * a.sw + a.ix0 + (a.kw - 1) * a.dw >= a.w) --hi;
+  if (!a.permute) {
+    int64_t blk = 0;
+    if (a.cpg_out % 32 == 0)
+      for (; blk + 2 <= nb; blk += 2) row_blocks<V, PX2, 2, false, true>(a, blk, zeros, ep);
+    for (; blk < nb; ++blk) row_blocks<V, PX, 1, false, true>(a, blk, zeros, ep);
+    return;
+  }
+  if constexpr (V::kWidth == 16) {
+    if (a.kw == 3 && a.dw == 1 && (a.sw == 1 || a.sw == 2)) {
+      for (int64_t blk = 0; blk < nb; ++blk) {
+        const bool full = a.oc - blk * 16 >= 16;
+        if (a.sw == 1)
+          full ? row_blocks3<V, 1, true>(a, blk, zeros, ep) : row_blocks3<V, 1, false>(a, blk, zeros, ep);
+        else
+          full ? row_blocks3<V, 2, true>(a, blk, zeros, ep) : row_blocks3<V, 2, false>(a, blk, zeros, ep);
+      }
+      return;
+    }
+  }
   for (int64_t blk = 0; blk < nb; ++blk)
     if (a.oc - blk * 16 >= 16)
-      row_block<V, PX, PERMUTE, true>(a, blk, lo, hi, ep);
+      row_blocks<V, PX, 1, true, true>(a, blk, zeros, ep);
     else
-      row_block<V, PX, PERMUTE, false>(a, blk, lo, hi, ep);
-}
-
-template <class V>
-void row(const GroupedRowArgs& a) {
-  if (a.permute)
-    row_impl<V, true>(a);
-  else
-    row_impl<V, false>(a);
+      row_blocks<V, PX, 1, true, false>(a, blk, zeros, ep);
 }
 
 }  // namespace tessera::kernels::x86::grouped

@@ -243,8 +243,8 @@ void dw3_rows_avx2(const Dw3RowsArgs& a) {
 void max_pool_taps_avx2(const float* const* taps, int64_t ntaps, int64_t c, float* y) {
   pool::max_taps<Ymm>(taps, ntaps, c, y);
 }
-void grouped_row_avx2(const GroupedRowArgs& a) {
-  grouped::row<Ymm>(a);
+void grouped_row_avx2(const GroupedRowArgs& a, const float* zeros) {
+  grouped::row<Ymm>(a, zeros);
 }
 
 void avg_pool_taps_avx2(const float* const* taps, int64_t ntaps, int64_t c, float scale, float* y) {

@@ -467,8 +467,8 @@ void dw3_rows_avx512f(const Dw3RowsArgs& a) {
 void max_pool_taps_avx512f(const float* const* taps, int64_t ntaps, int64_t c, float* y) {
   pool::max_taps<Zmm>(taps, ntaps, c, y);
 }
-void grouped_row_avx512f(const GroupedRowArgs& a) {
-  grouped::row<Zmm>(a);
+void grouped_row_avx512f(const GroupedRowArgs& a, const float* zeros) {
+  grouped::row<Zmm>(a, zeros);
 }
 
 void avg_pool_taps_avx512f(const float* const* taps, int64_t ntaps, int64_t c, float scale, float* y) {
