@@ -296,9 +296,38 @@ def densenet121(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
 
 
+def unet(small: bool = False) -> onnx.ModelProto:
+    g = Graph(16)
+    side, base, levels = (32, 8, 2) if small else (256, 32, 4)
+
+    def double_conv(x, cin, cout):
+        x = g.op("Relu", [g.conv(x, cin, cout, 3)])
+        return g.op("Relu", [g.conv(x, cout, cout, 3)])
+
+    x, c, skips = "input", 3, []
+    for i in range(levels):
+        x = double_conv(x, c, base << i)
+        c = base << i
+        skips.append((x, c))
+        x = g.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    x = double_conv(x, c, c * 2)
+    c *= 2
+    for i, (skip, sc) in enumerate(reversed(skips)):
+        w = g.weight(c, sc, 2, 2, fan_in=c * 4)  # ConvTranspose weights: [cin, cout, kh, kw]
+        up = g.op("ConvTranspose", [x, w, g.bias(sc)], kernel_shape=[2, 2], strides=[2, 2])
+        if i % 2:  # the other decoder style: nearest upsampling by Resize, then a 3x3 conv
+            up = g.conv(g.op("Resize", [x, "", g.const([1.0, 1.0, 2.0, 2.0])], mode="nearest"), c, sc, 3)
+        x = double_conv(g.op("Concat", [skip, up], axis=1), 2 * sc, sc)
+        c = sc
+    y = g.conv(x, c, 2, 1)
+    g.nodes.append(helper.make_node("Identity", [y], ["mask"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 2, side, side])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
-            "densenet121": densenet121}
+            "densenet121": densenet121, "unet": unet}
 
 
 def main() -> None:

@@ -11,11 +11,13 @@
 #include "core/memory.h"
 #include "kernels/ref/broadcast.h"
 #include "kernels/ref/registry.h"
+#include "kernels/ref/resize.h"
 #include "kernels/x86/conv2d.h"
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/eltwise.h"
 #include "kernels/x86/gemm.h"
 #include "kernels/x86/reduce.h"
+#include "kernels/x86/resize.h"
 
 namespace tessera::backends::cpu {
 
@@ -399,6 +401,98 @@ bool claims_max_pool(const ir::Node& n) {
   return (!cm || cm->i == 0) && (!ap || ap->s.empty() || ap->s == "NOTSET") && ks && ks->ints.size() == 2;
 }
 
+// ConvTranspose as kernels/x86/conv2d.h takes it: 2-D, group 1, pads given (or VALID), no output_shape.
+bool claims_conv_transpose(const ir::Node& n) {
+  const Attribute* g = n.attr("group");
+  const Attribute* ap = n.attr("auto_pad");
+  const Attribute* os = n.attr("output_shape");
+  return (!g || g->i == 1) && (!ap || ap->s.empty() || ap->s == "NOTSET" || ap->s == "VALID") && !os;
+}
+
+void conv_transpose_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  const Tensor& w0 = ctx.required_input(1);
+  const Tensor* b = ctx.input(2);
+  if (x0.dtype() != DType::f32 || w0.dtype() != DType::f32 || x0.rank() != 4 || w0.rank() != 4 ||
+      ctx.attr_int("group", 1) != 1 || (b && (b->dtype() != DType::f32 || b->rank() != 1))) {
+    run_ref(ctx, "");
+    return;
+  }
+  kernels::x86::ConvTranspose2dParams p;
+  p.n = x0.dim(0), p.c = x0.dim(1), p.h = x0.dim(2), p.w = x0.dim(3);
+  p.oc = w0.dim(1), p.kh = w0.dim(2), p.kw = w0.dim(3);
+  ctx.check(w0.dim(0) == p.c, "X has ", p.c, " channels but W ", w0.text(), " expects ", w0.dim(0));
+  if (b) ctx.check(b->numel() == p.oc, "B must be [", p.oc, "], got ", b->text());
+  const auto ks = ctx.attr_ints("kernel_shape", {p.kh, p.kw}), st = ctx.attr_ints("strides", {1, 1}),
+             dl = ctx.attr_ints("dilations", {1, 1}), op = ctx.attr_ints("output_padding", {0, 0});
+  const bool valid = ctx.attr_string("auto_pad", "NOTSET") == "VALID";
+  const auto pd = valid ? std::vector<int64_t>{0, 0, 0, 0} : ctx.attr_ints("pads", {0, 0, 0, 0});
+  ctx.check(ks.size() == 2 && st.size() == 2 && dl.size() == 2 && op.size() == 2 && pd.size() == 4,
+            "kernel_shape, strides, dilations, output_padding must have 2 values and pads 4");
+  ctx.check(ks[0] == p.kh && ks[1] == p.kw, "kernel_shape does not match W ", w0.text());
+  ctx.check(st[0] > 0 && st[1] > 0 && dl[0] > 0 && dl[1] > 0, "strides and dilations must be positive");
+  p.sh = st[0], p.sw = st[1], p.dh = dl[0], p.dw = dl[1], p.pad_t = pd[0], p.pad_l = pd[1];
+  p.oh = st[0] * (p.h - 1) + op[0] + (p.kh - 1) * p.dh + 1 - pd[0] - pd[2];
+  p.ow = st[1] * (p.w - 1) + op[1] + (p.kw - 1) * p.dw + 1 - pd[1] - pd[3];
+  ctx.check(p.oh >= 0 && p.ow >= 0, "output would have a negative size");
+  const Tensor x = x0.contiguous(), w = w0.contiguous();
+  const Tensor bc = b ? b->contiguous() : Tensor();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {p.n, p.oc, p.oh, p.ow});
+  kernels::x86::conv_transpose2d_f32(p, x.data<float>(), w.data<float>(), b ? bc.data<float>() : nullptr,
+                                     y.data<float>(), ctx.pool());
+}
+
+// Resize of an NCHW f32 tensor's H and W, nearest or linear (two taps an output index), nothing
+// extrapolated: kernels/x86/resize.h over the reference's plan; anything else the reference kernel.
+void resize_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  if (x0.dtype() != DType::f32 || x0.rank() != 4) {
+    run_ref(ctx, "");
+    return;
+  }
+  const kernels::ref::ResizePlan plan = kernels::ref::plan_resize(ctx);
+  const kernels::ref::ResizeTaps* axis[2] = {nullptr, nullptr};
+  for (const auto& t : plan.passes) {
+    const bool two =
+        t.n == 2 && std::none_of(t.extrapolate.begin(), t.extrapolate.end(), [](char e) { return e; });
+    if ((t.axis != 2 && t.axis != 3) || !two || t.out == 0) {
+      run_ref(ctx, "");
+      return;
+    }
+    axis[t.axis - 2] = &t;
+  }
+  const int64_t h = x0.dim(2), w = x0.dim(3);
+  if (h == 0 || w == 0 || x0.numel() == 0) {
+    run_ref(ctx, "");
+    return;
+  }
+  // each axis as index pairs and float weights (an axis left as it is: itself, weight 1)
+  struct Taps {
+    std::vector<int64_t> i0, i1;
+    std::vector<float> w0, w1;
+  } tp[2];
+  for (int a = 0; a < 2; ++a) {
+    const int64_t in = a ? w : h, out = axis[a] ? axis[a]->out : in;
+    Taps& t = tp[a];
+    t.i0.resize(size_t(out)), t.i1.resize(size_t(out)), t.w0.resize(size_t(out)), t.w1.resize(size_t(out));
+    for (int64_t o = 0; o < out; ++o) {
+      const size_t k = size_t(2 * o);
+      t.i0[size_t(o)] = axis[a] ? axis[a]->idx[k] : o;
+      t.i1[size_t(o)] = axis[a] ? axis[a]->idx[k + 1] : o;
+      t.w0[size_t(o)] = axis[a] ? float(axis[a]->w[k]) : 1.0f;
+      t.w1[size_t(o)] = axis[a] ? float(axis[a]->w[k + 1]) : 0.0f;
+    }
+  }
+  const int64_t oh = int64_t(tp[0].i0.size()), ow = int64_t(tp[1].i0.size());
+  const Tensor x = x0.contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {x0.dim(0), x0.dim(1), oh, ow});
+  auto view = [](const Taps& t) {
+    return kernels::x86::ResizeAxis{t.i0.data(), t.i1.data(), t.w0.data(), t.w1.data()};
+  };
+  kernels::x86::resize2d_f32(x.data<float>(), x0.dim(0) * x0.dim(1), h, w, view(tp[0]), view(tp[1]), oh, ow,
+                             y.data<float>(), ctx.pool());
+}
+
 void max_pool_nchw_x86(KernelContext& ctx) {
   const Tensor& x0 = ctx.required_input(0);
   const auto ks = ctx.attr_ints("kernel_shape");
@@ -534,6 +628,8 @@ void register_x86_bindings() {
   add_tuned_kernel("tessera", "NhwcAveragePool", {}, [](KernelContext& c) { nhwc_pool_x86(c, false); });
   add_tuned_kernel("tessera", "NhwcGlobalAveragePool", {}, nhwc_gap_x86);
   add_tuned_kernel("", "MaxPool", claims_max_pool, max_pool_nchw_x86);
+  add_tuned_kernel("", "ConvTranspose", claims_conv_transpose, conv_transpose_x86);
+  add_tuned_kernel("", "Resize", {}, resize_x86);
   add_tuned_kernel("", "MatMul", {}, matmul_x86);
   using kernels::x86::ReduceKind;
   add_tuned_kernel("", "GlobalAveragePool", {},

@@ -1,4 +1,6 @@
 // Reference kernels: resize family (Resize, GridSample, AffineGrid).
+#include "kernels/ref/resize.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -15,13 +17,6 @@ using namespace misc;
 // Resize is separable: each resized axis is a 1-D pass in which every output
 // index reads a few input indices with weights (taps), or the extrapolation
 // value (tf_crop_and_resize outside the roi).
-
-struct Taps {
-  std::vector<int64_t> idx;  // n per output index
-  std::vector<double> w;
-  std::vector<char> extrapolate;
-  int n = 0;
-};
 
 struct ResizeParams {
   std::string mode, ctm, nearest_mode;
@@ -81,9 +76,9 @@ std::vector<double> resize_coeffs(const ResizeParams& p, double ratio, double sc
   return c;
 }
 
-Taps resize_taps(const KernelContext& ctx, const ResizeParams& p, int64_t in_w, int64_t out_w, double scale,
-                 double roi_lo, double roi_hi) {
-  Taps t;
+ResizeTaps resize_taps(const KernelContext& ctx, const ResizeParams& p, int64_t in_w, int64_t out_w,
+                       double scale, double roi_lo, double roi_hi) {
+  ResizeTaps t;
   const double out_wf = scale * double(in_w);
   const std::string& m = p.ctm;
   t.extrapolate.assign(size_t(out_w), 0);
@@ -146,7 +141,7 @@ Taps resize_taps(const KernelContext& ctx, const ResizeParams& p, int64_t in_w, 
 
 // One resize pass along `axis` of data (row-major with shape `shape`).
 std::vector<double> resize_axis(const std::vector<double>& data, Shape& shape, int64_t axis, int64_t out_w,
-                                const Taps& t, double extrapolation) {
+                                const ResizeTaps& t, double extrapolation) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= shape[size_t(d)];
   for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
@@ -177,7 +172,9 @@ const Tensor* optional_nonempty(const KernelContext& ctx, size_t i) {
   return (t && t->numel() > 0) ? t : nullptr;
 }
 
-void resize(KernelContext& ctx) {
+}  // namespace
+
+ResizePlan plan_resize(const KernelContext& ctx) {
   const Tensor& x = ctx.required_input(0);
   const int64_t r = x.rank();
   const bool old = ctx.opset() < 11;
@@ -259,20 +256,41 @@ void resize(KernelContext& ctx) {
       for (size_t i = 0; i < na; ++i) out_size[size_t(axes[i])] = zv[i];
     }
   }
+  ResizePlan plan;
+  plan.extrapolation = p.extrapolation;
   Shape shape = x.shape();
-  std::vector<double> data = x.to_double_vector();
   for (int64_t a : axes) {
     const size_t au = size_t(a);
     const bool identity = std::abs(scale[au] - 1.0) <= 1e-9 && out_size[au] == shape[au] &&
                           std::abs(roi_lo[au]) <= 1e-9 && std::abs(roi_hi[au] - 1.0) <= 1e-9;
     if (identity) continue;
-    if (out_size[au] == 0 || shape[au] == 0) {
-      shape[au] = out_size[au];
+    ResizeTaps t;
+    t.axis = a, t.out = out_size[au];
+    if (out_size[au] != 0 && shape[au] != 0)
+      t = resize_taps(ctx, p, shape[au], out_size[au], scale[au], roi_lo[au], roi_hi[au]), t.axis = a,
+      t.out = out_size[au];
+    shape[au] = out_size[au];
+    plan.passes.push_back(std::move(t));
+  }
+  plan.out_shape = shape;
+  return plan;
+}
+
+namespace {
+
+void resize(KernelContext& ctx) {
+  const Tensor& x = ctx.required_input(0);
+  const ResizePlan plan = plan_resize(ctx);
+  Shape shape = x.shape();
+  std::vector<double> data = x.to_double_vector();
+  for (const ResizeTaps& t : plan.passes) {
+    const size_t au = size_t(t.axis);
+    if (t.out == 0 || shape[au] == 0) {
+      shape[au] = t.out;
       data.clear();
       continue;
     }
-    const Taps t = resize_taps(ctx, p, shape[au], out_size[au], scale[au], roi_lo[au], roi_hi[au]);
-    data = resize_axis(data, shape, a, out_size[au], t, p.extrapolation);
+    data = resize_axis(data, shape, t.axis, t.out, t, plan.extrapolation);
   }
   Tensor& y = ctx.output(0, x.dtype(), shape);
   if (is_integer(x.dtype())) {

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/memory.h"
+
 namespace tessera::kernels::x86 {
 
 namespace {
@@ -120,6 +122,47 @@ void conv2d_f32(const Conv2dParams& p, const float* x, const float* w, const Con
       // Y[ocg, ohw] = W[ocg, k] * col[k, ohw]
       sgemm(ocg, ohw, k, w + g * ocg * k, k, false, bmat, ohw, false, yg, ohw, gep, pool);
     }
+}
+
+void conv_transpose2d_f32(const ConvTranspose2dParams& p, const float* x, const float* w, const float* bias,
+                          float* y, ThreadPool* pool) {
+  const int64_t taps = p.kh * p.kw, hw = p.h * p.w, ohw = p.oh * p.ow, rows = p.oc * taps;
+  if (p.n <= 0 || ohw <= 0) return;
+  thread_local AlignedScratch tl_cols;
+  float* cols = hw > 0 && rows > 0 ? tl_cols.get(size_t(rows * hw)) : nullptr;
+  for (int64_t img = 0; img < p.n; ++img) {
+    float* yi = y + img * p.oc * ohw;
+    // cols[o * taps + t][pixel] = sum over c of w[c][o][t] x[c][pixel]
+    if (cols && p.c > 0)
+      sgemm(rows, hw, p.c, w, rows, true, x + img * p.c * hw, hw, false, cols, hw, {}, pool);
+    else if (cols)
+      std::fill(cols, cols + rows * hw, 0.0f);
+    parallel_for(pool, p.oc, 1, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        float* yo = yi + o * ohw;
+        std::fill(yo, yo + ohw, bias ? bias[o] : 0.0f);
+        if (!cols) continue;
+        for (int64_t r = 0; r < p.kh; ++r)
+          for (int64_t q = 0; q < p.kw; ++q) {
+            const float* cr = cols + (o * taps + r * p.kw + q) * hw;
+            const int64_t off = q * p.dw - p.pad_l, last = p.ow - 1 - off;
+            // the input columns whose output column ix * sw + off lies in [0, ow)
+            const int64_t ix0 = off >= 0 ? 0 : (-off + p.sw - 1) / p.sw;
+            const int64_t ix1 = last < 0 ? 0 : std::min(p.w, last / p.sw + 1);
+            for (int64_t iy = 0; iy < p.h; ++iy) {
+              const int64_t oy = iy * p.sh - p.pad_t + r * p.dh;
+              if (oy < 0 || oy >= p.oh) continue;
+              float* yr = yo + oy * p.ow;
+              const float* src = cr + iy * p.w;
+              if (p.sw == 1)
+                for (int64_t ix = ix0; ix < ix1; ++ix) yr[ix + off] += src[ix];
+              else
+                for (int64_t ix = ix0; ix < ix1; ++ix) yr[ix * p.sw + off] += src[ix];
+            }
+          }
+      }
+    });
+  }
 }
 
 }  // namespace tessera::kernels::x86

@@ -40,4 +40,17 @@ size_t conv2d_scratch_floats(const Conv2dParams& p);
 void conv2d_f32(const Conv2dParams& p, const float* x, const float* w, const ConvEpilogue& ep, float* y,
                 float* scratch, ThreadPool* pool);
 
+// A 2-D transposed convolution (ONNX ConvTranspose, group 1), NCHW: input pixel (iy, ix) adds
+// x * w[c][o][r][q] to output pixel (iy * sh - pad_t + r * dh, ix * sw - pad_l + q * dw); outputs outside
+// [0, oh) x [0, ow) are dropped.
+struct ConvTranspose2dParams {
+  int64_t n = 1, c = 0, h = 0, w = 0, oc = 0, kh = 1, kw = 1;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, pad_t = 0, pad_l = 0, oh = 0, ow = 0;
+};
+// y [n, oc, oh, ow] = bias + ConvTranspose(x [n, c, h, w], w [c, oc, kh, kw]): every tap's products of an
+// image as one GEMM (W^T X: [oc * kh * kw, h * w], K = c), then scattered into y (col2im), threaded over
+// output channels.
+void conv_transpose2d_f32(const ConvTranspose2dParams& p, const float* x, const float* w, const float* bias,
+                          float* y, ThreadPool* pool);
+
 }  // namespace tessera::kernels::x86

@@ -1,0 +1,62 @@
+#include "kernels/x86/resize.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/memory.h"
+
+namespace tessera::kernels::x86 {
+
+namespace {
+
+// y[o] = w0[o] x[i0[o]] + w1[o] x[i1[o]], a zero weight's term left out.
+void blend_cols(const float* x, const ResizeAxis& c, int64_t ow, float* y) {
+  for (int64_t o = 0; o < ow; ++o) {
+    const float a = c.w0[o], b = c.w1[o];
+    y[o] = b == 0.0f ? a * x[c.i0[o]] : a == 0.0f ? b * x[c.i1[o]] : a * x[c.i0[o]] + b * x[c.i1[o]];
+  }
+}
+
+}  // namespace
+
+void resize2d_f32(const float* x, int64_t planes, int64_t h, int64_t w, const ResizeAxis& rows,
+                  const ResizeAxis& cols, int64_t oh, int64_t ow, float* y, ThreadPool* pool) {
+  // columns that read one input column with weight 1 (nearest everywhere): a gather, no multiplies
+  bool pick = true;
+  std::vector<int64_t> sel(static_cast<size_t>(ow));
+  for (int64_t o = 0; o < ow; ++o) {
+    const bool first = cols.w0[o] == 1.0f && cols.w1[o] == 0.0f,
+               second = cols.w0[o] == 0.0f && cols.w1[o] == 1.0f;
+    pick = pick && (first || second);
+    sel[size_t(o)] = first ? cols.i0[o] : cols.i1[o];
+  }
+  const int64_t total = planes * oh;
+  parallel_for(pool, total, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, ow)), [&](int64_t b, int64_t e) {
+    thread_local AlignedScratch tl_row;
+    float* blend = tl_row.get(size_t(w));
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t pl = t / oh, oy = t % oh;
+      const float* xp = x + pl * h * w;
+      const float a = rows.w0[oy], c = rows.w1[oy];
+      const float* r0 = xp + rows.i0[oy] * w;
+      const float* r1 = xp + rows.i1[oy] * w;
+      const float* src;
+      if (c == 0.0f && a == 1.0f) {
+        src = r0;
+      } else if (a == 0.0f && c == 1.0f) {
+        src = r1;
+      } else {
+        for (int64_t i = 0; i < w; ++i)
+          blend[i] = c == 0.0f ? a * r0[i] : a == 0.0f ? c * r1[i] : a * r0[i] + c * r1[i];
+        src = blend;
+      }
+      float* yr = y + t * ow;
+      if (pick)
+        for (int64_t o = 0; o < ow; ++o) yr[o] = src[sel[size_t(o)]];
+      else
+        blend_cols(src, cols, ow, yr);
+    }
+  });
+}
+
+}  // namespace tessera::kernels::x86
