@@ -18,6 +18,10 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
   224 x 224.
 - densenet121: torchvision's DenseNet-121 (pre-activation BatchNormalization -> Relu -> Conv that the exporter
   cannot fold, Concat of every earlier feature map, AveragePool transitions), 224 x 224.
+- unet: a 4-level U-Net (3x3 conv pairs, MaxPool, ConvTranspose 2x2 up-convolutions and nearest Resize + conv
+  in alternate decoder levels, Concat skips), 256 x 256.
+- whisper_encoder: a Whisper-style audio encoder (two Conv1d + GELU, 4 pre-LayerNorm transformer layers of 384,
+  6 heads, over 500 frames), 80 mel bins x 1000 frames.
 """
 from __future__ import annotations
 
@@ -325,9 +329,44 @@ def unet(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 2, side, side])])
 
 
+def whisper_encoder(small: bool = False) -> onnx.ModelProto:
+    g = Graph(17)
+    mels, frames, d, heads, layers = (16, 40, 32, 2, 1) if small else (80, 1000, 384, 6, 4)
+    hd, seq = d // heads, frames // 2
+
+    def conv1d(x, cin, cout, stride):
+        w = g.weight(cout, cin, 3, fan_in=cin * 3)
+        return g.op("Conv", [x, w, g.bias(cout)], kernel_shape=[3], strides=[stride], pads=[1, 1])
+
+    def heads_of(x):  # [1, seq, d] -> [1, heads, seq, hd]
+        r = g.op("Reshape", [x, g.const([1, seq, heads, hd], np.int64)])
+        return g.op("Transpose", [r], perm=[0, 2, 1, 3])
+
+    x = g.gelu(conv1d("input", mels, d, 1))
+    x = g.gelu(conv1d(x, d, d, 2))
+    x = g.op("Transpose", [x], perm=[0, 2, 1])  # [1, seq, d]
+    x = g.op("Add", [x, g.const(g.rng.standard_normal((seq, d)) * 0.02)])
+    for _ in range(layers):
+        h = g.layer_norm(x, d, eps=1e-5)
+        q = heads_of(g.linear(h, d, d))
+        k = heads_of(g.op("MatMul", [h, g.weight(d, d, fan_in=d)]))  # Whisper's key projection has no bias
+        v = heads_of(g.linear(h, d, d))
+        sc = g.op("MatMul", [g.op("Mul", [q, g.const(hd ** -0.25)]),
+                             g.op("Mul", [g.op("Transpose", [k], perm=[0, 1, 3, 2]), g.const(hd ** -0.25)])])
+        a = g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v])
+        a = g.op("Reshape", [g.op("Transpose", [a], perm=[0, 2, 1, 3]), g.const([1, seq, d], np.int64)])
+        x = g.op("Add", [x, g.linear(a, d, d)])
+        h = g.layer_norm(x, d, eps=1e-5)
+        x = g.op("Add", [x, g.linear(g.gelu(g.linear(h, d, 4 * d)), 4 * d, d)])
+    y = g.layer_norm(x, d, eps=1e-5)
+    g.nodes.append(helper.make_node("Identity", [y], ["features"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, mels, frames])],
+                   [helper.make_tensor_value_info("features", TensorProto.FLOAT, [1, seq, d])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
-            "densenet121": densenet121, "unet": unet}
+            "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder}
 
 
 def main() -> None:
