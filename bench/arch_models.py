@@ -20,6 +20,8 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
   cannot fold, Concat of every earlier feature map, AveragePool transitions), 224 x 224.
 - unet: a 4-level U-Net (3x3 conv pairs, MaxPool, ConvTranspose 2x2 up-convolutions and nearest Resize + conv
   in alternate decoder levels, Concat skips), 256 x 256.
+- shufflenet_v2: torchvision's ShuffleNetV2 1.0x (channel split by Split, channel shuffle as Reshape / 5-D
+  Transpose / Reshape, depthwise 3x3, Concat), 224 x 224.
 - whisper_encoder: a Whisper-style audio encoder (two Conv1d + GELU, 4 pre-LayerNorm transformer layers of 384,
   6 heads, over 500 frames), 80 mel bins x 1000 frames.
 """
@@ -364,9 +366,46 @@ def whisper_encoder(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("features", TensorProto.FLOAT, [1, seq, d])])
 
 
+def shufflenet_v2(small: bool = False) -> onnx.ModelProto:
+    g = Graph(18)
+    side = 64 if small else 224
+    stages, chans = ([2, 1, 1], [24, 48, 96, 192, 256]) if small else ([4, 8, 4], [24, 116, 232, 464, 1024])
+
+    def cbr(x, cin, cout, k, s=1, groups=1, relu=True):  # conv + folded BN (+ ReLU)
+        y = g.conv(x, cin, cout, k, s, groups=groups)
+        return g.op("Relu", [y]) if relu else y
+
+    def shuffle(x, c, hw):  # torchvision's channel_shuffle(x, 2): view, transpose(1, 2), view
+        r = g.op("Reshape", [x, g.const([1, 2, c // 2, hw, hw], np.int64)])
+        t = g.op("Transpose", [r], perm=[0, 2, 1, 3, 4])
+        return g.op("Reshape", [t, g.const([1, c, hw, hw], np.int64)])
+
+    x = g.op("MaxPool", [cbr("input", 3, chans[0], 3, 2)], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    c, hw = chans[0], side // 4
+    for si, n in enumerate(stages):
+        cout = chans[si + 1]
+        half = cout // 2
+        for i in range(n):
+            if i == 0:  # stride 2: both branches convolve the whole input
+                b1 = cbr(cbr(x, c, c, 3, 2, groups=c, relu=False), c, half, 1)
+                b2 = cbr(cbr(cbr(x, c, half, 1), half, half, 3, 2, groups=half, relu=False), half, half, 1)
+                hw //= 2
+            else:  # chunk(2): the first half passes through
+                b1, x2 = g.op("Split", [x, g.const([half, half], np.int64)], n_out=2, axis=1)
+                b2 = cbr(cbr(cbr(x2, half, half, 1), half, half, 3, 1, groups=half, relu=False), half, half, 1)
+            x = shuffle(g.op("Concat", [b1, b2], axis=1), cout, hw)
+            c = cout
+    x = cbr(x, c, chans[-1], 1)
+    y = g.gemm(g.op("ReduceMean", [x, g.const([2, 3], np.int64)], keepdims=0), chans[-1], 1000)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])], opset=18)
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
-            "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder}
+            "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
+            "shufflenet_v2": shufflenet_v2}
 
 
 def main() -> None:

@@ -234,6 +234,86 @@ void layout_nhwc(ir::Graph& g) {
       old.push_back(n);
       continue;
     }
+    // Split of a region value (ShuffleNet's chunk): the same Split of the twin along the axis's channels-last
+    // position, each result a twin.
+    if (is_onnx_op(n, "Split") && !n->inputs.empty() && twin.count(n->inputs[0]) &&
+        std::all_of(n->outputs.begin(), n->outputs.end(), [&](ir::Value* v) { return v && known_4d(v); }) &&
+        std::all_of(n->inputs.begin() + 1, n->inputs.end(),
+                    [&](ir::Value* v) { return !v || is_constant(g, v); })) {
+      const int64_t axis = int_attr(n, "axis", 0), a = axis < 0 ? axis + 4 : axis;
+      if (a >= 0 && a < 4) {
+        ir::Node* f = g.add_node("Split", n->name);
+        f->opset = n->opset;
+        f->attrs = n->attrs;
+        set_attr_int(f, "axis", kToNchw[size_t(a)]);
+        g.connect_input(f, twin[n->inputs[0]]);
+        for (size_t i = 1; i < n->inputs.size(); ++i) g.connect_input(f, n->inputs[i]);
+        for (ir::Value* y : n->outputs) {
+          ir::Value* yt = new_value(g, y->name + "_nhwc",
+                                    ir::TypeInfo::tensor(DType::f32, permuted(*y->type.shape, kToNhwc)));
+          g.connect_output(f, yt);
+          twin[y] = yt;
+        }
+        old.push_back(n);
+        continue;
+      }
+    }
+    // A channel shuffle of a region value, Reshape [N, G, C/G, H, W] -> Transpose (0, 2, 1, 3, 4) -> Reshape
+    // [N, C, H, W] as torchvision writes it: the same permutation of each pixel's channels on the twin
+    // (Reshape [N, H, W, G, C/G], Transpose (0, 1, 2, 4, 3), Reshape), which stays in the region.
+    if (is_onnx_op(n, "Reshape") && n->inputs.size() == 2 && twin.count(n->inputs[0]) &&
+        n->outputs.size() == 1 && n->outputs[0]) {
+      ir::Value* x = n->inputs[0];
+      ir::Node* t = sole_consumer(g, n->outputs[0]);
+      ir::Node* r2 = t && is_onnx_op(t, "Transpose") && t->outputs.size() == 1
+                         ? sole_consumer(g, t->outputs[0])
+                         : nullptr;
+      const auto& s5 = n->outputs[0]->type.shape;
+      if (r2 && is_onnx_op(r2, "Reshape") &&
+          ints_attr(t, "perm", {}) == std::vector<int64_t>{0, 2, 1, 3, 4} && r2->outputs.size() == 1 &&
+          r2->outputs[0] && known_4d(r2->outputs[0]) && known_4d(x) &&
+          *r2->outputs[0]->type.shape == *x->type.shape && s5 && s5->size() == 5 &&
+          std::all_of(s5->begin() + 1, s5->end(), [](const ir::Dim& d) { return d.known(); })) {
+        const auto& xs = *x->type.shape;
+        const int64_t c = xs[1].value, h = xs[2].value, w = xs[3].value, gr = (*s5)[1].value,
+                      cg = (*s5)[2].value;
+        if (gr * cg == c && (*s5)[3].value == h && (*s5)[4].value == w) {
+          auto shape_const = [&](const std::string& base, std::vector<int64_t> v) {
+            Tensor st(DType::i64, {int64_t(v.size())});
+            for (size_t i = 0; i < v.size(); ++i) st.data<int64_t>()[i] = v[i];
+            return constant(g, base, std::move(st));
+          };
+          auto node = [&](const char* op, const std::string& name, std::vector<ir::Value*> ins,
+                          ir::Value* out) {
+            ir::Node* m = g.add_node(op, g.unique_name(name));
+            m->opset = 14;
+            for (ir::Value* v : ins) g.connect_input(m, v);
+            g.connect_output(m, out);
+            return m;
+          };
+          const ir::Dim nd = xs[0];
+          ir::Value* v5 = new_value(
+              g, x->name + "_groups_nhwc",
+              ir::TypeInfo::tensor(
+                  DType::f32, std::vector<ir::Dim>{nd, ir::Dim(h), ir::Dim(w), ir::Dim(gr), ir::Dim(cg)}));
+          ir::Value* v5t = new_value(
+              g, x->name + "_shuffled_nhwc",
+              ir::TypeInfo::tensor(
+                  DType::f32, std::vector<ir::Dim>{nd, ir::Dim(h), ir::Dim(w), ir::Dim(cg), ir::Dim(gr)}));
+          ir::Value* y = r2->outputs[0];
+          ir::Value* yt =
+              new_value(g, y->name + "_nhwc", ir::TypeInfo::tensor(DType::f32, permuted(xs, kToNhwc)));
+          node("Reshape", n->name + "_nhwc", {twin[x], shape_const(n->name + "_shape", {0, h, w, gr, cg})},
+               v5);
+          ir::Node* tt = node("Transpose", t->name + "_nhwc", {v5}, v5t);
+          set_attr_ints(tt, "perm", {0, 1, 2, 4, 3});
+          node("Reshape", r2->name + "_nhwc", {v5t, shape_const(r2->name + "_shape", {0, h, w, c})}, yt);
+          twin[y] = yt;
+          old.insert(old.end(), {n, t, r2});
+          continue;
+        }
+      }
+    }
     // Concat of region values (DenseNet's growing feature maps): the same Concat of the twins along the
     // axis's channels-last position; an operand from outside the region gets its Transpose.
     if (is_onnx_op(n, "Concat") && n->outputs.size() == 1 && n->outputs[0] && known_4d(n->outputs[0]) &&
@@ -372,10 +452,12 @@ void layout_nhwc(ir::Graph& g) {
   }
   if (old.empty()) return;
   std::vector<ir::Value*> outs;
-  for (ir::Node* n : old) outs.push_back(n->outputs[0]);
+  for (ir::Node* n : old)
+    for (ir::Value* y : n->outputs)
+      if (y) outs.push_back(y);
   for (ir::Node* n : old) g.remove_node(n);
   for (ir::Value* y : outs)
-    if (!y->uses.empty() || is_graph_output(g, y)) add_transpose(g, twin[y], y, kToNchw);
+    if ((!y->uses.empty() || is_graph_output(g, y)) && twin.count(y)) add_transpose(g, twin[y], y, kToNchw);
   g.topological_sort();
   g.remove_unused_values();
 }

@@ -583,3 +583,37 @@ def test_grouped_convs_run_channels_last(tmp_path):
     convs = [line for line in ir.splitlines() if "tessera.FusedConv(" in line]
     assert len([c for c in convs if "group=8" in c]) == 4
     assert all('layout="NHWC"' in c for c in convs)
+
+
+def test_channel_shuffle_and_split_stay_channels_last(tmp_path):
+    """ShuffleNetV2: the chunk (Split of channels) and the channel shuffle (Reshape / Transpose / Reshape)
+    of region values run on the NHWC twins: the only Transposes left are the shuffles' own 5-D ones."""
+    ir = _ir_of(_arch_model("shufflenet_v2"), tmp_path)
+    shuffles = ir.count("perm=[0,1,2,4,3]")
+    assert shuffles == 4 and ir.count("= Transpose(") == shuffles + 1  # and the head's, before ReduceMean
+    splits = [line for line in ir.splitlines() if "= Split(" in line or "= Concat(" in line]
+    assert len(splits) == 5 and all("axis=3" in line for line in splits)
+
+
+@pytest.mark.parametrize("axis", [1, 2, -1])
+def test_split_and_concat_of_region_values_on_any_axis(axis):
+    """Split and Concat of conv outputs along channels, rows or columns (the twins' axes 3, 1, 2), a split
+    given by sizes, against onnxruntime at two threads."""
+    inits = [_w("w0", 8, 3, 3, 3), numpy_helper.from_array(np.array([3, 5], np.int64), "sz"), _w("w1", 6, 8, 1, 1)]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Split", ["c0", "sz"], ["a", "b"], axis=axis),
+        helper.make_node("Relu", ["a"], ["ra"]),
+        helper.make_node("Sigmoid", ["b"], ["sb"]),
+        helper.make_node("Concat", ["sb", "ra"], ["cat"], axis=axis),
+        helper.make_node("Conv", ["cat", "w1"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    b = m.SerializeToString()
+    x = RNG.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = tessera.InferenceSession(b, tessera.SessionOptions(threads=2)).run(None, {"x": x})[0]
+    assert got.shape == want.shape and np.abs(got - want).max() / np.abs(want).max() <= 1e-5
