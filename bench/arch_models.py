@@ -22,6 +22,10 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
   in alternate decoder levels, Concat skips), 256 x 256.
 - shufflenet_v2: torchvision's ShuffleNetV2 1.0x (channel split by Split, channel shuffle as Reshape / 5-D
   Transpose / Reshape, depthwise 3x3, Concat), 224 x 224.
+- yolov8n: a YOLOv8n-style detector (Conv + SiLU, C2f blocks of Split / bottlenecks / Concat, SPPF's chained
+  5x5 MaxPools, nearest 2x Resize, two detection heads), 640 x 640.
+- swin_tiny: Swin-T (windows by 6-D Reshape / Transpose, cyclic shift by Slice + Concat, relative position
+  bias and the shifted windows' mask added to the scores, patch merging by strided Slices), 224 x 224.
 - whisper_encoder: a Whisper-style audio encoder (two Conv1d + GELU, 4 pre-LayerNorm transformer layers of 384,
   6 heads, over 500 frames), 80 mel bins x 1000 frames.
 """
@@ -402,10 +406,117 @@ def shufflenet_v2(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])], opset=18)
 
 
+def yolov8n(small: bool = False) -> onnx.ModelProto:
+    g = Graph(19)
+    side = 64 if small else 640
+    w = [16, 32, 64, 128, 256]
+
+    def cbs(x, cin, cout, k, s=1):  # Conv + folded BN + SiLU
+        return g.silu(g.conv(x, cin, cout, k, s))
+
+    def c2f(x, cin, cout, n, shortcut):
+        c = cout // 2
+        y = cbs(x, cin, 2 * c, 1)
+        parts = list(g.op("Split", [y, g.const([c, c], np.int64)], n_out=2, axis=1))
+        for _ in range(n):
+            h = cbs(cbs(parts[-1], c, c, 3), c, c, 3)
+            parts.append(g.op("Add", [parts[-1], h]) if shortcut else h)
+        return cbs(g.op("Concat", parts, axis=1), (2 + n) * c, cout, 1)
+
+    def sppf(x, cin, cout):
+        c = cin // 2
+        y = [cbs(x, cin, c, 1)]
+        for _ in range(3):
+            y.append(g.op("MaxPool", [y[-1]], kernel_shape=[5, 5], strides=[1, 1], pads=[2, 2, 2, 2]))
+        return cbs(g.op("Concat", y, axis=1), 4 * c, cout, 1)
+
+    def up(x):
+        return g.op("Resize", [x, "", g.const([1.0, 1.0, 2.0, 2.0])], mode="nearest",
+                    coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+
+    x = cbs("input", 3, w[0], 3, 2)
+    x = cbs(x, w[0], w[1], 3, 2)
+    x = c2f(x, w[1], w[1], 1, True)
+    x = cbs(x, w[1], w[2], 3, 2)
+    p3 = c2f(x, w[2], w[2], 2, True)
+    x = cbs(p3, w[2], w[3], 3, 2)
+    p4 = c2f(x, w[3], w[3], 2, True)
+    x = cbs(p4, w[3], w[4], 3, 2)
+    x = sppf(c2f(x, w[4], w[4], 1, True), w[4], w[4])
+    h4 = c2f(g.op("Concat", [up(x), p4], axis=1), w[4] + w[3], w[3], 1, False)
+    h3 = c2f(g.op("Concat", [up(h4), p3], axis=1), w[3] + w[2], w[2], 1, False)
+    outs = []
+    for f, c in ((h3, w[2]), (h4, w[3])):  # two detection heads: box and class branches
+        box = g.conv(cbs(cbs(f, c, 64, 3), 64, 64, 3), 64, 64, 1)
+        cls = g.conv(cbs(cbs(f, c, 80, 3), 80, 80, 3), 80, 80, 1)
+        outs.append(g.op("Reshape", [g.op("Concat", [box, cls], axis=1), g.const([1, 144, -1], np.int64)]))
+    y = g.op("Concat", outs, axis=2)
+    g.nodes.append(helper.make_node("Identity", [y], ["detections"]))
+    n = (side // 8) ** 2 + (side // 16) ** 2
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("detections", TensorProto.FLOAT, [1, 144, n])])
+
+
+def swin_tiny(small: bool = False) -> onnx.ModelProto:
+    g = Graph(20)
+    side, dims, depths, heads, ws = (64, [16, 32, 64, 128], [2, 2, 2, 2], [1, 2, 4, 8], 4) if small else \
+        (224, [96, 192, 384, 768], [2, 2, 6, 2], [3, 6, 12, 24], 7)
+    i64 = lambda v: g.const(v, np.int64)  # noqa: E731
+
+    def roll(x, shift, axis, n):  # torch.roll as the exporter writes it: two Slices and a Concat
+        a = g.op("Slice", [x, i64([n - shift]), i64([n]), i64([axis])])
+        b = g.op("Slice", [x, i64([0]), i64([n - shift]), i64([axis])])
+        return g.op("Concat", [a, b], axis=axis)
+
+    def block(x, c, h, nh, shift):  # x [1, h, h, c]
+        nw, hd = h // ws, c // nh
+        y = g.layer_norm(x, c, eps=1e-5)
+        if shift:
+            y = roll(roll(y, ws // 2, 1, h), ws // 2, 2, h)
+        y = g.op("Reshape", [y, i64([1, nw, ws, nw, ws, c])])
+        y = g.op("Reshape", [g.op("Transpose", [y], perm=[0, 1, 3, 2, 4, 5]), i64([nw * nw, ws * ws, c])])
+        qkv = g.op("Reshape", [g.linear(y, c, 3 * c), i64([nw * nw, ws * ws, 3, nh, hd])])
+        qkv = g.op("Transpose", [qkv], perm=[2, 0, 3, 1, 4])  # [3, windows, heads, tokens, hd]
+        q, k, v = (g.op("Gather", [qkv, g.const(i, np.int64)], axis=0) for i in range(3))
+        att = g.op("MatMul", [g.op("Mul", [q, g.const(hd ** -0.5)]), g.op("Transpose", [k], perm=[0, 1, 3, 2])])
+        att = g.op("Add", [att, g.const(g.rng.standard_normal((nh, ws * ws, ws * ws)) * 0.02)])  # position bias
+        if shift:  # the shifted windows' mask
+            mask = np.where(g.rng.random((nw * nw, 1, ws * ws, ws * ws)) < 0.2, -100.0, 0.0)
+            att = g.op("Add", [att, g.const(mask)])
+        o = g.op("MatMul", [g.op("Softmax", [att], axis=-1), v])
+        o = g.op("Reshape", [g.op("Transpose", [o], perm=[0, 2, 1, 3]), i64([nw * nw, ws * ws, c])])
+        o = g.linear(o, c, c)
+        o = g.op("Reshape", [o, i64([1, nw, nw, ws, ws, c])])
+        o = g.op("Reshape", [g.op("Transpose", [o], perm=[0, 1, 3, 2, 4, 5]), i64([1, h, h, c])])
+        if shift:
+            o = roll(roll(o, h - ws // 2, 1, h), h - ws // 2, 2, h)
+        x = g.op("Add", [x, o])
+        return g.op("Add", [x, g.linear(g.gelu(g.linear(g.layer_norm(x, c, eps=1e-5), c, 4 * c)), 4 * c, c)])
+
+    x = g.conv("input", 3, dims[0], 4, 4)
+    x = g.layer_norm(g.op("Transpose", [x], perm=[0, 2, 3, 1]), dims[0], eps=1e-5)
+    h = side // 4
+    for st, (c, n, nh) in enumerate(zip(dims, depths, heads)):
+        if st:  # patch merging: the four 2x2 phases side by side, LayerNorm, Linear to 2c
+            p = c // 2
+            parts = [g.op("Slice", [x, i64([a, b]), i64([h, h]), i64([1, 2]), i64([2, 2])]) for b, a in
+                     ((0, 0), (0, 1), (1, 0), (1, 1))]
+            h //= 2
+            x = g.op("MatMul", [g.layer_norm(g.op("Concat", parts, axis=-1), 4 * p, eps=1e-5),
+                                g.weight(4 * p, c, fan_in=4 * p)])
+        for i in range(n):
+            x = block(x, c, h, nh, i % 2 == 1)
+    x = g.op("ReduceMean", [g.layer_norm(x, dims[-1], eps=1e-5), i64([1, 2])], keepdims=0)
+    y = g.gemm(x, dims[-1], 1000)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])], opset=18)
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
-            "shufflenet_v2": shufflenet_v2}
+            "shufflenet_v2": shufflenet_v2, "yolov8n": yolov8n, "swin_tiny": swin_tiny}
 
 
 def main() -> None:

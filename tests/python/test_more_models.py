@@ -223,7 +223,8 @@ def _arch_models():
 
 
 @pytest.mark.parametrize("name", ["efficientnet_b0", "convnext_tiny", "llama_decoder", "mobilenet_v3_large",
-                                  "resnext50", "densenet121", "unet", "whisper_encoder", "shufflenet_v2"])
+                                  "resnext50", "densenet121", "unet", "whisper_encoder", "shufflenet_v2",
+                                  "yolov8n", "swin_tiny"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_unseen_architectures_match_onnxruntime(name, threads):
     """The benchmark's unseen architectures, each pattern at a small size (SiLU and squeeze-and-excitation in

@@ -597,3 +597,23 @@ def test_pow_by_two_or_a_half_joins_the_elementwise_group(exponent, becomes):
         assert "Pow(" not in text and text.count("tessera.FusedElementwise(") == 1, text
     x = np.abs(RNG.standard_normal((3, 5, 40))).astype(np.float32) + 0.1  # Sqrt and Pow(., 0.5) want x >= 0
     _check_vs_ort(model, feeds={"x": x})
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("b_shape,m_shape", [
+    ((3, 7, 7), (6, 1, 7, 7)),        # Swin's scores + [heads, L, L] bias + [windows, 1, L, L] mask
+    ((1, 3, 1, 7), (6, 1, 7, 1)),     # row and column broadcasts that no single view fits
+    ((6, 1, 7, 1), (1, 3, 1, 7)),
+])
+def test_elementwise_group_with_inputs_no_single_view_fits(b_shape, m_shape, threads):
+    """A fused elementwise group whose inputs broadcast in ways no one [outer, inner] view takes: the leading
+    dims are looped over, each input's block at its broadcast offset; against onnxruntime."""
+    nodes = [helper.make_node("Add", ["x", "b"], ["s"]), helper.make_node("Add", ["s", "m"], ["t"]),
+             helper.make_node("Sigmoid", ["t"], ["y"])]
+    b = _model(nodes, [_f("x", [6, 3, 7, 7]), _f("m", list(m_shape))], [_f("y", [6, 3, 7, 7])],
+               [_c("b", RNG.standard_normal(b_shape))])
+    feeds = {"x": RNG.standard_normal((6, 3, 7, 7)).astype(np.float32),
+             "m": RNG.standard_normal(m_shape).astype(np.float32)}
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
+    assert got.shape == want.shape and rel_err(got, want) <= 1e-6
