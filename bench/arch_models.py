@@ -459,7 +459,7 @@ def yolov8n(small: bool = False) -> onnx.ModelProto:
 
 def swin_tiny(small: bool = False) -> onnx.ModelProto:
     g = Graph(20)
-    side, dims, depths, heads, ws = (64, [16, 32, 64, 128], [2, 2, 2, 2], [1, 2, 4, 8], 4) if small else \
+    side, dims, depths, heads, ws = (64, [16, 32, 64, 128], [2, 2, 2, 2], [1, 2, 4, 8], 2) if small else \
         (224, [96, 192, 384, 768], [2, 2, 6, 2], [3, 6, 12, 24], 7)
     i64 = lambda v: g.const(v, np.int64)  # noqa: E731
 
