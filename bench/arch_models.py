@@ -26,6 +26,8 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
   5x5 MaxPools, nearest 2x Resize, two detection heads), 640 x 640.
 - swin_tiny: Swin-T (windows by 6-D Reshape / Transpose, cyclic shift by Slice + Concat, relative position
   bias and the shifted windows' mask added to the scores, patch merging by strided Slices), 224 x 224.
+- lstm_tagger: a sequence tagger, embeddings into 2 bidirectional LSTM layers of 512 (as nn.LSTM exports
+  them), 128 tokens.
 - whisper_encoder: a Whisper-style audio encoder (two Conv1d + GELU, 4 pre-LayerNorm transformer layers of 384,
   6 heads, over 500 frames), 80 mel bins x 1000 frames.
 """
@@ -513,10 +515,29 @@ def swin_tiny(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])], opset=18)
 
 
+def lstm_tagger(small: bool = False) -> onnx.ModelProto:
+    g = Graph(21)
+    vocab, d, hid, layers, seq, tags = (50, 16, 24, 2, 7, 5) if small else (10000, 256, 512, 2, 128, 50)
+    x = g.op("Gather", [g.const(g.rng.standard_normal((vocab, d)) * 0.1), "input_ids"])  # [seq, 1, d]
+    cin = d
+    for _ in range(layers):  # bidirectional, as nn.LSTM(bidirectional=True) exports it
+        w = g.weight(2, 4 * hid, cin, fan_in=cin)
+        r = g.weight(2, 4 * hid, hid, fan_in=hid)
+        b = g.const(g.rng.standard_normal((2, 8 * hid)) * 0.05)
+        y = g.op("LSTM", [x, w, r, b], n_out=1, hidden_size=hid, direction="bidirectional")  # [seq, 2, 1, hid]
+        x = g.op("Reshape", [g.op("Transpose", [y], perm=[0, 2, 1, 3]), g.const([seq, 1, 2 * hid], np.int64)])
+        cin = 2 * hid
+    y = g.op("Add", [g.op("MatMul", [x, g.weight(cin, tags, fan_in=cin)]), g.bias(tags)])
+    g.nodes.append(helper.make_node("Identity", [y], ["tag_scores"]))
+    return g.model([helper.make_tensor_value_info("input_ids", TensorProto.INT64, [seq, 1])],
+                   [helper.make_tensor_value_info("tag_scores", TensorProto.FLOAT, [seq, 1, tags])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
-            "shufflenet_v2": shufflenet_v2, "yolov8n": yolov8n, "swin_tiny": swin_tiny}
+            "shufflenet_v2": shufflenet_v2, "yolov8n": yolov8n, "swin_tiny": swin_tiny,
+            "lstm_tagger": lstm_tagger}
 
 
 def main() -> None:

@@ -18,6 +18,7 @@
 #include "kernels/x86/gemm.h"
 #include "kernels/x86/reduce.h"
 #include "kernels/x86/resize.h"
+#include "kernels/x86/rnn.h"
 
 namespace tessera::backends::cpu {
 
@@ -493,6 +494,67 @@ void resize_x86(KernelContext& ctx) {
                              y.data<float>(), ctx.pool());
 }
 
+// LSTM as kernels/x86/rnn.h takes it: the default activations, layout 0, no clip, peepholes, coupled
+// input-forget gate or sequence lengths; anything else the reference kernel.
+bool claims_lstm(const ir::Node& n) {
+  for (const char* a : {"activations", "activation_alpha", "activation_beta", "clip"})
+    if (n.attr(a)) return false;
+  const Attribute* lay = n.attr("layout");
+  const Attribute* inf = n.attr("input_forget");
+  const bool no_lens = n.inputs.size() <= 4 || !n.inputs[4];
+  const bool no_peep = n.inputs.size() <= 7 || !n.inputs[7];
+  return (!lay || lay->i == 0) && (!inf || inf->i == 0) && no_lens && no_peep;
+}
+
+void lstm_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  const Tensor& w0 = ctx.required_input(1);
+  const Tensor& r0 = ctx.required_input(2);
+  const std::string dir = ctx.attr_string("direction", "forward");
+  const int dirs = dir == "bidirectional" ? 2 : 1;
+  auto f32 = [](const Tensor* t) { return !t || t->dtype() == DType::f32; };
+  const Tensor* b0 = ctx.input(3);
+  const Tensor* h0 = ctx.input(5);
+  const Tensor* c0 = ctx.input(6);
+  const bool plain = (dir == "forward" || dir == "reverse" || dirs == 2) && x0.dtype() == DType::f32 &&
+                     f32(&w0) && f32(&r0) && f32(b0) && f32(h0) && f32(c0) && x0.rank() == 3 &&
+                     w0.rank() == 3 && r0.rank() == 3 && !ctx.input(4) && !ctx.input(7) &&
+                     ctx.attr_int("layout", 0) == 0 && !ctx.has_attr("clip") &&
+                     !ctx.has_attr("activations") && ctx.attr_int("input_forget", 0) == 0;
+  if (!plain) {
+    run_ref(ctx, "");
+    return;
+  }
+  kernels::x86::LstmParams p;
+  p.seq = x0.dim(0), p.batch = x0.dim(1), p.input = x0.dim(2), p.dirs = dirs, p.reverse = dir == "reverse";
+  p.hidden = w0.dim(1) / 4;
+  const int64_t H = p.hidden;
+  const Shape state{dirs, p.batch, H};
+  const bool shapes = w0.dim(0) == dirs && w0.dim(1) % 4 == 0 && w0.dim(2) == p.input && r0.dim(0) == dirs &&
+                      r0.dim(1) == 4 * H && r0.dim(2) == H && (!b0 || b0->shape() == Shape{dirs, 8 * H}) &&
+                      (!h0 || h0->shape() == state) && (!c0 || c0->shape() == state) &&
+                      ctx.attr_int("hidden_size", H) == H;
+  if (!shapes) {
+    run_ref(ctx, "");  // reports what does not match
+    return;
+  }
+  const Tensor x = x0.contiguous(), w = w0.contiguous(), r = r0.contiguous();
+  const Tensor b = b0 ? b0->contiguous() : Tensor(), hi = h0 ? h0->contiguous() : Tensor(),
+               ci = c0 ? c0->contiguous() : Tensor();
+  float* y = ctx.output_requested(0)
+                 ? ctx.output_for_overwrite(0, DType::f32, {p.seq, dirs, p.batch, H}).data<float>()
+                 : nullptr;
+  float* yh = ctx.num_outputs() > 1 && ctx.output_requested(1)
+                  ? ctx.output_for_overwrite(1, DType::f32, state).data<float>()
+                  : nullptr;
+  float* yc = ctx.num_outputs() > 2 && ctx.output_requested(2)
+                  ? ctx.output_for_overwrite(2, DType::f32, state).data<float>()
+                  : nullptr;
+  kernels::x86::lstm_f32(p, x.data<float>(), w.data<float>(), r.data<float>(), b0 ? b.data<float>() : nullptr,
+                         h0 ? hi.data<float>() : nullptr, c0 ? ci.data<float>() : nullptr, y, yh, yc,
+                         ctx.pool());
+}
+
 void max_pool_nchw_x86(KernelContext& ctx) {
   const Tensor& x0 = ctx.required_input(0);
   const auto ks = ctx.attr_ints("kernel_shape");
@@ -630,6 +692,7 @@ void register_x86_bindings() {
   add_tuned_kernel("", "MaxPool", claims_max_pool, max_pool_nchw_x86);
   add_tuned_kernel("", "ConvTranspose", claims_conv_transpose, conv_transpose_x86);
   add_tuned_kernel("", "Resize", {}, resize_x86);
+  add_tuned_kernel("", "LSTM", claims_lstm, lstm_x86);
   add_tuned_kernel("", "MatMul", {}, matmul_x86);
   using kernels::x86::ReduceKind;
   add_tuned_kernel("", "GlobalAveragePool", {},

@@ -1,0 +1,25 @@
+// LSTM (ONNX gate order i, o, f, c; sigmoid / tanh / tanh, no peepholes, clip or coupled input-forget gate),
+// layout 0 ([seq, batch, ...]), f32. Per direction the input's products for every step are one GEMM (with
+// both biases); each step then adds the recurrent product (a GEMV against R for batch 1, read in place) and
+// runs the gates as vector passes.
+#pragma once
+
+#include <cstdint>
+
+#include "core/thread_pool.h"
+
+namespace tessera::kernels::x86 {
+
+struct LstmParams {
+  int64_t seq = 0, batch = 0, input = 0, hidden = 0;
+  int dirs = 1;          // 2: bidirectional (direction 1 runs in reverse)
+  bool reverse = false;  // the single direction runs in reverse
+};
+
+// x [seq, batch, input], w [dirs, 4 hidden, input], r [dirs, 4 hidden, hidden], b [dirs, 8 hidden] or null,
+// h0 / c0 [dirs, batch, hidden] or null (zeros); y [seq, dirs, batch, hidden] or null, yh / yc
+// [dirs, batch, hidden] or null.
+void lstm_f32(const LstmParams& p, const float* x, const float* w, const float* r, const float* b,
+              const float* h0, const float* c0, float* y, float* yh, float* yc, ThreadPool* pool);
+
+}  // namespace tessera::kernels::x86
