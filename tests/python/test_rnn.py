@@ -1,4 +1,4 @@
-"""LSTM on the tuned kernel (kernels/x86/rnn.h: one GEMM of every step's input products, a GEMV per step, the
+"""LSTM and GRU on the tuned kernels (kernels/x86/rnn.h: one GEMM of every step's input products, a GEMV per step, the
 gates as vector passes; bidirectional ones a direction per thread at two threads), against onnxruntime:
 every direction, with and without biases and initial states, batches, all three outputs; and the forms the
 kernel leaves to the reference (sequence lengths, clip, peepholes, other activations)."""
@@ -72,3 +72,33 @@ def test_lstm_forms_left_to_the_reference(case):
     else:
         attrs = dict(activations=["HardSigmoid", "Tanh", "Tanh"] * 2)
     _check(*_lstm_model("bidirectional", True, True, ("y", "yh", "yc"), extra, **attrs), 2)
+
+
+def _gru_model(direction, bias, init, outs, lbr=1):
+    d = 2 if direction == "bidirectional" else 1
+    inits = [numpy_helper.from_array((RNG.standard_normal((d, 3 * H, I)) * 0.3).astype(np.float32), "w"),
+             numpy_helper.from_array((RNG.standard_normal((d, 3 * H, H)) * 0.3).astype(np.float32), "r")]
+    ins = ["x", "w", "r", "", "", ""]
+    if bias:
+        inits.append(numpy_helper.from_array((RNG.standard_normal((d, 6 * H)) * 0.3).astype(np.float32), "b"))
+        ins[3] = "b"
+    if init:
+        inits.append(numpy_helper.from_array(RNG.standard_normal((d, B, H)).astype(np.float32), "h0"))
+        ins[5] = "h0"
+    while ins and not ins[-1]:
+        ins.pop()
+    node = helper.make_node("GRU", ins, [n if n in outs else "" for n in ("y", "yh")], hidden_size=H,
+                            direction=direction, linear_before_reset=lbr)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, B, I])],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 8
+    return m.SerializeToString(), [S, B, I]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("bias,init", [(True, True), (False, False)])
+@pytest.mark.parametrize("lbr", [1, 0])  # 0: the reference kernel
+def test_gru_matches_onnxruntime(direction, bias, init, lbr, threads):
+    _check(*_gru_model(direction, bias, init, ("y", "yh"), lbr), threads)

@@ -555,6 +555,57 @@ void lstm_x86(KernelContext& ctx) {
                          ctx.pool());
 }
 
+// GRU as kernels/x86/rnn.h takes it: linear_before_reset 1 and otherwise as claims_lstm.
+bool claims_gru(const ir::Node& n) {
+  for (const char* a : {"activations", "activation_alpha", "activation_beta", "clip"})
+    if (n.attr(a)) return false;
+  const Attribute* lay = n.attr("layout");
+  const Attribute* lbr = n.attr("linear_before_reset");
+  return (!lay || lay->i == 0) && lbr && lbr->i == 1 && (n.inputs.size() <= 4 || !n.inputs[4]);
+}
+
+void gru_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  const Tensor& w0 = ctx.required_input(1);
+  const Tensor& r0 = ctx.required_input(2);
+  const std::string dir = ctx.attr_string("direction", "forward");
+  const int dirs = dir == "bidirectional" ? 2 : 1;
+  auto f32 = [](const Tensor* t) { return !t || t->dtype() == DType::f32; };
+  const Tensor* b0 = ctx.input(3);
+  const Tensor* h0 = ctx.input(5);
+  const bool plain = (dir == "forward" || dir == "reverse" || dirs == 2) && x0.dtype() == DType::f32 &&
+                     f32(&w0) && f32(&r0) && f32(b0) && f32(h0) && x0.rank() == 3 && w0.rank() == 3 &&
+                     r0.rank() == 3 && !ctx.input(4) && ctx.attr_int("layout", 0) == 0 &&
+                     !ctx.has_attr("clip") && !ctx.has_attr("activations") &&
+                     ctx.attr_int("linear_before_reset", 0) == 1;
+  if (!plain) {
+    run_ref(ctx, "");
+    return;
+  }
+  kernels::x86::LstmParams p;
+  p.seq = x0.dim(0), p.batch = x0.dim(1), p.input = x0.dim(2), p.dirs = dirs, p.reverse = dir == "reverse";
+  p.hidden = w0.dim(1) / 3;
+  const int64_t H = p.hidden;
+  const Shape state{dirs, p.batch, H};
+  const bool shapes = w0.dim(0) == dirs && w0.dim(1) % 3 == 0 && w0.dim(2) == p.input && r0.dim(0) == dirs &&
+                      r0.dim(1) == 3 * H && r0.dim(2) == H && (!b0 || b0->shape() == Shape{dirs, 6 * H}) &&
+                      (!h0 || h0->shape() == state) && ctx.attr_int("hidden_size", H) == H;
+  if (!shapes) {
+    run_ref(ctx, "");  // reports what does not match
+    return;
+  }
+  const Tensor x = x0.contiguous(), w = w0.contiguous(), r = r0.contiguous();
+  const Tensor b = b0 ? b0->contiguous() : Tensor(), hi = h0 ? h0->contiguous() : Tensor();
+  float* y = ctx.output_requested(0)
+                 ? ctx.output_for_overwrite(0, DType::f32, {p.seq, dirs, p.batch, H}).data<float>()
+                 : nullptr;
+  float* yh = ctx.num_outputs() > 1 && ctx.output_requested(1)
+                  ? ctx.output_for_overwrite(1, DType::f32, state).data<float>()
+                  : nullptr;
+  kernels::x86::gru_f32(p, x.data<float>(), w.data<float>(), r.data<float>(), b0 ? b.data<float>() : nullptr,
+                        h0 ? hi.data<float>() : nullptr, y, yh, ctx.pool());
+}
+
 void max_pool_nchw_x86(KernelContext& ctx) {
   const Tensor& x0 = ctx.required_input(0);
   const auto ks = ctx.attr_ints("kernel_shape");
@@ -693,6 +744,7 @@ void register_x86_bindings() {
   add_tuned_kernel("", "ConvTranspose", claims_conv_transpose, conv_transpose_x86);
   add_tuned_kernel("", "Resize", {}, resize_x86);
   add_tuned_kernel("", "LSTM", claims_lstm, lstm_x86);
+  add_tuned_kernel("", "GRU", claims_gru, gru_x86);
   add_tuned_kernel("", "MatMul", {}, matmul_x86);
   using kernels::x86::ReduceKind;
   add_tuned_kernel("", "GlobalAveragePool", {},

@@ -1,7 +1,7 @@
-// LSTM (ONNX gate order i, o, f, c; sigmoid / tanh / tanh, no peepholes, clip or coupled input-forget gate),
-// layout 0 ([seq, batch, ...]), f32. Per direction the input's products for every step are one GEMM (with
-// both biases); each step then adds the recurrent product (a GEMV against R for batch 1, read in place) and
-// runs the gates as vector passes.
+// LSTM and GRU. LSTM (ONNX gate order i, o, f, c; sigmoid / tanh / tanh, no peepholes, clip or coupled
+// input-forget gate), layout 0 ([seq, batch, ...]), f32. Per direction the input's products for every step
+// are one GEMM (with both biases); each step then adds the recurrent product (a GEMV against R for batch 1,
+// read in place) and runs the gates as vector passes.
 #pragma once
 
 #include <cstdint>
@@ -21,5 +21,10 @@ struct LstmParams {
 // [dirs, batch, hidden] or null.
 void lstm_f32(const LstmParams& p, const float* x, const float* w, const float* r, const float* b,
               const float* h0, const float* c0, float* y, float* yh, float* yc, ThreadPool* pool);
+
+// GRU with linear_before_reset = 1 (as PyTorch exports nn.GRU; gate order z, r, h; sigmoid / tanh): the same
+// shapes with 3 gates instead of 4 (LstmParams; no cell state). h~ = tanh(x Wh + Wbh + r (h Rh + Rbh)).
+void gru_f32(const LstmParams& p, const float* x, const float* w, const float* r, const float* b,
+             const float* h0, float* y, float* yh, ThreadPool* pool);
 
 }  // namespace tessera::kernels::x86
