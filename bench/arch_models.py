@@ -28,6 +28,8 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
   bias and the shifted windows' mask added to the scores, patch merging by strided Slices), 224 x 224.
 - lstm_tagger: a sequence tagger, embeddings into 2 bidirectional LSTM layers of 512 (as nn.LSTM exports
   them), 128 tokens.
+- t5_encoder: T5-small's encoder (6 layers of 512, relative position bias bucketed from Range / Log / Where and
+  gathered, as the exporter leaves it; T5LayerNorm written out; unscaled scores), 128 tokens.
 - whisper_encoder: a Whisper-style audio encoder (two Conv1d + GELU, 4 pre-LayerNorm transformer layers of 384,
   6 heads, over 500 frames), 80 mel bins x 1000 frames.
 """
@@ -533,11 +535,61 @@ def lstm_tagger(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("tag_scores", TensorProto.FLOAT, [seq, 1, tags])])
 
 
+def t5_encoder(small: bool = False) -> onnx.ModelProto:
+    g = Graph(22)
+    vocab, d, heads, ffn, layers, seq = (100, 32, 4, 64, 2, 12) if small else (32128, 512, 8, 2048, 6, 128)
+    hd, buckets, max_dist = d // heads, 32, 128
+    i64 = lambda v: g.const(v, np.int64)  # noqa: E731
+
+    def rms(x):  # T5LayerNorm: x * rsqrt(mean(x^2) + eps) * w, in float32
+        var = g.op("ReduceMean", [g.op("Pow", [x, g.const(2.0)]), i64([-1])], keepdims=1)
+        return g.op("Mul", [g.const(g.rng.uniform(0.8, 1.2, d)),
+                            g.op("Mul", [x, g.op("Reciprocal", [g.op("Sqrt", [g.op("Add", [var, g.const(1e-6)])])])])])
+
+    def proj(x, cin, cout):
+        return g.op("MatMul", [x, g.weight(cin, cout, fan_in=cin)])
+
+    def heads_of(x):
+        return g.op("Transpose", [g.op("Reshape", [x, i64([1, seq, heads, hd])])], perm=[0, 2, 1, 3])
+
+    # the relative position bias as the exporter leaves it: bucketed from Range over the sequence
+    pos = g.op("Range", [i64(0), g.op("Gather", [g.op("Shape", ["input_ids"]), i64(1)], axis=0), i64(1)])
+    rel = g.op("Sub", [g.op("Unsqueeze", [pos, i64([0])]), g.op("Unsqueeze", [pos, i64([1])])])  # memory - query
+    half = buckets // 2
+    side = g.op("Mul", [g.op("Cast", [g.op("Greater", [rel, i64(0)])], to=TensorProto.INT64), i64(half)])
+    a = g.op("Abs", [rel])
+    exact = half // 2
+    lg = g.op("Div", [g.op("Log", [g.op("Div", [g.op("Cast", [a], to=TensorProto.FLOAT), g.const(float(exact))])]),
+                      g.const(float(np.log(max_dist / exact)))])
+    large = g.op("Add", [i64(exact), g.op("Cast", [g.op("Mul", [lg, g.const(float(half - exact))])], to=TensorProto.INT64)])
+    large = g.op("Min", [large, i64(half - 1)])
+    bucket = g.op("Add", [side, g.op("Where", [g.op("Less", [a, i64(exact)]), a, large])])
+    bias = g.op("Gather", [g.const(g.rng.standard_normal((buckets, heads)) * 0.1), bucket])  # [L, L, heads]
+    bias = g.op("Unsqueeze", [g.op("Transpose", [bias], perm=[2, 0, 1]), i64([0])])  # [1, heads, L, L]
+
+    x = g.op("Gather", [g.const(g.rng.standard_normal((vocab, d)) * 0.05), "input_ids"])
+    for _ in range(layers):
+        h = rms(x)
+        # T5 scales no scores: its query weights are initialized 1/sqrt(head dim) smaller instead (random
+        # weights of the usual scale make the softmax so sharp that 1e-7 in a weight moves the output 1e-4)
+        wq = g.const(g.rng.standard_normal((d, d)) * np.sqrt(2.0 / d) / np.sqrt(hd))
+        q, k, v = heads_of(g.op("MatMul", [h, wq])), heads_of(proj(h, d, d)), heads_of(proj(h, d, d))
+        sc = g.op("Add", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])]), bias])
+        o = g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v])
+        o = g.op("Reshape", [g.op("Transpose", [o], perm=[0, 2, 1, 3]), i64([1, seq, d])])
+        x = g.op("Add", [x, proj(o, d, d)])
+        x = g.op("Add", [x, proj(g.op("Relu", [proj(rms(x), d, ffn)]), ffn, d)])
+    y = rms(x)
+    g.nodes.append(helper.make_node("Identity", [y], ["hidden"]))
+    return g.model([helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, seq])],
+                   [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, [1, seq, d])], opset=18)
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
             "shufflenet_v2": shufflenet_v2, "yolov8n": yolov8n, "swin_tiny": swin_tiny,
-            "lstm_tagger": lstm_tagger}
+            "lstm_tagger": lstm_tagger, "t5_encoder": t5_encoder}
 
 
 def main() -> None:
