@@ -494,19 +494,23 @@ void resize_x86(KernelContext& ctx) {
                              y.data<float>(), ctx.pool());
 }
 
-// LSTM as kernels/x86/rnn.h takes it: the default activations, layout 0, no clip, peepholes, coupled
-// input-forget gate or sequence lengths; anything else the reference kernel.
-bool claims_lstm(const ir::Node& n) {
+// LSTM (4 gates) and GRU (3, linear_before_reset 1) as kernels/x86/rnn.h takes them: the default
+// activations, layout 0, no clip or sequence lengths (LSTM: no peepholes or coupled input-forget gate);
+// anything else the reference kernel.
+bool claims_recurrent(const ir::Node& n, bool lstm) {
   for (const char* a : {"activations", "activation_alpha", "activation_beta", "clip"})
     if (n.attr(a)) return false;
   const Attribute* lay = n.attr("layout");
   const Attribute* inf = n.attr("input_forget");
+  const Attribute* lbr = n.attr("linear_before_reset");
   const bool no_lens = n.inputs.size() <= 4 || !n.inputs[4];
   const bool no_peep = n.inputs.size() <= 7 || !n.inputs[7];
-  return (!lay || lay->i == 0) && (!inf || inf->i == 0) && no_lens && no_peep;
+  return (!lay || lay->i == 0) && no_lens &&
+         (lstm ? (!inf || inf->i == 0) && no_peep : lbr != nullptr && lbr->i == 1);
 }
 
-void lstm_x86(KernelContext& ctx) {
+void recurrent_x86(KernelContext& ctx, bool lstm) {
+  const int gates = lstm ? 4 : 3;
   const Tensor& x0 = ctx.required_input(0);
   const Tensor& w0 = ctx.required_input(1);
   const Tensor& r0 = ctx.required_input(2);
@@ -515,95 +519,41 @@ void lstm_x86(KernelContext& ctx) {
   auto f32 = [](const Tensor* t) { return !t || t->dtype() == DType::f32; };
   const Tensor* b0 = ctx.input(3);
   const Tensor* h0 = ctx.input(5);
-  const Tensor* c0 = ctx.input(6);
+  const Tensor* c0 = lstm ? ctx.input(6) : nullptr;
   const bool plain = (dir == "forward" || dir == "reverse" || dirs == 2) && x0.dtype() == DType::f32 &&
                      f32(&w0) && f32(&r0) && f32(b0) && f32(h0) && f32(c0) && x0.rank() == 3 &&
-                     w0.rank() == 3 && r0.rank() == 3 && !ctx.input(4) && !ctx.input(7) &&
-                     ctx.attr_int("layout", 0) == 0 && !ctx.has_attr("clip") &&
-                     !ctx.has_attr("activations") && ctx.attr_int("input_forget", 0) == 0;
-  if (!plain) {
-    run_ref(ctx, "");
-    return;
-  }
+                     w0.rank() == 3 && r0.rank() == 3 && !ctx.input(4) && ctx.attr_int("layout", 0) == 0 &&
+                     !ctx.has_attr("clip") && !ctx.has_attr("activations") &&
+                     (lstm ? !ctx.input(7) && ctx.attr_int("input_forget", 0) == 0
+                           : ctx.attr_int("linear_before_reset", 0) == 1);
   kernels::x86::LstmParams p;
   p.seq = x0.dim(0), p.batch = x0.dim(1), p.input = x0.dim(2), p.dirs = dirs, p.reverse = dir == "reverse";
-  p.hidden = w0.dim(1) / 4;
+  p.hidden = w0.dim(1) / gates;
   const int64_t H = p.hidden;
   const Shape state{dirs, p.batch, H};
-  const bool shapes = w0.dim(0) == dirs && w0.dim(1) % 4 == 0 && w0.dim(2) == p.input && r0.dim(0) == dirs &&
-                      r0.dim(1) == 4 * H && r0.dim(2) == H && (!b0 || b0->shape() == Shape{dirs, 8 * H}) &&
-                      (!h0 || h0->shape() == state) && (!c0 || c0->shape() == state) &&
-                      ctx.attr_int("hidden_size", H) == H;
-  if (!shapes) {
-    run_ref(ctx, "");  // reports what does not match
+  if (!plain || w0.dim(0) != dirs || w0.dim(1) % gates != 0 || w0.dim(2) != p.input || r0.dim(0) != dirs ||
+      r0.dim(1) != gates * H || r0.dim(2) != H || (b0 && b0->shape() != Shape{dirs, 2 * gates * H}) ||
+      (h0 && h0->shape() != state) || (c0 && c0->shape() != state) || ctx.attr_int("hidden_size", H) != H) {
+    run_ref(ctx, "");  // the general kernel, which also reports what does not match
     return;
   }
   const Tensor x = x0.contiguous(), w = w0.contiguous(), r = r0.contiguous();
   const Tensor b = b0 ? b0->contiguous() : Tensor(), hi = h0 ? h0->contiguous() : Tensor(),
                ci = c0 ? c0->contiguous() : Tensor();
-  float* y = ctx.output_requested(0)
-                 ? ctx.output_for_overwrite(0, DType::f32, {p.seq, dirs, p.batch, H}).data<float>()
-                 : nullptr;
-  float* yh = ctx.num_outputs() > 1 && ctx.output_requested(1)
-                  ? ctx.output_for_overwrite(1, DType::f32, state).data<float>()
-                  : nullptr;
-  float* yc = ctx.num_outputs() > 2 && ctx.output_requested(2)
-                  ? ctx.output_for_overwrite(2, DType::f32, state).data<float>()
-                  : nullptr;
-  kernels::x86::lstm_f32(p, x.data<float>(), w.data<float>(), r.data<float>(), b0 ? b.data<float>() : nullptr,
-                         h0 ? hi.data<float>() : nullptr, c0 ? ci.data<float>() : nullptr, y, yh, yc,
-                         ctx.pool());
-}
-
-// GRU as kernels/x86/rnn.h takes it: linear_before_reset 1 and otherwise as claims_lstm.
-bool claims_gru(const ir::Node& n) {
-  for (const char* a : {"activations", "activation_alpha", "activation_beta", "clip"})
-    if (n.attr(a)) return false;
-  const Attribute* lay = n.attr("layout");
-  const Attribute* lbr = n.attr("linear_before_reset");
-  return (!lay || lay->i == 0) && lbr && lbr->i == 1 && (n.inputs.size() <= 4 || !n.inputs[4]);
-}
-
-void gru_x86(KernelContext& ctx) {
-  const Tensor& x0 = ctx.required_input(0);
-  const Tensor& w0 = ctx.required_input(1);
-  const Tensor& r0 = ctx.required_input(2);
-  const std::string dir = ctx.attr_string("direction", "forward");
-  const int dirs = dir == "bidirectional" ? 2 : 1;
-  auto f32 = [](const Tensor* t) { return !t || t->dtype() == DType::f32; };
-  const Tensor* b0 = ctx.input(3);
-  const Tensor* h0 = ctx.input(5);
-  const bool plain = (dir == "forward" || dir == "reverse" || dirs == 2) && x0.dtype() == DType::f32 &&
-                     f32(&w0) && f32(&r0) && f32(b0) && f32(h0) && x0.rank() == 3 && w0.rank() == 3 &&
-                     r0.rank() == 3 && !ctx.input(4) && ctx.attr_int("layout", 0) == 0 &&
-                     !ctx.has_attr("clip") && !ctx.has_attr("activations") &&
-                     ctx.attr_int("linear_before_reset", 0) == 1;
-  if (!plain) {
-    run_ref(ctx, "");
-    return;
-  }
-  kernels::x86::LstmParams p;
-  p.seq = x0.dim(0), p.batch = x0.dim(1), p.input = x0.dim(2), p.dirs = dirs, p.reverse = dir == "reverse";
-  p.hidden = w0.dim(1) / 3;
-  const int64_t H = p.hidden;
-  const Shape state{dirs, p.batch, H};
-  const bool shapes = w0.dim(0) == dirs && w0.dim(1) % 3 == 0 && w0.dim(2) == p.input && r0.dim(0) == dirs &&
-                      r0.dim(1) == 3 * H && r0.dim(2) == H && (!b0 || b0->shape() == Shape{dirs, 6 * H}) &&
-                      (!h0 || h0->shape() == state) && ctx.attr_int("hidden_size", H) == H;
-  if (!shapes) {
-    run_ref(ctx, "");  // reports what does not match
-    return;
-  }
-  const Tensor x = x0.contiguous(), w = w0.contiguous(), r = r0.contiguous();
-  const Tensor b = b0 ? b0->contiguous() : Tensor(), hi = h0 ? h0->contiguous() : Tensor();
-  float* y = ctx.output_requested(0)
-                 ? ctx.output_for_overwrite(0, DType::f32, {p.seq, dirs, p.batch, H}).data<float>()
-                 : nullptr;
-  float* yh = ctx.num_outputs() > 1 && ctx.output_requested(1)
-                  ? ctx.output_for_overwrite(1, DType::f32, state).data<float>()
-                  : nullptr;
-  kernels::x86::gru_f32(p, x.data<float>(), w.data<float>(), r.data<float>(), b0 ? b.data<float>() : nullptr,
-                        h0 ? hi.data<float>() : nullptr, y, yh, ctx.pool());
+  auto out = [&](size_t i, Shape s) {
+    return ctx.num_outputs() > i && ctx.output_requested(i)
+               ? ctx.output_for_overwrite(i, DType::f32, std::move(s)).data<float>()
+               : nullptr;
+  };
+  float* y = out(0, {p.seq, dirs, p.batch, H});
+  float* yh = out(1, state);
+  const float* bp = b0 ? b.data<float>() : nullptr;
+  const float* hp = h0 ? hi.data<float>() : nullptr;
+  if (lstm)
+    kernels::x86::lstm_f32(p, x.data<float>(), w.data<float>(), r.data<float>(), bp, hp,
+                           c0 ? ci.data<float>() : nullptr, y, yh, out(2, state), ctx.pool());
+  else
+    kernels::x86::gru_f32(p, x.data<float>(), w.data<float>(), r.data<float>(), bp, hp, y, yh, ctx.pool());
 }
 
 void max_pool_nchw_x86(KernelContext& ctx) {
@@ -743,8 +693,12 @@ void register_x86_bindings() {
   add_tuned_kernel("", "MaxPool", claims_max_pool, max_pool_nchw_x86);
   add_tuned_kernel("", "ConvTranspose", claims_conv_transpose, conv_transpose_x86);
   add_tuned_kernel("", "Resize", {}, resize_x86);
-  add_tuned_kernel("", "LSTM", claims_lstm, lstm_x86);
-  add_tuned_kernel("", "GRU", claims_gru, gru_x86);
+  add_tuned_kernel(
+      "", "LSTM", [](const ir::Node& n) { return claims_recurrent(n, true); },
+      [](KernelContext& c) { recurrent_x86(c, true); });
+  add_tuned_kernel(
+      "", "GRU", [](const ir::Node& n) { return claims_recurrent(n, false); },
+      [](KernelContext& c) { recurrent_x86(c, false); });
   add_tuned_kernel("", "MatMul", {}, matmul_x86);
   using kernels::x86::ReduceKind;
   add_tuned_kernel("", "GlobalAveragePool", {},

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <math.h>
+#include <stdint.h>
 #include <simde/x86/avx512.h>
 #include <string.h>
 
@@ -86,8 +87,18 @@ static inline simde__m512 tessera_emu_mm512_scalef_ps(simde__m512 a, simde__m512
   }
   return simde_mm512_loadu_ps(x);
 }
+// vcvttps2dq: truncation; NaN and out-of-range lanes give INT32_MIN as on the hardware.
+static inline simde__m512i tessera_emu_mm512_cvttps_epi32(simde__m512 a) {
+  float x[16];
+  int32_t r[16];
+  simde_mm512_storeu_ps(x, a);
+  for (int i = 0; i < 16; ++i) r[i] = x[i] > -2147483904.0f && x[i] < 2147483648.0f ? (int32_t)x[i] : INT32_MIN;
+  return simde_mm512_loadu_si512(r);
+}
 #undef _mm512_scalef_ps
 #define _mm512_scalef_ps tessera_emu_mm512_scalef_ps
+#undef _mm512_cvttps_epi32
+#define _mm512_cvttps_epi32 tessera_emu_mm512_cvttps_epi32
 #define _mm512_mask_loadu_ps tessera_emu_mm512_mask_loadu_ps
 #define _mm512_maskz_loadu_ps tessera_emu_mm512_maskz_loadu_ps
 #define _mm512_mask_storeu_ps tessera_emu_mm512_mask_storeu_ps
