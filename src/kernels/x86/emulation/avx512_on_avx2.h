@@ -95,8 +95,17 @@ static inline simde__m512i tessera_emu_mm512_cvttps_epi32(simde__m512 a) {
   for (int i = 0; i < 16; ++i) r[i] = x[i] > -2147483904.0f && x[i] < 2147483648.0f ? (int32_t)x[i] : INT32_MIN;
   return simde_mm512_loadu_si512(r);
 }
+static inline simde__m512 tessera_emu_mm512_cvtepi32_ps(simde__m512i a) {
+  int32_t x[16];
+  float r[16];
+  simde_mm512_storeu_si512(x, a);
+  for (int i = 0; i < 16; ++i) r[i] = (float)x[i];
+  return simde_mm512_loadu_ps(r);
+}
 #undef _mm512_scalef_ps
 #define _mm512_scalef_ps tessera_emu_mm512_scalef_ps
+#undef _mm512_cvtepi32_ps
+#define _mm512_cvtepi32_ps tessera_emu_mm512_cvtepi32_ps
 #undef _mm512_cvttps_epi32
 #define _mm512_cvttps_epi32 tessera_emu_mm512_cvttps_epi32
 #define _mm512_mask_loadu_ps tessera_emu_mm512_mask_loadu_ps
