@@ -185,6 +185,13 @@ void layout_nhwc(ir::Graph& g) {
     twin[v] = t;
     return t;
   };
+  // The NHWC twin of y, written by f: a new value of y's shape permuted to channels-last.
+  auto twin_out = [&](ir::Node* f, ir::Value* y) {
+    ir::Value* yt =
+        new_value(g, y->name + "_nhwc", ir::TypeInfo::tensor(DType::f32, permuted(*y->type.shape, kToNhwc)));
+    g.connect_output(f, yt);
+    twin[y] = yt;
+  };
   for (ir::Node* n : nodes) {
     if (is_onnx_op(n, "Transpose") && n->inputs.size() == 1 && n->outputs.size() == 1 && n->outputs[0]) {
       const auto perm = ints_attr(n, "perm", {});
@@ -226,11 +233,7 @@ void layout_nhwc(ir::Graph& g) {
         else
           g.connect_input(f, constant(g, v->name + "_nhwc", to_nhwc_constant(*v->initializer)));
       }
-      ir::Value* y = n->outputs[0];
-      ir::Value* yt = new_value(g, y->name + "_nhwc",
-                                ir::TypeInfo::tensor(DType::f32, permuted(*y->type.shape, kToNhwc)));
-      g.connect_output(f, yt);
-      twin[y] = yt;
+      twin_out(f, n->outputs[0]);
       old.push_back(n);
       continue;
     }
@@ -248,12 +251,7 @@ void layout_nhwc(ir::Graph& g) {
         set_attr_int(f, "axis", kToNchw[size_t(a)]);
         g.connect_input(f, twin[n->inputs[0]]);
         for (size_t i = 1; i < n->inputs.size(); ++i) g.connect_input(f, n->inputs[i]);
-        for (ir::Value* y : n->outputs) {
-          ir::Value* yt = new_value(g, y->name + "_nhwc",
-                                    ir::TypeInfo::tensor(DType::f32, permuted(*y->type.shape, kToNhwc)));
-          g.connect_output(f, yt);
-          twin[y] = yt;
-        }
+        for (ir::Value* y : n->outputs) twin_out(f, y);
         old.push_back(n);
         continue;
       }
@@ -325,11 +323,7 @@ void layout_nhwc(ir::Graph& g) {
         f->opset = n->opset;
         set_attr_int(f, "axis", kToNchw[size_t(a)]);
         for (ir::Value* v : n->inputs) g.connect_input(f, nhwc_of(v));
-        ir::Value* y = n->outputs[0];
-        ir::Value* yt = new_value(g, y->name + "_nhwc",
-                                  ir::TypeInfo::tensor(DType::f32, permuted(*y->type.shape, kToNhwc)));
-        g.connect_output(f, yt);
-        twin[y] = yt;
+        twin_out(f, n->outputs[0]);
         old.push_back(n);
         continue;
       }
@@ -349,9 +343,6 @@ void layout_nhwc(ir::Graph& g) {
     }
     const bool conv = convertible_conv(g, n), pool = !conv && convertible_pool(n);
     if (!conv && !pool) continue;
-    ir::Value* y = n->outputs[0];
-    ir::Value* yt =
-        new_value(g, y->name + "_nhwc", ir::TypeInfo::tensor(DType::f32, permuted(*y->type.shape, kToNhwc)));
     ir::Node* f = g.add_node(conv                      ? "FusedConv"
                              : n->op_type == "MaxPool" ? "NhwcMaxPool"
                                                        : "NhwcAveragePool",
@@ -446,8 +437,7 @@ void layout_nhwc(ir::Graph& g) {
       g.connect_input(f, n->inputs.size() > 2 ? n->inputs[2] : nullptr);
       g.connect_input(f, n->inputs.size() > 3 ? nhwc_of(n->inputs[3]) : nullptr);
     }
-    g.connect_output(f, yt);
-    twin[y] = yt;
+    twin_out(f, n->outputs[0]);
     old.push_back(n);
   }
   if (old.empty()) return;
