@@ -1011,7 +1011,7 @@ void grouped_row_portable(const GroupedRowArgs& a, const float*) {
   for (int64_t ox = 0; ox < a.ow; ++ox)
     for (int64_t o = 0; o < a.oc; ++o) {
       const int64_t in0 = o / a.cpg_out * a.cpg_in;
-      const float* wo = a.wp + o / 16 * taps * a.slots * 16 + o % 16;
+      const float* wo = a.wp + o / 16 * taps * a.cpg_in * 16 + o % 16;
       float s = a.bias ? a.bias[o] : 0.0f;
       for (int64_t r = 0; r < a.kh; ++r) {
         const int64_t iy = a.iy0 + r * a.dh;
@@ -1020,7 +1020,7 @@ void grouped_row_portable(const GroupedRowArgs& a, const float*) {
           const int64_t ix = ox * a.sw + a.ix0 + q * a.dw;
           if (ix < 0 || ix >= a.w) continue;
           const float* xp = a.x + (iy * a.w + ix) * a.c + in0;
-          const float* wt = wo + (r * a.kw + q) * a.slots * 16;
+          const float* wt = wo + (r * a.kw + q) * a.cpg_in * 16;
           for (int64_t j = 0; j < a.cpg_in; ++j) s += xp[j] * wt[j * 16];
         }
       }
@@ -1052,8 +1052,7 @@ void conv_grouped(const Conv2dParams& p, const float* x, const float* wp, const 
                 const int64_t img = t / oh, oy = t % oh;
                 GroupedRowArgs a{};
                 a.x = x + img * p.h * p.w * p.c;
-                a.h = p.h, a.w = p.w, a.c = p.c, a.wp = wp, a.oc = p.oc, a.cpg_in = ci, a.cpg_out = co,
-                a.slots = ci;
+                a.h = p.h, a.w = p.w, a.c = p.c, a.wp = wp, a.oc = p.oc, a.cpg_in = ci, a.cpg_out = co;
                 a.permute = co % 16 != 0;
                 a.kh = p.kh, a.kw = p.kw, a.sw = p.sw, a.dh = p.dh, a.dw = p.dw;
                 a.iy0 = oy * p.sh - p.pad_t, a.ix0 = -p.pad_l, a.ow = ow;

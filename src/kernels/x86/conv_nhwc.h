@@ -250,8 +250,8 @@ float grouped_nhwc_packed_at(const float* wp, const Conv2dParams& p, int64_t o, 
 struct GroupedRowArgs {
   const float* x;  // image base [h][w][c]
   int64_t h, w, c;
-  const float* wp;  // packed weights, all blocks
-  int64_t oc, cpg_in, cpg_out, slots;
+  const float* wp;                       // packed weights, all blocks
+  int64_t oc, cpg_in, cpg_out;           // cpg_in: also the weight slots a block has per tap
   bool permute;                          // C / groups = OC / groups < 16, else a block lies in one group
   int64_t kh, kw, sw, dh, dw, iy0, ix0;  // iy0 = oy*sh - pad_t, ix0 = -pad_l
   int64_t ow;                            // output columns

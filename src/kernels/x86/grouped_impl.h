@@ -29,7 +29,7 @@ template <class V, int PX, int NB, bool PERMUTE, bool FULL>
 inline __attribute__((always_inline)) void tile(const GroupedRowArgs& a, int64_t ox, int64_t blk,
                                                 const float* zeros, const dw3::Epilogue<V>& ep) {
   constexpr int W = V::kWidth, S = 16 / W;
-  const int64_t c = a.c, cb = blk * 16, slots = a.slots, taps = a.kh * a.kw;
+  const int64_t c = a.c, cb = blk * 16, slots = a.cpg_in, taps = a.kh * a.kw;
   // the input channels the block reads: its own 16 (permute), or its group's (broadcast)
   const int64_t in0 = PERMUTE ? cb : cb / a.cpg_out * a.cpg_in;
   const float* wb = a.wp + blk * taps * slots * 16;
@@ -113,7 +113,7 @@ template <class V, int PX, int SW, bool FULL>
 inline __attribute__((always_inline)) void tile3(const GroupedRowArgs& a, int64_t ox, int64_t blk,
                                                  const float* zeros, const dw3::Epilogue<V>& ep) {
   constexpr int NP = (PX - 1) * SW + 3;  // input columns the tile reads
-  const int64_t c = a.c, cb = blk * 16, slots = a.slots;
+  const int64_t c = a.c, cb = blk * 16, slots = a.cpg_in;
   const float* wb = a.wp + blk * a.kh * 3 * slots * 16;
   const typename V::mask m = V::tail_mask(int(std::min<int64_t>(a.oc - cb, 16)));
   typename V::vec acc[PX];
