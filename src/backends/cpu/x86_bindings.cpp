@@ -509,7 +509,10 @@ bool claims_recurrent(const ir::Node& n, bool lstm) {
          (lstm ? (!inf || inf->i == 0) && no_peep : lbr != nullptr && lbr->i == 1);
 }
 
-void recurrent_x86(KernelContext& ctx, bool lstm) {
+// ONNX LSTM / GRU (W and R in place) or tessera.PackedRecurrent (packed by the pack_recurrent pass).
+void recurrent_x86(KernelContext& ctx, bool lstm, bool packed) {
+  using kernels::x86::PackedB;
+  const char* domain = packed ? "tessera" : "";
   const int gates = lstm ? 4 : 3;
   const Tensor& x0 = ctx.required_input(0);
   const Tensor& w0 = ctx.required_input(1);
@@ -522,24 +525,57 @@ void recurrent_x86(KernelContext& ctx, bool lstm) {
   const Tensor* c0 = lstm ? ctx.input(6) : nullptr;
   const bool plain = (dir == "forward" || dir == "reverse" || dirs == 2) && x0.dtype() == DType::f32 &&
                      f32(&w0) && f32(&r0) && f32(b0) && f32(h0) && f32(c0) && x0.rank() == 3 &&
-                     w0.rank() == 3 && r0.rank() == 3 && !ctx.input(4) && ctx.attr_int("layout", 0) == 0 &&
-                     !ctx.has_attr("clip") && !ctx.has_attr("activations") &&
+                     !ctx.input(4) && ctx.attr_int("layout", 0) == 0 && !ctx.has_attr("clip") &&
+                     !ctx.has_attr("activations") &&
                      (lstm ? !ctx.input(7) && ctx.attr_int("input_forget", 0) == 0
                            : ctx.attr_int("linear_before_reset", 0) == 1);
   kernels::x86::LstmParams p;
-  p.seq = x0.dim(0), p.batch = x0.dim(1), p.input = x0.dim(2), p.dirs = dirs, p.reverse = dir == "reverse";
-  p.hidden = w0.dim(1) / gates;
-  const int64_t H = p.hidden;
+  p.seq = x0.rank() == 3 ? x0.dim(0) : 0, p.batch = x0.rank() == 3 ? x0.dim(1) : 0;
+  p.input = x0.rank() == 3 ? x0.dim(2) : 0, p.dirs = dirs, p.reverse = dir == "reverse";
+  p.hidden = packed ? ctx.attr_int("hidden_size", 0) : w0.rank() == 3 ? w0.dim(1) / gates : 0;
+  const int64_t H = p.hidden, G = gates * H;
   const Shape state{dirs, p.batch, H};
-  if (!plain || w0.dim(0) != dirs || w0.dim(1) % gates != 0 || w0.dim(2) != p.input || r0.dim(0) != dirs ||
-      r0.dim(1) != gates * H || r0.dim(2) != H || (b0 && b0->shape() != Shape{dirs, 2 * gates * H}) ||
-      (h0 && h0->shape() != state) || (c0 && c0->shape() != state) || ctx.attr_int("hidden_size", H) != H) {
-    run_ref(ctx, "");  // the general kernel, which also reports what does not match
+  // the weights: in place ([dirs, G, input], [dirs, G, H]) or dirs packings each
+  bool weights_ok = false;
+  std::vector<PackedB> packs;
+  if (packed) {
+    const int64_t kc_w = ctx.attr_int("kc_w", 0), kc_r = ctx.attr_int("kc_r", 0), nr = ctx.attr_int("nr", 0);
+    weights_ok = ctx.attr_string("cell", "") == (lstm ? "LSTM" : "GRU") && H > 0 &&
+                 ctx.attr_int("input_size", 0) == p.input && nr == PackedB::native_nr() &&
+                 kc_w == PackedB::kc_for(p.input, G) && kc_r == PackedB::kc_for(H, G) &&
+                 size_t(w0.numel()) == size_t(dirs) * PackedB::packed_floats(p.input, G, kc_w, nr) &&
+                 size_t(r0.numel()) == size_t(dirs) * PackedB::packed_floats(H, G, kc_r, nr) &&
+                 w0.is_contiguous() && r0.is_contiguous();
+    if (weights_ok)
+      for (int d = 0; d < 2 * dirs; ++d) {
+        const bool is_w = d < dirs;
+        const int64_t k = is_w ? p.input : H, kc = is_w ? kc_w : kc_r;
+        const size_t per = PackedB::packed_floats(k, G, kc, nr);
+        const Tensor& t = is_w ? w0 : r0;
+        packs.push_back(
+            PackedB::view(t.data<float>() + size_t(is_w ? d : d - dirs) * per, k, G, kc, nr, nullptr));
+      }
+  } else {
+    weights_ok = w0.rank() == 3 && r0.rank() == 3 && w0.dim(0) == dirs && w0.dim(1) % gates == 0 &&
+                 w0.dim(2) == p.input && r0.dim(0) == dirs && r0.dim(1) == G && r0.dim(2) == H;
+  }
+  if (!plain || !weights_ok || (b0 && b0->shape() != Shape{dirs, 2 * G}) || (h0 && h0->shape() != state) ||
+      (c0 && c0->shape() != state) || ctx.attr_int("hidden_size", H) != H) {
+    run_ref(ctx, domain);  // the general kernel, which also reports what does not match
     return;
   }
-  const Tensor x = x0.contiguous(), w = w0.contiguous(), r = r0.contiguous();
+  const Tensor x = x0.contiguous();
+  const Tensor w = packed ? Tensor() : w0.contiguous(), r = packed ? Tensor() : r0.contiguous();
   const Tensor b = b0 ? b0->contiguous() : Tensor(), hi = h0 ? h0->contiguous() : Tensor(),
                ci = c0 ? c0->contiguous() : Tensor();
+  kernels::x86::RnnWeights wr;
+  if (packed) {
+    wr.w_packed = packs.data();
+    wr.r_packed = packs.data() + dirs;
+  } else {
+    wr.w = w.data<float>();
+    wr.r = r.data<float>();
+  }
   auto out = [&](size_t i, Shape s) {
     return ctx.num_outputs() > i && ctx.output_requested(i)
                ? ctx.output_for_overwrite(i, DType::f32, std::move(s)).data<float>()
@@ -550,10 +586,16 @@ void recurrent_x86(KernelContext& ctx, bool lstm) {
   const float* bp = b0 ? b.data<float>() : nullptr;
   const float* hp = h0 ? hi.data<float>() : nullptr;
   if (lstm)
-    kernels::x86::lstm_f32(p, x.data<float>(), w.data<float>(), r.data<float>(), bp, hp,
-                           c0 ? ci.data<float>() : nullptr, y, yh, out(2, state), ctx.pool());
+    kernels::x86::lstm_f32(p, x.data<float>(), wr, bp, hp, c0 ? ci.data<float>() : nullptr, y, yh,
+                           out(2, state), ctx.pool());
   else
-    kernels::x86::gru_f32(p, x.data<float>(), w.data<float>(), r.data<float>(), bp, hp, y, yh, ctx.pool());
+    kernels::x86::gru_f32(p, x.data<float>(), wr, bp, hp, y, yh, ctx.pool());
+}
+
+void packed_recurrent_x86(KernelContext& ctx) {
+  const std::string cell = ctx.attr_string("cell", "");
+  if (cell != "LSTM" && cell != "GRU") return run_ref(ctx, "tessera");  // reports it
+  recurrent_x86(ctx, cell == "LSTM", true);
 }
 
 void max_pool_nchw_x86(KernelContext& ctx) {
@@ -695,10 +737,11 @@ void register_x86_bindings() {
   add_tuned_kernel("", "Resize", {}, resize_x86);
   add_tuned_kernel(
       "", "LSTM", [](const ir::Node& n) { return claims_recurrent(n, true); },
-      [](KernelContext& c) { recurrent_x86(c, true); });
+      [](KernelContext& c) { recurrent_x86(c, true, false); });
   add_tuned_kernel(
       "", "GRU", [](const ir::Node& n) { return claims_recurrent(n, false); },
-      [](KernelContext& c) { recurrent_x86(c, false); });
+      [](KernelContext& c) { recurrent_x86(c, false, false); });
+  add_tuned_kernel("tessera", "PackedRecurrent", {}, packed_recurrent_x86);
   add_tuned_kernel("", "MatMul", {}, matmul_x86);
   using kernels::x86::ReduceKind;
   add_tuned_kernel("", "GlobalAveragePool", {},

@@ -1,11 +1,13 @@
 // Reference kernels: rnn family (RNN, GRU, LSTM), all directions, layouts,
-// activations (with alpha/beta), clip, peepholes, sequence_lens and initial states.
+// activations (with alpha/beta), clip, peepholes, sequence_lens and initial states; and
+// tessera.PackedRecurrent (W and R read back from their GEMM panels, then the ONNX op's kernel).
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "kernels/ref/misc_util.h"
 #include "kernels/ref/registry.h"
+#include "kernels/x86/gemm.h"
 
 namespace tessera::kernels::ref {
 namespace {
@@ -75,11 +77,10 @@ std::vector<Activation> activations(const KernelContext& ctx, std::vector<std::s
 
 enum class Cell { rnn, gru, lstm };
 
-void recurrent(KernelContext& ctx, Cell cell) {
+// The op with weights W and R (the node's inputs 1 and 2, or unpacked from them).
+void recurrent(KernelContext& ctx, Cell cell, const Tensor& W, const Tensor& R) {
   const int gates = cell == Cell::rnn ? 1 : (cell == Cell::gru ? 3 : 4);
   const Tensor& X = ctx.required_input(0);
-  const Tensor& W = ctx.required_input(1);
-  const Tensor& R = ctx.required_input(2);
   ctx.check(is_std_float(X.dtype()), "X must be float, got ", X.text());
   const int64_t layout = ctx.attr_int("layout", 0);
   ctx.check(layout == 0 || layout == 1, "layout must be 0 or 1");
@@ -241,13 +242,46 @@ void recurrent(KernelContext& ctx, Cell cell) {
 }
 
 void rnn(KernelContext& ctx) {
-  recurrent(ctx, Cell::rnn);
+  recurrent(ctx, Cell::rnn, ctx.required_input(1), ctx.required_input(2));
 }
 void gru(KernelContext& ctx) {
-  recurrent(ctx, Cell::gru);
+  recurrent(ctx, Cell::gru, ctx.required_input(1), ctx.required_input(2));
 }
 void lstm(KernelContext& ctx) {
-  recurrent(ctx, Cell::lstm);
+  recurrent(ctx, Cell::lstm, ctx.required_input(1), ctx.required_input(2));
+}
+
+// tessera.PackedRecurrent: per direction the packed W_d^T (input x gates hidden) and R_d^T (hidden x gates
+// hidden) read back into the ONNX op's [dirs, gates hidden, input] and [dirs, gates hidden, hidden].
+void packed_recurrent(KernelContext& ctx) {
+  using x86::PackedB;
+  const std::string cell_name = ctx.attr_string("cell", "");
+  ctx.check(cell_name == "LSTM" || cell_name == "GRU", "cell must be LSTM or GRU, got '", cell_name, "'");
+  const Cell cell = cell_name == "LSTM" ? Cell::lstm : Cell::gru;
+  const int64_t gates = cell == Cell::lstm ? 4 : 3;
+  const int64_t dirs = ctx.attr_string("direction", "forward") == "bidirectional" ? 2 : 1;
+  const int64_t H = ctx.required_attr_int("hidden_size"), I = ctx.required_attr_int("input_size");
+  const int64_t kc_w = ctx.required_attr_int("kc_w"), kc_r = ctx.required_attr_int("kc_r");
+  const int64_t nr = ctx.required_attr_int("nr");
+  ctx.check(H > 0 && I > 0 && kc_w > 0 && kc_r > 0 && nr > 0,
+            "hidden_size, input_size, kc_w, kc_r and nr must be positive");
+  // (k x n) panels per direction, read back transposed: t[d][j][p] = op^T element (p, j)
+  auto unpack = [&](size_t i, int64_t k, int64_t kc, const char* what) {
+    const Tensor& pk = ctx.required_input(i);
+    const int64_t n = gates * H;
+    const size_t per = PackedB::packed_floats(k, n, kc, nr);
+    ctx.check(pk.dtype() == DType::f32 && size_t(pk.numel()) == size_t(dirs) * per, what, " has ", pk.text(),
+              ", expected float32[", size_t(dirs) * per, "] (packed)");
+    Tensor t(DType::f32, {dirs, n, k});
+    const Tensor src = pk.contiguous();
+    for (int64_t d = 0; d < dirs; ++d)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t p = 0; p < k; ++p)
+          t.data<float>()[(d * n + j) * k + p] =
+              PackedB::at(src.data<float>() + size_t(d) * per, k, n, kc, nr, p, j);
+    return t;
+  };
+  recurrent(ctx, cell, unpack(1, I, kc_w, "W"), unpack(2, H, kc_r, "R"));
 }
 
 }  // namespace
@@ -256,6 +290,7 @@ void register_rnn_kernels(KernelTable& t) {
   t.add("RNN", rnn);
   t.add("GRU", gru);
   t.add("LSTM", lstm);
+  t.add("PackedRecurrent", packed_recurrent, "tessera");
 }
 
 }  // namespace tessera::kernels::ref
