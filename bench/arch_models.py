@@ -30,6 +30,11 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
   them), 128 tokens.
 - t5_encoder: T5-small's encoder (6 layers of 512, relative position bias bucketed from Range / Log / Where and
   gathered, as the exporter leaves it; T5LayerNorm written out; unscaled scores), 128 tokens.
+- sd_unet: a Stable-Diffusion-style denoising U-Net (diffusers' UNet2DModel layout: ResNet blocks of GroupNorm
+  -> SiLU -> 3x3 conv with the timestep embedding added, GroupNorm exported as opset 17 writes it: Reshape /
+  InstanceNormalization / Reshape / Mul / Add; self-attention blocks over the pixels at the two lower levels;
+  sinusoidal timestep embedding by Exp / Sin / Cos / Concat; strided-conv down, nearest Resize + conv up),
+  a 4 x 64 x 64 latent, channels 128 / 256 / 256.
 - whisper_encoder: a Whisper-style audio encoder (two Conv1d + GELU, 4 pre-LayerNorm transformer layers of 384,
   6 heads, over 500 frames), 80 mel bins x 1000 frames.
 """
@@ -585,11 +590,72 @@ def t5_encoder(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, [1, seq, d])], opset=18)
 
 
+def sd_unet(small: bool = False) -> onnx.ModelProto:
+    g = Graph(19)
+    # small: heads of 16 over 4 x 4 pixels, K^T square (the attention binding once read it as K there)
+    side, chans, groups, temb_c = (8, (16, 16), 4, 64) if small else (64, (128, 256, 256), 32, 512)
+
+    def group_norm(x, c, hw):  # nn.GroupNorm at opset 17
+        r = g.op("Reshape", [x, g.const([0, groups, -1], np.int64)])
+        n = g.op("InstanceNormalization", [r, g.const(np.ones(groups)), g.const(np.zeros(groups))], epsilon=1e-5)
+        n = g.op("Reshape", [n, g.const([1, c, hw, hw], np.int64)])
+        gamma = g.const(g.rng.uniform(0.8, 1.2, (c, 1, 1)))
+        return g.op("Add", [g.op("Mul", [n, gamma]), g.const(g.rng.standard_normal((c, 1, 1)) * 0.05)])
+
+    def resnet(x, cin, cout, hw, temb):
+        h = g.conv(g.silu(group_norm(x, cin, hw)), cin, cout, 3)
+        t = g.op("Unsqueeze", [g.gemm(g.silu(temb), temb_c, cout), g.const([2, 3], np.int64)])
+        h = g.op("Add", [h, t])
+        h = g.conv(g.silu(group_norm(h, cout, hw)), cout, cout, 3)
+        skip = g.conv(x, cin, cout, 1) if cin != cout else x
+        return g.op("Add", [skip, h])
+
+    def attention(x, c, hw):  # one head, as diffusers' AttentionBlock at these widths
+        h = group_norm(x, c, hw)
+        t = g.op("Transpose", [g.op("Reshape", [h, g.const([1, c, hw * hw], np.int64)])], perm=[0, 2, 1])
+        q, k, v = (g.linear(t, c, c) for _ in range(3))
+        sc = g.op("Mul", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 2, 1])]), g.const(c ** -0.5)])
+        a = g.linear(g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v]), c, c)
+        a = g.op("Reshape", [g.op("Transpose", [a], perm=[0, 2, 1]), g.const([1, c, hw, hw], np.int64)])
+        return g.op("Add", [a, x])
+
+    half = chans[0] // 2  # sinusoidal timestep embedding
+    freqs = g.const(np.exp(-np.log(10000.0) * np.arange(half) / half).reshape(1, half))
+    arg = g.op("Mul", [g.op("Unsqueeze", ["timestep", g.const([1], np.int64)]), freqs])
+    emb = g.op("Concat", [g.op("Sin", [arg]), g.op("Cos", [arg])], axis=-1)
+    temb = g.gemm(g.silu(g.gemm(emb, chans[0], temb_c)), temb_c, temb_c)
+    x = g.conv("sample", 4, chans[0], 3)
+    c, hw, skips = chans[0], side, []
+    for i, cout in enumerate(chans):
+        x = resnet(x, c, cout, hw, temb)
+        c = cout
+        if i > 0:
+            x = attention(x, c, hw)
+        skips.append((x, c))
+        if i + 1 < len(chans):
+            x = g.conv(x, c, c, 3, 2)
+            hw //= 2
+    x = attention(resnet(x, c, c, hw, temb), c, hw)
+    for i, (skip, sc) in enumerate(reversed(skips)):
+        x = resnet(g.op("Concat", [x, skip], axis=1), c + sc, sc, hw, temb)
+        c = sc
+        if i + 1 < len(chans):
+            if len(chans) - 1 - i > 0 and i == 0:
+                x = attention(x, c, hw)
+            x = g.conv(g.op("Resize", [x, "", g.const([1.0, 1.0, 2.0, 2.0])], mode="nearest"), c, c, 3)
+            hw *= 2
+    y = g.conv(g.silu(group_norm(x, c, hw)), c, 4, 3)
+    g.nodes.append(helper.make_node("Identity", [y], ["noise"]))
+    return g.model([helper.make_tensor_value_info("sample", TensorProto.FLOAT, [1, 4, side, side]),
+                    helper.make_tensor_value_info("timestep", TensorProto.FLOAT, [1])],
+                   [helper.make_tensor_value_info("noise", TensorProto.FLOAT, [1, 4, side, side])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
             "shufflenet_v2": shufflenet_v2, "yolov8n": yolov8n, "swin_tiny": swin_tiny,
-            "lstm_tagger": lstm_tagger, "t5_encoder": t5_encoder}
+            "lstm_tagger": lstm_tagger, "t5_encoder": t5_encoder, "sd_unet": sd_unet}
 
 
 def main() -> None:

@@ -224,18 +224,20 @@ def _arch_models():
 
 @pytest.mark.parametrize("name", ["efficientnet_b0", "convnext_tiny", "llama_decoder", "mobilenet_v3_large",
                                   "resnext50", "densenet121", "unet", "whisper_encoder", "shufflenet_v2",
-                                  "yolov8n", "swin_tiny", "lstm_tagger", "t5_encoder"])
+                                  "yolov8n", "swin_tiny", "lstm_tagger", "t5_encoder", "sd_unet"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_unseen_architectures_match_onnxruntime(name, threads):
     """The benchmark's unseen architectures, each pattern at a small size (SiLU and squeeze-and-excitation in
     NHWC, Transposes around LayerNorm folded into the layout, SiLU in GEMM epilogues), against onnxruntime."""
     model = _arch_models().BUILDERS[name](small=True)
     data = model.SerializeToString()
-    inp = model.graph.input[0]
-    dims = [d.dim_value for d in inp.type.tensor_type.shape.dim]
     rng = np.random.default_rng(3)
-    feeds = {inp.name: rng.integers(0, 50, dims).astype(np.int64) if name in ("llama_decoder", "lstm_tagger", "t5_encoder")
-             else rng.standard_normal(dims).astype(np.float32)}
+    feeds = {}
+    for inp in model.graph.input:
+        dims = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+        feeds[inp.name] = (rng.integers(0, 50, dims).astype(np.int64)
+                           if inp.type.tensor_type.elem_type == TensorProto.INT64
+                           else rng.standard_normal(dims).astype(np.float32))
     ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
     ours = tessera.InferenceSession(data, tessera.SessionOptions(threads=threads)).run(None, feeds)
     for a, b in zip(ours, ref):

@@ -174,6 +174,14 @@ TEST(X86Attention, FoldedTransposesReadAndWriteInPlace) {
                      {"out_perm", attr_ints({2, 1, 0})}},
                     nullptr, "out perm moving D");
   }
+  // single-head attention over a U-Net's pixels: K^T = Transpose(K [1, L, D]) read as K itself, where
+  // Lk = D makes K and K^T the same shape (was read as K^T: wrong)
+  for (int64_t l : {16, 24}) {
+    std::vector<DataValue> px = {rand_f32({1, l, l}, g), rand_f32({1, l, l}, g), rand_f32({1, l, l}, g)};
+    check_perm_case(px,
+                    {{"scale", attr_f(0.25f)}, {"k_transposed", attr_i(1)}, {"k_perm", attr_ints({0, 2, 1})}},
+                    &pool, "square K^T");
+  }
   // a perm that is not a permutation is an error, not a crash
   PoolCtx bad("FusedAttention", {rand_f32({2, 4, 8}, g), rand_f32({2, 8, 4}, g), rand_f32({2, 4, 8}, g)},
               {{"k_transposed", attr_i(1)}, {"q_perm", attr_ints({0, 0, 2})}}, 1);

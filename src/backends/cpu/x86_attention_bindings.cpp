@@ -145,11 +145,12 @@ void fused_attention_x86(KernelContext& ctx) {
   }
   // K^T whose rows are contiguous (K [.., Lk, D] viewed transposed, as heads split from [B, L, H*D]
   // give it) is read as K itself.
-  const Tensor kt = a.k_transposed && k0->dim(-1) > 1 && k0->strides()[size_t(r - 1)] != 1 &&
-                            k0->strides()[size_t(r - 2)] == 1
-                        ? swap_last(*k0)
-                        : *k0;
-  if (kt.shape() != k0->shape()) a.k_transposed = false;
+  // (Whether it was swapped is not in the shapes: they agree when Lk = D, and a U-Net's attention over 16 x
+  // 16 pixels of 256 channels then read K^T as K.)
+  const bool read_as_k = a.k_transposed && k0->dim(-1) > 1 && k0->strides()[size_t(r - 1)] != 1 &&
+                         k0->strides()[size_t(r - 2)] == 1;
+  const Tensor kt = read_as_k ? swap_last(*k0) : *k0;
+  if (read_as_k) a.k_transposed = false;
   Tensor qk, kk, vk;
   matrix_operand(*q0, qk, a.q);
   matrix_operand(kt, kk, a.k);
