@@ -371,6 +371,33 @@ TEST(X86Eltwise, LayerNormMatchesRef) {
   }
 }
 
+TEST(X86Eltwise, InstanceNormMatchesRef) {
+  std::mt19937 g(14);
+  for (EltIsa isa : isas()) {
+    ForceIsa f(isa);
+    for (int64_t len : kSizes)
+      for (auto [n, c] : {std::pair<int64_t, int64_t>{3, 5}, {2, 5}, {4, 3}}) {
+        // a thread's rows may start inside an item and cross into the next: each channel its own parameters
+        const Tensor x = rand_f32({n, c, len}, g, -4.0f, 6.0f), s = rand_f32({c}, g), b = rand_f32({c}, g);
+        const AttrMap at = {{"epsilon", attr_f(1e-3f)}};
+        expect_close(run_tuned("InstanceNormalization", {x, s, b}, at, 1, 23, true)[0].tensor,
+                     tessera::testing::run_ref("InstanceNormalization", {x, s, b}, at)[0].tensor, 1e-5, 2e-5,
+                     "InstanceNorm " + x.describe());
+      }
+    // rank 4, and a GroupNorm's export (Reshape [1, groups, -1]) with a mean far from zero
+    const Tensor x = rand_f32({2, 3, 7, 9}, g), s = rand_f32({3}, g), b = rand_f32({3}, g);
+    expect_close(run_tuned("InstanceNormalization", {x, s, b})[0].tensor,
+                 tessera::testing::run_ref("InstanceNormalization", {x, s, b})[0].tensor, 1e-5, 2e-5,
+                 "InstanceNorm rank 4");
+    const Tensor gx = rand_f32({1, 4, 3000}, g, 40.0f, 44.0f), gs = rand_f32({4}, g), gb = rand_f32({4}, g);
+    expect_close(run_tuned("InstanceNormalization", {gx, gs, gb}, {}, 1, 23, true)[0].tensor,
+                 tessera::testing::run_ref("InstanceNormalization", {gx, gs, gb})[0].tensor, 1e-4, 1e-4,
+                 "InstanceNorm offset mean");
+    // a scale of the wrong length: the reference's error, not a read past it
+    EXPECT_THROW(run_tuned("InstanceNormalization", {x, rand_f32({2}, g), b}), Error);
+  }
+}
+
 TEST(X86Eltwise, TransposeMatchesRef) {
   std::mt19937 g(5);
   const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {

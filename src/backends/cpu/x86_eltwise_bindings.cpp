@@ -161,6 +161,20 @@ void layernorm_x86(KernelContext& ctx) {
                      x.numel() / len, len, ctx.attr_float("epsilon", 1e-5f), ctx.pool());
 }
 
+// InstanceNormalization over x [N, C, D1, ...]: each (n, c) row of D1 x ... values.
+void instancenorm_x86(KernelContext& ctx) {
+  const Tensor* x0 = ctx.input(0);
+  const Tensor* s0 = ctx.input(1);
+  const Tensor* b0 = ctx.input(2);
+  if (!is_f32(x0) || !is_f32(s0) || !is_f32(b0) || x0->rank() < 3) return run_ref(ctx);
+  const int64_t n = x0->dim(0), c = x0->dim(1), len = prod(x0->shape(), 2, size_t(x0->rank()));
+  if (s0->numel() != c || b0->numel() != c || len == 0) return run_ref(ctx);  // reports it
+  const Tensor x = x0->contiguous(), s = s0->contiguous(), b = b0->contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, x.shape());
+  x86::instancenorm_f32(x.data<float>(), s.data<float>(), b.data<float>(), y.data<float>(), n, c, len,
+                        ctx.attr_float("epsilon", 1e-5f), ctx.pool());
+}
+
 void transpose_x86(KernelContext& ctx) {
   const Tensor* x0 = ctx.input(0);
   if (!is_f32(x0)) return run_ref(ctx);
@@ -298,6 +312,7 @@ const Entry kEntries[] = {
     {"Div", binary_x86<x86::BinaryOp::div>, 2, 2},
     {"Softmax", softmax_x86, 1, 1},
     {"LayerNormalization", layernorm_x86, 2, 3},
+    {"InstanceNormalization", instancenorm_x86, 3, 3},
     {"Transpose", transpose_x86, 1, 1},
     {"Gelu", gelu_x86, 1, 1},
 };

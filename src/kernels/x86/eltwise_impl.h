@@ -437,10 +437,12 @@ void online_softmax_rows_kernel(float* s, int64_t lds, int64_t rows, int64_t len
   }
 }
 
-// LayerNorm per row, two passes for the statistics (mean, then the squared deviations).
+// LayerNorm per row, two passes for the statistics (mean, then the squared deviations). The scale and bias
+// are per element of a row, or with row_params one value per row (InstanceNormalization: row r's are
+// scale[r], bias[r]).
 template <class O>
 void layernorm_rows_kernel(const float* x, const float* scale, const float* bias, float* y, int64_t rows,
-                           int64_t len, float eps) {
+                           int64_t len, float eps, bool row_params) {
   using V = typename O::V;
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * len;
@@ -466,7 +468,15 @@ void layernorm_rows_kernel(const float* x, const float* scale, const float* bias
       q0 = O::fma(d, d, q0);
     }
     const float var = len ? O::hsum(O::add(q0, q1)) / float(len) : 0.0f;
-    const V inv = O::set1(1.0f / __builtin_sqrtf(var + eps));
+    const float inv_s = 1.0f / __builtin_sqrtf(var + eps);
+    if (row_params) {  // y = (x - mean) * (inv scale[r]) + bias[r]
+      const V a = O::set1(inv_s * scale[r]), b = O::set1(bias ? bias[r] : 0.0f);
+      i = 0;
+      for (; i + O::W <= len; i += O::W) O::store(yr + i, O::fma(O::sub(O::load(xr + i), mv), a, b));
+      if (i < len) O::storen(yr + i, O::fma(O::sub(O::loadn(xr + i, len - i, 0.0f), mv), a, b), len - i);
+      continue;
+    }
+    const V inv = O::set1(inv_s);
     i = 0;
     for (; i + O::W <= len; i += O::W) {
       V v = O::mul(O::mul(O::sub(O::load(xr + i), mv), inv), O::load(scale + i));
