@@ -35,6 +35,9 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
   InstanceNormalization / Reshape / Mul / Add; self-attention blocks over the pixels at the two lower levels;
   sinusoidal timestep embedding by Exp / Sin / Cos / Concat; strided-conv down, nearest Resize + conv up),
   a 4 x 64 x 64 latent, channels 128 / 256 / 256.
+- wav2vec2_base: wav2vec 2.0 base (a raw-waveform feature encoder of seven Conv1d + GELU, the first with a
+  GroupNorm of a group per channel; feature projection; a positional Conv1d of 128 taps in 16 groups; 12
+  post-LayerNorm transformer layers of 768), 1 s of 16 kHz audio.
 - whisper_encoder: a Whisper-style audio encoder (two Conv1d + GELU, 4 pre-LayerNorm transformer layers of 384,
   6 heads, over 500 frames), 80 mel bins x 1000 frames.
 """
@@ -651,11 +654,58 @@ def sd_unet(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("noise", TensorProto.FLOAT, [1, 4, side, side])])
 
 
+def wav2vec2_base(small: bool = False) -> onnx.ModelProto:
+    g = Graph(20)
+    samples, c, d, heads, ffn, layers, pos_k, pos_g = ((1600, 32, 48, 4, 96, 1, 16, 4) if small else
+                                                       (16000, 512, 768, 12, 3072, 12, 128, 16))
+    hd = d // heads
+
+    def conv1d(x, cin, cout, k, s, pad=0, groups=1, bias=False):
+        w = g.weight(cout, cin // groups, k, fan_in=cin // groups * k)
+        return g.op("Conv", [x, w] + ([g.bias(cout)] if bias else []), kernel_shape=[k], strides=[s],
+                    pads=[pad, pad], group=groups)
+
+    x = g.op("Unsqueeze", ["input_values", g.const([1], np.int64)])  # [1, 1, samples]
+    x = conv1d(x, 1, c, 10, 5)
+    frames = (samples - 10) // 5 + 1
+    r = g.op("Reshape", [x, g.const([0, c, -1], np.int64)])  # GroupNorm(c, c) as opset 17 writes it
+    n = g.op("InstanceNormalization", [r, g.const(np.ones(c)), g.const(np.zeros(c))], epsilon=1e-5)
+    n = g.op("Reshape", [n, g.const([1, c, frames], np.int64)])
+    x = g.gelu(g.op("Add", [g.op("Mul", [n, g.const(g.rng.uniform(0.8, 1.2, (c, 1)))]),
+                            g.const(g.rng.standard_normal((c, 1)) * 0.05)]))
+    for k in (3, 3, 3, 3, 2, 2):
+        x = g.gelu(conv1d(x, c, c, k, 2))
+        frames = (frames - k) // 2 + 1
+    x = g.linear(g.layer_norm(g.op("Transpose", [x], perm=[0, 2, 1]), c, eps=1e-5), c, d)  # [1, frames, d]
+    p = conv1d(g.op("Transpose", [x], perm=[0, 2, 1]), d, d, pos_k, 1, pos_k // 2, pos_g, bias=True)
+    p = g.op("Slice", [p, g.const([0], np.int64), g.const([frames], np.int64), g.const([2], np.int64)])
+    x = g.op("Add", [x, g.op("Transpose", [g.gelu(p)], perm=[0, 2, 1])])
+    x = g.layer_norm(x, d, eps=1e-5)
+
+    def heads_of(t):  # [1, frames, d] -> [1, heads, frames, hd]
+        return g.op("Transpose", [g.op("Reshape", [t, g.const([1, frames, heads, hd], np.int64)])],
+                    perm=[0, 2, 1, 3])
+
+    for _ in range(layers):
+        q = heads_of(g.op("Mul", [g.linear(x, d, d), g.const(hd ** -0.5)]))
+        k = g.op("Transpose", [g.op("Reshape", [g.linear(x, d, d), g.const([1, frames, heads, hd], np.int64)])],
+                 perm=[0, 2, 3, 1])
+        v = heads_of(g.linear(x, d, d))
+        a = g.op("MatMul", [g.op("Softmax", [g.op("MatMul", [q, k])], axis=-1), v])
+        a = g.op("Reshape", [g.op("Transpose", [a], perm=[0, 2, 1, 3]), g.const([1, frames, d], np.int64)])
+        x = g.layer_norm(g.op("Add", [x, g.linear(a, d, d)]), d, eps=1e-5)
+        x = g.layer_norm(g.op("Add", [x, g.linear(g.gelu(g.linear(x, d, ffn)), ffn, d)]), d, eps=1e-5)
+    g.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"]))
+    return g.model([helper.make_tensor_value_info("input_values", TensorProto.FLOAT, [1, samples])],
+                   [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [1, frames, d])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
             "shufflenet_v2": shufflenet_v2, "yolov8n": yolov8n, "swin_tiny": swin_tiny,
-            "lstm_tagger": lstm_tagger, "t5_encoder": t5_encoder, "sd_unet": sd_unet}
+            "lstm_tagger": lstm_tagger, "t5_encoder": t5_encoder, "sd_unet": sd_unet,
+            "wav2vec2_base": wav2vec2_base}
 
 
 def main() -> None:

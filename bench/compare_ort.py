@@ -3,7 +3,7 @@
 runs, median and p90 of each, and the ratio tessera/ort (< 1: Tessera is faster). onnxruntime runs
 with all graph optimizations on and the same thread count, through its Python API, as a user would.
 
-  python3 bench/compare_ort.py [MODEL ...] [--threads 1 2] [--runs 20]
+  python3 bench/compare_ort.py [MODEL ...] [--threads 1 2] [--runs 20] [--dim batch=4 ...]
 MODEL: a name from assets/models (rebuilt into build/models) or a path to an .onnx file.
 Also prints session-creation time and Tessera's planned peak intermediate memory.
 """
@@ -40,14 +40,17 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=15)
     p.add_argument("--gap", type=float, default=0.1, help="idle seconds before each block of runs (see tessera.bench)")
     p.add_argument("--block", type=int, default=5, help="back-to-back runs per turn (see tessera.bench)")
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
+                   help="a symbolic input dim's value (default batch=1, seq=16; e.g. --dim batch=4 --dim seq=128)")
     a = p.parse_args()
+    dims = {k: int(v) for k, v in (d.split("=", 1) for d in a.dim)}
     print(f"| model | threads | tessera median ms | ort median ms | ratio | tessera p90 | ort p90 | "
           f"first run after idle (tessera / ort) | create tessera s | create ort s | max rel err |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in a.models:
         path = model_path(name)
         model = onnx.load(path)
-        feeds = make_feeds(model, seed=1)
+        feeds = make_feeds(model, seed=1, dims=dims)
         # The error column also covers the tensors feeding the outputs (ViT's zero-initialized head
         # makes its logits 0 whatever the encoder computes); timing uses the model as it is.
         probed = with_probe_outputs(model).SerializeToString()
