@@ -38,6 +38,8 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
 - wav2vec2_base: wav2vec 2.0 base (a raw-waveform feature encoder of seven Conv1d + GELU, the first with a
   GroupNorm of a group per channel; feature projection; a positional Conv1d of 128 taps in 16 groups; 12
   post-LayerNorm transformer layers of 768), 1 s of 16 kHz audio.
+- inception_v3: torchvision's Inception-v3 (factorized 1x7 / 7x1 and 1x3 / 3x1 convs, unpadded stride-2 3x3
+  reductions, 3x3 average pools of stride 1 in the branches, four- and six-way Concats), 299 x 299.
 - whisper_encoder: a Whisper-style audio encoder (two Conv1d + GELU, 4 pre-LayerNorm transformer layers of 384,
   6 heads, over 500 frames), 80 mel bins x 1000 frames.
 """
@@ -700,12 +702,88 @@ def wav2vec2_base(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [1, frames, d])])
 
 
+def inception_v3(small: bool = False) -> onnx.ModelProto:
+    g = Graph(21)
+    side = 75 if small else 299
+    w = (lambda c: max(4, c // 8)) if small else (lambda c: c)  # channel widths
+
+    def cbr(x, cin, cout, kh, kw=None, stride=1, pad=None):  # BasicConv2d, BatchNorm folded: conv + bias, ReLU
+        kw = kh if kw is None else kw
+        ph, pw = (kh // 2, kw // 2) if pad is None else (pad, pad)
+        wt = g.weight(cout, cin, kh, kw, fan_in=cin * kh * kw)
+        c = g.op("Conv", [x, wt, g.bias(cout)], kernel_shape=[kh, kw], strides=[stride, stride],
+                 pads=[ph, pw, ph, pw])
+        return g.op("Relu", [c])
+
+    def avg3(x):
+        return g.op("AveragePool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1],
+                    count_include_pad=1)
+
+    def max3(x):
+        return g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2])
+
+    def block_a(x, cin, pool):
+        b1 = cbr(x, cin, w(64), 1)
+        b5 = cbr(cbr(x, cin, w(48), 1), w(48), w(64), 5)
+        b3 = cbr(cbr(cbr(x, cin, w(64), 1), w(64), w(96), 3), w(96), w(96), 3)
+        bp = cbr(avg3(x), cin, w(pool), 1)
+        return g.op("Concat", [b1, b5, b3, bp], axis=1), w(64) + w(64) + w(96) + w(pool)
+
+    def block_b(x, cin):
+        b3 = cbr(x, cin, w(384), 3, stride=2, pad=0)
+        bd = cbr(cbr(cbr(x, cin, w(64), 1), w(64), w(96), 3), w(96), w(96), 3, stride=2, pad=0)
+        return g.op("Concat", [b3, bd, max3(x)], axis=1), w(384) + w(96) + cin
+
+    def block_c(x, cin, c7):
+        b1 = cbr(x, cin, w(192), 1)
+        b7 = cbr(cbr(cbr(x, cin, w(c7), 1), w(c7), w(c7), 1, 7), w(c7), w(192), 7, 1)
+        bd = cbr(x, cin, w(c7), 1)
+        for i, (kh, kw) in enumerate([(7, 1), (1, 7), (7, 1), (1, 7)]):
+            bd = cbr(bd, w(c7), w(192) if i == 3 else w(c7), kh, kw)
+        bp = cbr(avg3(x), cin, w(192), 1)
+        return g.op("Concat", [b1, b7, bd, bp], axis=1), 4 * w(192)
+
+    def block_d(x, cin):
+        b3 = cbr(cbr(x, cin, w(192), 1), w(192), w(320), 3, stride=2, pad=0)
+        b7 = cbr(cbr(cbr(x, cin, w(192), 1), w(192), w(192), 1, 7), w(192), w(192), 7, 1)
+        b7 = cbr(b7, w(192), w(192), 3, stride=2, pad=0)
+        return g.op("Concat", [b3, b7, max3(x)], axis=1), w(320) + w(192) + cin
+
+    def block_e(x, cin):
+        b1 = cbr(x, cin, w(320), 1)
+        b3 = cbr(x, cin, w(384), 1)
+        b3 = g.op("Concat", [cbr(b3, w(384), w(384), 1, 3), cbr(b3, w(384), w(384), 3, 1)], axis=1)
+        bd = cbr(cbr(x, cin, w(448), 1), w(448), w(384), 3)
+        bd = g.op("Concat", [cbr(bd, w(384), w(384), 1, 3), cbr(bd, w(384), w(384), 3, 1)], axis=1)
+        bp = cbr(avg3(x), cin, w(192), 1)
+        return g.op("Concat", [b1, b3, bd, bp], axis=1), w(320) + 4 * w(384) + w(192)
+
+    x = cbr("input", 3, w(32), 3, stride=2, pad=0)
+    x = cbr(x, w(32), w(32), 3, pad=0)
+    x = max3(cbr(x, w(32), w(64), 3))
+    x = max3(cbr(cbr(x, w(64), w(80), 1), w(80), w(192), 3, pad=0))
+    c = w(192)
+    for pool in (32, 64, 64):
+        x, c = block_a(x, c, pool)
+    x, c = block_b(x, c)
+    for c7 in ([128] if small else [128, 160, 160, 192]):
+        x, c = block_c(x, c, c7)
+    x, c = block_d(x, c)
+    for _ in range(1 if small else 2):
+        x, c = block_e(x, c)
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
+    y = g.gemm(x, c, 1000)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
             "shufflenet_v2": shufflenet_v2, "yolov8n": yolov8n, "swin_tiny": swin_tiny,
             "lstm_tagger": lstm_tagger, "t5_encoder": t5_encoder, "sd_unet": sd_unet,
-            "wav2vec2_base": wav2vec2_base}
+            "wav2vec2_base": wav2vec2_base, "inception_v3": inception_v3}
 
 
 def main() -> None:
