@@ -40,6 +40,10 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
   post-LayerNorm transformer layers of 768), 1 s of 16 kHz audio.
 - inception_v3: torchvision's Inception-v3 (factorized 1x7 / 7x1 and 1x3 / 3x1 convs, unpadded stride-2 3x3
   reductions, 3x3 average pools of stride 1 in the branches, four- and six-way Concats), 299 x 299.
+- mobilevit_s: MobileViT-S (inverted residuals with SiLU; MobileViT blocks: a local 3x3 + 1x1 conv, the map
+  unfolded into 2 x 2 patches by Reshape / Transpose as HuggingFace's model writes it, pre-LayerNorm
+  transformer layers over the patches with the four pixel positions as the batch, folded back, fused with
+  the input by Concat + 3x3 conv), 256 x 256.
 - whisper_encoder: a Whisper-style audio encoder (two Conv1d + GELU, 4 pre-LayerNorm transformer layers of 384,
   6 heads, over 500 frames), 80 mel bins x 1000 frames.
 """
@@ -778,12 +782,74 @@ def inception_v3(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
 
 
+def mobilevit_s(small: bool = False) -> onnx.ModelProto:
+    g = Graph(22)
+    side = 64 if small else 256
+
+    def mv2(x, cin, cout, stride):  # inverted residual, expansion 4, SiLU
+        h = g.silu(g.conv(x, cin, 4 * cin, 1))
+        h = g.silu(g.conv(h, 4 * cin, 4 * cin, 3, stride, groups=4 * cin))
+        h = g.conv(h, 4 * cin, cout, 1)
+        return g.op("Add", [h, x]) if stride == 1 and cin == cout else h
+
+    def mvit(x, c, d, layers, hw):
+        heads, n = 4, hw * hw // 4
+        y = g.conv(g.silu(g.conv(x, c, c, 3)), c, d, 1, bias=False)
+        # unfold: [1, d, hw, hw] -> [4, n, d] (patch position as the batch)
+        t = g.op("Reshape", [y, g.const([d * hw // 2, 2, hw // 2, 2], np.int64)])
+        t = g.op("Reshape", [g.op("Transpose", [t], perm=[0, 2, 1, 3]), g.const([1, d, n, 4], np.int64)])
+        t = g.op("Reshape", [g.op("Transpose", [t], perm=[0, 3, 2, 1]), g.const([4, n, d], np.int64)])
+        hd = d // heads
+
+        def split(z):  # [4, n, d] -> [4, heads, n, hd]
+            return g.op("Transpose", [g.op("Reshape", [z, g.const([4, n, heads, hd], np.int64)])], perm=[0, 2, 1, 3])
+
+        for _ in range(layers):
+            h = g.layer_norm(t, d, eps=1e-5)
+            q, k, v = split(g.linear(h, d, d)), split(g.linear(h, d, d)), split(g.linear(h, d, d))
+            sc = g.op("Div", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])]),
+                              g.const(np.sqrt(hd))])
+            a = g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v])
+            a = g.op("Reshape", [g.op("Transpose", [a], perm=[0, 2, 1, 3]), g.const([4, n, d], np.int64)])
+            t = g.op("Add", [t, g.linear(a, d, d)])
+            h = g.layer_norm(t, d, eps=1e-5)
+            t = g.op("Add", [t, g.linear(g.silu(g.linear(h, d, 2 * d)), 2 * d, d)])
+        t = g.layer_norm(t, d, eps=1e-5)
+        # fold back: [4, n, d] -> [1, d, hw, hw]
+        t = g.op("Reshape", [g.op("Transpose", [g.op("Reshape", [t, g.const([1, 4, n, d], np.int64)])],
+                                  perm=[0, 3, 2, 1]), g.const([d * hw // 2, hw // 2, 2, 2], np.int64)])
+        t = g.op("Reshape", [g.op("Transpose", [t], perm=[0, 2, 1, 3]), g.const([1, d, hw, hw], np.int64)])
+        y = g.silu(g.conv(t, d, c, 1))
+        return g.silu(g.conv(g.op("Concat", [x, y], axis=1), 2 * c, c, 3))
+
+    x = g.silu(g.conv("input", 3, 16, 3, 2))
+    hw = side // 2
+    x = mv2(x, 16, 32, 1)
+    x = mv2(x, 32, 64, 2)
+    hw //= 2
+    x = mv2(mv2(x, 64, 64, 1), 64, 64, 1)
+    stages = [(96, 144, 2), (128, 192, 4), (160, 240, 3)] if not small else [(48, 64, 1), (64, 80, 1)]
+    c = 64
+    for cout, d, layers in stages:
+        x = mv2(x, c, cout, 2)
+        hw //= 2
+        x = mvit(x, cout, d, layers, hw)
+        c = cout
+    x = g.silu(g.conv(x, c, 4 * c, 1))
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
+    y = g.gemm(x, 4 * c, 1000)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
             "shufflenet_v2": shufflenet_v2, "yolov8n": yolov8n, "swin_tiny": swin_tiny,
             "lstm_tagger": lstm_tagger, "t5_encoder": t5_encoder, "sd_unet": sd_unet,
-            "wav2vec2_base": wav2vec2_base, "inception_v3": inception_v3}
+            "wav2vec2_base": wav2vec2_base, "inception_v3": inception_v3,
+            "mobilevit_s": mobilevit_s}
 
 
 def main() -> None:

@@ -405,6 +405,53 @@ void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape,
       yoff += q * oo[size_t(k)];
     }
   };
+  if (A == B && dA < 16 && r >= 3) {
+    // Short runs (MobileViT's 2 x 2 patches unfolded: runs of 2 floats): per run a memcpy call and the
+    // div / mod of its offsets ran at 1 GB/s. Instead the runs of the output's next-innermost axis C are
+    // copied in a loop of a compile-time width, the other axes stepped as an odometer.
+    const int64_t C = p[size_t(r - 2)], dC = d[size_t(C)], isC = is[size_t(C)];
+    std::vector<int64_t> rd, ri, ro;  // the axes but A and C, input order (last fastest)
+    for (int64_t q = 0; q < r; ++q)
+      if (q != A && q != C)
+        rd.push_back(d[size_t(q)]), ri.push_back(is[size_t(q)]), ro.push_back(os_in[size_t(q)]);
+    const int64_t rows = numel / (dA * dC);
+    parallel_for(numel >= (1 << 14) ? pool : nullptr, rows, std::max<int64_t>(1, 4096 / (dA * dC)),
+                 [&](int64_t s, int64_t e) {
+                   std::vector<int64_t> digit(rd.size());
+                   int64_t xoff = 0, yoff = 0;
+                   for (int64_t q = int64_t(rd.size()) - 1, o = s; q >= 0; --q) {
+                     digit[size_t(q)] = o % rd[size_t(q)];
+                     o /= rd[size_t(q)];
+                     xoff += digit[size_t(q)] * ri[size_t(q)];
+                     yoff += digit[size_t(q)] * ro[size_t(q)];
+                   }
+                   for (int64_t o = s; o < e; ++o) {
+                     const float* xs = x + xoff;
+                     float* yd = y + yoff;  // C's runs are adjacent in y (it is next to A there)
+                     switch (dA) {
+                       case 2:
+                         for (int64_t c = 0; c < dC; ++c) std::memcpy(yd + 2 * c, xs + c * isC, 8);
+                         break;
+                       case 4:
+                         for (int64_t c = 0; c < dC; ++c) std::memcpy(yd + 4 * c, xs + c * isC, 16);
+                         break;
+                       case 8:
+                         for (int64_t c = 0; c < dC; ++c) std::memcpy(yd + 8 * c, xs + c * isC, 32);
+                         break;
+                       default:
+                         for (int64_t c = 0; c < dC; ++c)
+                           for (int64_t t = 0; t < dA; ++t) yd[c * dA + t] = xs[c * isC + t];
+                     }
+                     for (int64_t q = int64_t(rd.size()) - 1; q >= 0; --q) {  // next row
+                       xoff += ri[size_t(q)], yoff += ro[size_t(q)];
+                       if (++digit[size_t(q)] < rd[size_t(q)]) break;
+                       digit[size_t(q)] = 0;
+                       xoff -= rd[size_t(q)] * ri[size_t(q)], yoff -= rd[size_t(q)] * ro[size_t(q)];
+                     }
+                   }
+                 });
+    return;
+  }
   if (A == B) {  // the innermost axis stays innermost: copy runs of dA floats
     parallel_for(pool, numel / dA, std::max<int64_t>(1, 16384 / dA), [&](int64_t s, int64_t e) {
       for (int64_t o = s; o < e; ++o) {
