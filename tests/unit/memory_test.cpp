@@ -186,6 +186,20 @@ TEST(Memory, AllocateBlockReusesReleasedLargeBlocks) {
   std::shared_ptr<void> small = allocate_block(1000), small2 = allocate_block(1000);
   ASSERT_NE(small, nullptr);
   EXPECT_NE(small.get(), small2.get());
+  // up to half the cache is kept (a model's 103 MB logits), larger is not
+  for (const size_t huge : {size_t(103) << 20, (kCachedBytes / 2) + (size_t(1) << 20)}) {
+    void* p = nullptr;
+    {
+      std::shared_ptr<void> a = allocate_block(huge);
+      ASSERT_NE(a, nullptr);
+      p = a.get();
+    }
+    std::shared_ptr<void> b = allocate_block(huge);
+    if (huge <= kCachedBytes / 2)
+      EXPECT_EQ(b.get(), p) << huge;
+    else
+      EXPECT_NE(b.get(), nullptr);  // (glibc may hand back the same address: only that it works)
+  }
 }
 
 }  // namespace
