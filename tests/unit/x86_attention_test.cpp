@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "core/thread_pool.h"
@@ -120,6 +121,41 @@ TEST(X86Attention, WhereConditionThenMask) {
                 << "lk " << lk << " keep " << keep << " mask " << with_mask << " cond " << shape_str(cs)
                 << " at " << i;
         }
+}
+
+TEST(X86Attention, CausalConditionSkipsFilledKeys) {
+  // A causal Where (query i keeps keys j <= i + lk - lq) with a fill that exp turns into exactly 0: each
+  // query block stops at its last kept key. Against the reference (which sums every key) for fills of
+  // -inf, a float's lowest and -1e4 (not skipped), both keep_where senses, one block and key blocks, and
+  // with a row whose every key is filled (no skipping: the reference's uniform softmax).
+  std::mt19937 g(23);
+  ThreadPool pool(2);
+  const float lowest = -std::numeric_limits<float>::max();
+  for (int64_t lk : {40, 700, 1300})
+    for (int64_t lq : {lk, int64_t(7)})
+      for (float fill : {-std::numeric_limits<float>::infinity(), lowest, -1e4f})
+        for (int keep : {0, 1})
+          for (bool dead_row : {false, true}) {
+            if (dead_row && fill != lowest) continue;
+            Tensor cond(DType::boolean, {lq, lk});
+            for (int64_t i = 0; i < lq; ++i)
+              for (int64_t j = 0; j < lk; ++j) {
+                const bool kept = j <= i + lk - lq && !(dead_row && i == lq / 2);
+                cond.data<bool>()[i * lk + j] = kept == (keep != 0);
+              }
+            std::vector<DataValue> in = {rand_f32({2, lq, 16}, g), rand_f32({2, 16, lk}, g),
+                                         rand_f32({2, lk, 16}, g), DataValue(), cond};
+            const AttrMap attrs = {{"scale", attr_f(0.25f)},
+                                   {"k_transposed", attr_i(1)},
+                                   {"keep_where", attr_i(keep)},
+                                   {"fill", attr_f(fill)}};
+            const auto [want, got] = ref_and_x86(in, attrs, &pool);
+            ASSERT_EQ(got.shape(), want.shape());
+            for (int64_t i = 0; i < want.numel(); ++i)
+              ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 2e-5)
+                  << "lk " << lk << " lq " << lq << " fill " << fill << " keep " << keep << " dead row "
+                  << dead_row << " at " << i;
+          }
 }
 
 // Transposes folded in by fuse_attention: q_perm / k_perm / v_perm read the inputs through strided views

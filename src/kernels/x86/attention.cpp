@@ -63,6 +63,25 @@ void block_scores(const AttentionArgs& a, int64_t b, int64_t q0, int64_t rows, i
   }
 }
 
+// Keys [0, end) a query block needs: past the last key any of its rows keeps (a causal mask's diagonal),
+// the Where condition fills every score, and exp(fill - max) is exactly 0 in float when the fill is -inf or
+// a float's lowest (as exporters write masks) and the row keeps some key: those keys add nothing, and are
+// skipped (GPT-2 over 512 tokens: half its attention). All of lk where that does not hold (no condition, an
+// additive mask after it, a finite fill, a row with every key filled).
+int64_t keys_needed(const AttentionArgs& a, int64_t b, int64_t q0, int64_t rows) {
+  if (!a.cond.data || a.mask.data || !(a.fill <= -1e30f) || a.lk == 0) return a.lk;
+  int64_t end = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    const bool* c = a.cond.data + a.cond.base[size_t(b)] + (q0 + i) * a.cond.q_stride;
+    int64_t j = a.lk;
+    while (j > 0 && c[(j - 1) * a.cond.k_stride] != a.keep_where) --j;
+    if (j == 0) return a.lk;  // a row with every key filled: the reference's uniform softmax
+    end = std::max(end, j);
+    if (end == a.lk || a.cond.q_stride == 0) break;
+  }
+  return end;
+}
+
 }  // namespace
 
 void attention_f32(const AttentionArgs& a, ThreadPool* pool) {
@@ -83,11 +102,12 @@ void attention_f32(const AttentionArgs& a, ThreadPool* pool) {
     thread_local AlignedScratch scores, stats;
     const int64_t kb_max = std::min(a.lk, kKeyBlock);
     float* s = scores.get(size_t(kQueryBlock * score_stride(kb_max)));
-    if (a.lk <= kKeyBlock) {  // one block: the exact softmax of the reference
-      const int64_t lds = score_stride(a.lk);
-      block_scores(a, b, q0, rows, 0, a.lk, s, lds, K);
-      K.softmax_rows(s, s, rows, a.lk, lds);
-      sgemm(rows, a.dv, a.lk, s, lds, false, v, a.v.rs, false, o, ors, {}, nullptr);
+    const int64_t lk = keys_needed(a, b, q0, rows);
+    if (lk <= kKeyBlock) {  // one block: the exact softmax of the reference
+      const int64_t lds = score_stride(lk);
+      block_scores(a, b, q0, rows, 0, lk, s, lds, K);
+      K.softmax_rows(s, s, rows, lk, lds);
+      sgemm(rows, a.dv, lk, s, lds, false, v, a.v.rs, false, o, ors, {}, nullptr);
       return;
     }
     // Flash-style: running max m, running sum l; the output block is rescaled by exp(m_old - m_new)
@@ -95,8 +115,8 @@ void attention_f32(const AttentionArgs& a, ThreadPool* pool) {
     float *m = stats.get(size_t(3 * kQueryBlock)), *l = m + rows, *corr = l + rows;
     std::fill(m, m + rows, -std::numeric_limits<float>::infinity());
     std::fill(l, l + rows, 0.0f);
-    for (int64_t j0 = 0; j0 < a.lk; j0 += kKeyBlock) {
-      const int64_t kb = std::min(kKeyBlock, a.lk - j0), lds = score_stride(kb);
+    for (int64_t j0 = 0; j0 < lk; j0 += kKeyBlock) {
+      const int64_t kb = std::min(kKeyBlock, lk - j0), lds = score_stride(kb);
       block_scores(a, b, q0, rows, j0, kb, s, lds, K);
       K.online_softmax_rows(s, lds, rows, kb, m, l, corr);
       if (j0 > 0)
