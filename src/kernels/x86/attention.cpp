@@ -19,9 +19,11 @@ constexpr int64_t kKeyBlock = 512;
 
 // Query rows per task: as many as keep the block's scores within ~256 KiB of L2 (so K and V are packed
 // once per head rather than once per small block), halved while there are too few tasks for the threads.
+// Under a condition (a causal mask) at most 64: a block stops at its last kept key (keys_needed), the finer
+// the closer to the diagonal.
 int64_t query_block(const AttentionArgs& a, int threads) {
   const int64_t keys = std::clamp<int64_t>(a.lk, 1, kKeyBlock);
-  int64_t qb = std::clamp<int64_t>((int64_t(64) << 10) / keys, 8, 512);
+  int64_t qb = std::clamp<int64_t>((int64_t(64) << 10) / keys, 8, a.cond.data ? 64 : 512);
   qb = std::min(qb, a.lq);
   while (qb > 16 && a.batch * ((a.lq + qb - 1) / qb) < 4 * threads) qb = (qb + 1) / 2;
   return std::max<int64_t>(qb, 1);
