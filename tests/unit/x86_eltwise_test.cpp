@@ -13,6 +13,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -395,6 +396,33 @@ TEST(X86Eltwise, InstanceNormMatchesRef) {
                  "InstanceNorm offset mean");
     // a scale of the wrong length: the reference's error, not a read past it
     EXPECT_THROW(run_tuned("InstanceNormalization", {x, rand_f32({2}, g), b}), Error);
+  }
+}
+
+TEST(X86Eltwise, GroupNormMatchesRef) {
+  // opset 18 (scale and bias per group) and 21 (per channel); channels of 1 to 1009 pixels (vector tails
+  // inside each channel's run); rows a thread takes crossing items
+  std::mt19937 g(15);
+  for (EltIsa isa : isas()) {
+    ForceIsa f(isa);
+    for (int opset : {18, 21})
+      for (int64_t sp : {int64_t(1), int64_t(7), int64_t(16), int64_t(33), int64_t(1009)})
+        for (auto [n, c, groups] : {std::tuple<int64_t, int64_t, int64_t>{2, 6, 3}, {3, 8, 2}, {1, 12, 12}}) {
+          const int64_t params = opset < 21 ? groups : c;
+          const Tensor x = rand_f32({n, c, sp}, g, -3.0f, 5.0f), s = rand_f32({params}, g),
+                       b = rand_f32({params}, g);
+          const AttrMap at = {{"num_groups", attr_i(groups)}, {"epsilon", attr_f(1e-3f)}};
+          expect_close(run_tuned("GroupNormalization", {x, s, b}, at, 1, opset, true)[0].tensor,
+                       tessera::testing::run_ref("GroupNormalization", {x, s, b}, at, 1, opset)[0].tensor,
+                       1e-5, 2e-5, "GroupNorm opset " + std::to_string(opset) + " " + x.describe());
+        }
+    // rank 4 (an image), and parameters of the other opset's length: the reference's error
+    const Tensor x = rand_f32({1, 32, 9, 11}, g), s = rand_f32({32}, g), b = rand_f32({32}, g);
+    const AttrMap at = {{"num_groups", attr_i(8)}};
+    expect_close(run_tuned("GroupNormalization", {x, s, b}, at, 1, 21)[0].tensor,
+                 tessera::testing::run_ref("GroupNormalization", {x, s, b}, at, 1, 21)[0].tensor, 1e-5, 2e-5,
+                 "GroupNorm rank 4");
+    EXPECT_THROW(run_tuned("GroupNormalization", {x, s, b}, at, 1, 18), Error);
   }
 }
 

@@ -161,18 +161,25 @@ void layernorm_x86(KernelContext& ctx) {
                      x.numel() / len, len, ctx.attr_float("epsilon", 1e-5f), ctx.pool());
 }
 
-// InstanceNormalization over x [N, C, D1, ...]: each (n, c) row of D1 x ... values.
-void instancenorm_x86(KernelContext& ctx) {
+// InstanceNormalization over x [N, C, D1, ...]: each (n, c) row of D1 x ... values; GroupNormalization:
+// each (n, group) row, the scale and bias per group (opset 18) or per channel (opset 21).
+void groupnorm_x86(KernelContext& ctx, bool instance) {
   const Tensor* x0 = ctx.input(0);
   const Tensor* s0 = ctx.input(1);
   const Tensor* b0 = ctx.input(2);
-  if (!is_f32(x0) || !is_f32(s0) || !is_f32(b0) || x0->rank() < 3) return run_ref(ctx);
-  const int64_t n = x0->dim(0), c = x0->dim(1), len = prod(x0->shape(), 2, size_t(x0->rank()));
-  if (s0->numel() != c || b0->numel() != c || len == 0) return run_ref(ctx);  // reports it
+  if (!is_f32(x0) || !is_f32(s0) || !is_f32(b0) || x0->rank() < (instance ? 3 : 2)) return run_ref(ctx);
+  const int64_t n = x0->dim(0), c = x0->dim(1), sp = prod(x0->shape(), 2, size_t(x0->rank()));
+  const int64_t groups = instance ? c : ctx.attr_int("num_groups", 0);
+  const bool per_group = instance || (ctx.opset() > 0 && ctx.opset() < 21);
+  const int64_t params = per_group ? groups : c;
+  if (groups <= 0 || c % groups != 0 || sp == 0 || s0->numel() != params || b0->numel() != params ||
+      (!instance && ctx.attr_int("stash_type", 1) != 1))
+    return run_ref(ctx);  // reports what is wrong
+  const int64_t len = c / groups * sp;
   const Tensor x = x0->contiguous(), s = s0->contiguous(), b = b0->contiguous();
   Tensor& y = ctx.output_for_overwrite(0, DType::f32, x.shape());
-  x86::instancenorm_f32(x.data<float>(), s.data<float>(), b.data<float>(), y.data<float>(), n, c, len,
-                        ctx.attr_float("epsilon", 1e-5f), ctx.pool());
+  x86::groupnorm_f32(x.data<float>(), s.data<float>(), b.data<float>(), y.data<float>(), n, groups, len,
+                     per_group ? len : sp, ctx.attr_float("epsilon", 1e-5f), ctx.pool());
 }
 
 void transpose_x86(KernelContext& ctx) {
@@ -312,7 +319,8 @@ const Entry kEntries[] = {
     {"Div", binary_x86<x86::BinaryOp::div>, 2, 2},
     {"Softmax", softmax_x86, 1, 1},
     {"LayerNormalization", layernorm_x86, 2, 3},
-    {"InstanceNormalization", instancenorm_x86, 3, 3},
+    {"InstanceNormalization", [](KernelContext& c) { groupnorm_x86(c, true); }, 3, 3},
+    {"GroupNormalization", [](KernelContext& c) { groupnorm_x86(c, false); }, 3, 3},
     {"Transpose", transpose_x86, 1, 1},
     {"Gelu", gelu_x86, 1, 1},
 };

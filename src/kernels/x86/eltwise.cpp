@@ -118,7 +118,7 @@ void softmax_portable(const float* x, float* y, int64_t rows, int64_t len, int64
 }
 
 void layernorm_portable(const float* x, const float* scale, const float* bias, float* y, int64_t rows,
-                        int64_t len, float eps, bool row_params) {
+                        int64_t len, float eps, int64_t run) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * len;
     float* yr = y + r * len;
@@ -128,7 +128,7 @@ void layernorm_portable(const float* x, const float* scale, const float* bias, f
     for (int64_t i = 0; i < len; ++i) q += (xr[i] - mean) * (xr[i] - mean);
     const float m = float(mean), inv = float(1.0 / std::sqrt((len ? q / double(len) : 0.0) + eps));
     for (int64_t i = 0; i < len; ++i) {
-      const int64_t p = row_params ? r : i;
+      const int64_t p = run ? r * (len / run) + i / run : i;
       yr[i] = (xr[i] - m) * inv * scale[p] + (bias ? bias[p] : 0.0f);
     }
   }
@@ -294,17 +294,19 @@ void layernorm_f32(const float* x, const float* scale, const float* bias, float*
                    float eps, ThreadPool* pool) {
   const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
   parallel_for(pool, rows, row_grain(len), [&](int64_t b, int64_t e) {
-    k.layernorm_rows(x + b * len, scale, bias, y + b * len, e - b, len, eps, false);
+    k.layernorm_rows(x + b * len, scale, bias, y + b * len, e - b, len, eps, 0);
   });
 }
 
-void instancenorm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t n, int64_t c,
-                      int64_t len, float eps, ThreadPool* pool) {
+void groupnorm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t n, int64_t groups,
+                   int64_t len, int64_t run, float eps, ThreadPool* pool) {
   const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
-  parallel_for(pool, n * c, row_grain(len), [&](int64_t b, int64_t e) {
-    while (b < e) {  // runs of rows within one item, their channels' parameters adjacent
-      const int64_t ch = b % c, cnt = std::min(e - b, c - ch);
-      k.layernorm_rows(x + b * len, scale + ch, bias ? bias + ch : nullptr, y + b * len, cnt, len, eps, true);
+  const int64_t per_row = len / run;  // parameters a row
+  parallel_for(pool, n * groups, row_grain(len), [&](int64_t b, int64_t e) {
+    while (b < e) {  // runs of rows within one item, their groups' parameters adjacent
+      const int64_t g = b % groups, cnt = std::min(e - b, groups - g);
+      k.layernorm_rows(x + b * len, scale + g * per_row, bias ? bias + g * per_row : nullptr, y + b * len,
+                       cnt, len, eps, run);
       b += cnt;
     }
   });

@@ -64,9 +64,10 @@ struct EltwiseKernels {
   // Softmax of each of `rows` rows of `len` contiguous floats, rows `ld` floats apart in x and y.
   void (*softmax_rows)(const float* x, float* y, int64_t rows, int64_t len, int64_t ld);
   // y = (x - mean) / sqrt(var + eps) * scale + bias per row; bias may be null. scale and bias have a value
-  // per element of a row, or with row_params one per row.
+  // per element of a row (run 0), or one per run of `run` elements: row r's element i takes
+  // scale[r * (len / run) + i / run] (len a multiple of run).
   void (*layernorm_rows)(const float* x, const float* scale, const float* bias, float* y, int64_t rows,
-                         int64_t len, float eps, bool row_params);
+                         int64_t len, float eps, int64_t run);
   // Online softmax over one block of keys (flash attention), per row i of `len` scores at s + i * lds:
   // mn = max(m[i], max(row)); row = exp(row - mn); corr[i] = exp(m[i] - mn) (0 while m[i] = -inf);
   // l[i] = l[i] * corr[i] + sum(row); m[i] = mn. A row still all -inf gives zeros and corr 1.
@@ -90,10 +91,12 @@ void binary_f32(BinaryOp op, const float* a, Bcast ka, const float* b, Bcast kb,
 void softmax_f32(const float* x, float* y, int64_t rows, int64_t len, ThreadPool* pool);
 void layernorm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t len,
                    float eps, ThreadPool* pool);
-// InstanceNormalization: x [n, c, len] normalized per (n, c) row over its len values, then * scale[c] +
-// bias[c] (bias may be null).
-void instancenorm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t n, int64_t c,
-                      int64_t len, float eps, ThreadPool* pool);
+// Group and instance normalization: x [n, groups, len] normalized per (n, g) row over its len values, then
+// element i of row (n, g) times scale[k] plus bias[k], k = g * (len / run) + i / run (bias may be null):
+// InstanceNormalization is groups = channels, run = len; GroupNormalization groups of channels, run = len
+// (opset 18: a scale per group) or the pixels of a channel (opset 21: per channel).
+void groupnorm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t n, int64_t groups,
+                   int64_t len, int64_t run, float eps, ThreadPool* pool);
 // y = transpose(x, perm) for a contiguous x of the given shape (perm validated by the caller).
 void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape,
                    const std::vector<int64_t>& perm, ThreadPool* pool);

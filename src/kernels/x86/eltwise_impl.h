@@ -438,11 +438,12 @@ void online_softmax_rows_kernel(float* s, int64_t lds, int64_t rows, int64_t len
 }
 
 // LayerNorm per row, two passes for the statistics (mean, then the squared deviations). The scale and bias
-// are per element of a row, or with row_params one value per row (InstanceNormalization: row r's are
-// scale[r], bias[r]).
+// are per element of a row (run 0), or one value per run of `run` elements (len a multiple of it): row r's
+// element i takes scale[r * (len / run) + i / run] (InstanceNormalization: run = len; GroupNormalization's
+// per-channel parameters: run = the channel's pixels).
 template <class O>
 void layernorm_rows_kernel(const float* x, const float* scale, const float* bias, float* y, int64_t rows,
-                           int64_t len, float eps, bool row_params) {
+                           int64_t len, float eps, int64_t run) {
   using V = typename O::V;
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * len;
@@ -469,11 +470,17 @@ void layernorm_rows_kernel(const float* x, const float* scale, const float* bias
     }
     const float var = len ? O::hsum(O::add(q0, q1)) / float(len) : 0.0f;
     const float inv_s = 1.0f / __builtin_sqrtf(var + eps);
-    if (row_params) {  // y = (x - mean) * (inv scale[r]) + bias[r]
-      const V a = O::set1(inv_s * scale[r]), b = O::set1(bias ? bias[r] : 0.0f);
-      i = 0;
-      for (; i + O::W <= len; i += O::W) O::store(yr + i, O::fma(O::sub(O::load(xr + i), mv), a, b));
-      if (i < len) O::storen(yr + i, O::fma(O::sub(O::loadn(xr + i, len - i, 0.0f), mv), a, b), len - i);
+    if (run > 0) {  // y = (x - mean) * (inv scale[k]) + bias[k], k per run of elements
+      const int64_t runs = len / run;
+      for (int64_t k = 0; k < runs; ++k) {
+        const int64_t pk = r * runs + k;
+        const V a = O::set1(inv_s * scale[pk]), b = O::set1(bias ? bias[pk] : 0.0f);
+        const float* xk = xr + k * run;
+        float* yk = yr + k * run;
+        i = 0;
+        for (; i + O::W <= run; i += O::W) O::store(yk + i, O::fma(O::sub(O::load(xk + i), mv), a, b));
+        if (i < run) O::storen(yk + i, O::fma(O::sub(O::loadn(xk + i, run - i, 0.0f), mv), a, b), run - i);
+      }
       continue;
     }
     const V inv = O::set1(inv_s);
