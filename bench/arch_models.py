@@ -44,6 +44,10 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
   unfolded into 2 x 2 patches by Reshape / Transpose as HuggingFace's model writes it, pre-LayerNorm
   transformer layers over the patches with the four pixel positions as the batch, folded back, fused with
   the input by Concat + 3x3 conv), 256 x 256.
+- detr_r50: DETR (a ResNet-50 backbone, 1x1 projection to 256, 6 post-LayerNorm encoder layers whose queries
+  and keys carry a sine position embedding, 6 decoder layers of 100 learned object queries with self- and
+  cross-attention, class and box heads), nn.MultiheadAttention as exported: sequence-first [L, B * heads,
+  head dim] views), 512 x 512.
 - whisper_encoder: a Whisper-style audio encoder (two Conv1d + GELU, 4 pre-LayerNorm transformer layers of 384,
   6 heads, over 500 frames), 80 mel bins x 1000 frames.
 """
@@ -843,13 +847,72 @@ def mobilevit_s(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
 
 
+def detr_r50(small: bool = False) -> onnx.ModelProto:
+    g = Graph(23)
+    side, depths, base, d, heads, ffn, layers, queries = ((64, [1, 1, 1, 1], 16, 32, 4, 64, 1, 10) if small else
+                                                         (512, [3, 4, 6, 3], 64, 256, 8, 2048, 6, 100))
+    hd = d // heads
+    x = g.op("Relu", [g.conv("input", 3, 64, 7, 2)])
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for stage, n in enumerate(depths):  # ResNet-50, frozen BatchNorm folded into the convs
+        width, cout = base << stage, (base * 4) << stage
+        for i in range(n):
+            s = 2 if stage and i == 0 else 1
+            h = g.op("Relu", [g.conv(x, cin, width, 1)])
+            h = g.op("Relu", [g.conv(h, width, width, 3, s)])
+            h = g.conv(h, width, cout, 1)
+            sc = g.conv(x, cin, cout, 1, s) if i == 0 else x
+            x = g.op("Relu", [g.op("Add", [h, sc])])
+            cin = cout
+    hw = side // 32
+    n = hw * hw
+    src = g.op("Transpose", [g.op("Reshape", [g.conv(x, cin, d, 1), g.const([1, d, n], np.int64)])],
+               perm=[2, 0, 1])  # [n, 1, d]
+    pos = g.const(g.rng.standard_normal((n, 1, d)) * 0.5)  # the sine embedding, constant for a fixed size
+
+    def mha(q_in, k_in, v_in, lq, lk):  # nn.MultiheadAttention: [L, 1, d] in and out
+        def proj(t, L):  # -> [heads, L, hd]
+            r = g.op("Reshape", [g.linear(t, d, d), g.const([L, heads, hd], np.int64)])
+            return g.op("Transpose", [r], perm=[1, 0, 2])
+        q = g.op("Mul", [proj(q_in, lq), g.const(hd ** -0.5)])
+        k, v = proj(k_in, lk), proj(v_in, lk)
+        a = g.op("Softmax", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 2, 1])])], axis=-1)
+        o = g.op("Reshape", [g.op("Transpose", [g.op("MatMul", [a, v])], perm=[1, 0, 2]),
+                             g.const([lq, 1, d], np.int64)])
+        return g.linear(o, d, d)
+
+    def ffn_block(t):
+        return g.layer_norm(g.op("Add", [t, g.linear(g.op("Relu", [g.linear(t, d, ffn)]), ffn, d)]), d, 1e-5)
+
+    for _ in range(layers):
+        qk = g.op("Add", [src, pos])
+        src = ffn_block(g.layer_norm(g.op("Add", [src, mha(qk, qk, src, n, n)]), d, 1e-5))
+    memory_k = g.op("Add", [src, pos])
+    qpos = g.const(g.rng.standard_normal((queries, 1, d)))
+    tgt = g.const(np.zeros((queries, 1, d)))
+    for _ in range(layers):
+        qk = g.op("Add", [tgt, qpos])
+        tgt = g.layer_norm(g.op("Add", [tgt, mha(qk, qk, tgt, queries, queries)]), d, 1e-5)
+        tgt = g.layer_norm(g.op("Add", [tgt, mha(g.op("Add", [tgt, qpos]), memory_k, src, queries, n)]), d, 1e-5)
+        tgt = ffn_block(tgt)
+    hs = g.layer_norm(tgt, d, 1e-5)
+    logits = g.linear(hs, d, 92)
+    box = g.op("Sigmoid", [g.linear(g.op("Relu", [g.linear(g.op("Relu", [g.linear(hs, d, d)]), d, d)]), d, 4)])
+    g.nodes.append(helper.make_node("Identity", [logits], ["pred_logits"]))
+    g.nodes.append(helper.make_node("Identity", [box], ["pred_boxes"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("pred_logits", TensorProto.FLOAT, [queries, 1, 92]),
+                    helper.make_tensor_value_info("pred_boxes", TensorProto.FLOAT, [queries, 1, 4])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
             "shufflenet_v2": shufflenet_v2, "yolov8n": yolov8n, "swin_tiny": swin_tiny,
             "lstm_tagger": lstm_tagger, "t5_encoder": t5_encoder, "sd_unet": sd_unet,
             "wav2vec2_base": wav2vec2_base, "inception_v3": inception_v3,
-            "mobilevit_s": mobilevit_s}
+            "mobilevit_s": mobilevit_s, "detr_r50": detr_r50}
 
 
 def main() -> None:
