@@ -113,6 +113,14 @@ class Graph:
         scale = self.const(self.rng.uniform(0.8, 1.2, c))
         return self.op("LayerNormalization", [x, scale, self.bias(c)], axis=-1, epsilon=eps)
 
+    def classifier(self, x, c: int, side: int) -> onnx.ModelProto:
+        """An ImageNet head on x (c channels): global average pool, flatten, Gemm to 1000 logits; the model
+        of a [1, 3, side, side] input."""
+        y = self.gemm(self.op("Flatten", [self.op("GlobalAveragePool", [x])], axis=1), c, 1000)
+        self.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+        return self.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+
     def gelu(self, x):  # F.gelu (erf) at opset 17
         e = self.op("Erf", [self.op("Div", [x, self.const(np.sqrt(2.0))])])
         return self.op("Mul", [self.op("Mul", [x, self.op("Add", [e, self.const(1.0)])]), self.const(0.5)])
@@ -145,11 +153,7 @@ def efficientnet_b0(small: bool = False) -> onnx.ModelProto:
             cin = cout
     head = 64 if small else 1280
     x = g.silu(g.conv(x, cin, head, 1))
-    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
-    y = g.gemm(x, head, 1000)
-    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
-    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
-                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+    return g.classifier(x, head, side)
 
 
 def convnext_tiny(small: bool = False) -> onnx.ModelProto:
@@ -289,11 +293,7 @@ def resnext50(small: bool = False) -> onnx.ModelProto:
             sc = g.conv(x, cin, cout, 1, s) if i == 0 else x  # the downsample: a strided 1x1
             x = g.op("Relu", [g.op("Add", [h, sc])])
             cin = cout
-    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
-    y = g.gemm(x, cin, 1000)
-    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
-    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
-                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+    return g.classifier(x, cin, side)
 
 
 def densenet121(small: bool = False) -> onnx.ModelProto:
@@ -321,11 +321,7 @@ def densenet121(small: bool = False) -> onnx.ModelProto:
             x = g.conv(bn_relu(x, c), c, c // 2, 1, bias=False)
             x = g.op("AveragePool", [x], kernel_shape=[2, 2], strides=[2, 2])
             c //= 2
-    x = g.op("Flatten", [g.op("GlobalAveragePool", [bn_relu(x, c)])], axis=1)
-    y = g.gemm(x, c, 1000)
-    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
-    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
-                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+    return g.classifier(bn_relu(x, c), c, side)
 
 
 def unet(small: bool = False) -> onnx.ModelProto:
@@ -779,11 +775,7 @@ def inception_v3(small: bool = False) -> onnx.ModelProto:
     x, c = block_d(x, c)
     for _ in range(1 if small else 2):
         x, c = block_e(x, c)
-    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
-    y = g.gemm(x, c, 1000)
-    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
-    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
-                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+    return g.classifier(x, c, side)
 
 
 def mobilevit_s(small: bool = False) -> onnx.ModelProto:
@@ -840,11 +832,7 @@ def mobilevit_s(small: bool = False) -> onnx.ModelProto:
         x = mvit(x, cout, d, layers, hw)
         c = cout
     x = g.silu(g.conv(x, c, 4 * c, 1))
-    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
-    y = g.gemm(x, 4 * c, 1000)
-    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
-    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
-                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+    return g.classifier(x, 4 * c, side)
 
 
 def detr_r50(small: bool = False) -> onnx.ModelProto:

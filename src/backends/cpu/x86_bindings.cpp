@@ -546,15 +546,13 @@ void recurrent_x86(KernelContext& ctx, bool lstm, bool packed) {
                  size_t(w0.numel()) == size_t(dirs) * PackedB::packed_floats(p.input, G, kc_w, nr) &&
                  size_t(r0.numel()) == size_t(dirs) * PackedB::packed_floats(H, G, kc_r, nr) &&
                  w0.is_contiguous() && r0.is_contiguous();
-    if (weights_ok)
-      for (int d = 0; d < 2 * dirs; ++d) {
-        const bool is_w = d < dirs;
-        const int64_t k = is_w ? p.input : H, kc = is_w ? kc_w : kc_r;
-        const size_t per = PackedB::packed_floats(k, G, kc, nr);
-        const Tensor& t = is_w ? w0 : r0;
-        packs.push_back(
-            PackedB::view(t.data<float>() + size_t(is_w ? d : d - dirs) * per, k, G, kc, nr, nullptr));
-      }
+    // dirs views of t's packings of k x G each: W's then R's
+    auto views = [&](const Tensor& t, int64_t k, int64_t kc) {
+      const size_t per = PackedB::packed_floats(k, G, kc, nr);
+      for (int d = 0; d < dirs; ++d)
+        packs.push_back(PackedB::view(t.data<float>() + size_t(d) * per, k, G, kc, nr, nullptr));
+    };
+    if (weights_ok) views(w0, p.input, kc_w), views(r0, H, kc_r);
   } else {
     weights_ok = w0.rank() == 3 && r0.rank() == 3 && w0.dim(0) == dirs && w0.dim(1) % gates == 0 &&
                  w0.dim(2) == p.input && r0.dim(0) == dirs && r0.dim(1) == G && r0.dim(2) == H;
