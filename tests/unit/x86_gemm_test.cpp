@@ -295,9 +295,11 @@ GemmEpilogue full_epilogue(const std::vector<float>& bias, const std::vector<flo
 TEST(X86Gemm, StrassenMatchesReference) {
   ThreadPool pool(2);
   int idx = 0;
-  for (const Case& c : {Case{1, 2, 2, false, false}, Case{7, 130, 258, false, true},
-                        Case{33, 520, 300, true, false}, Case{128, 256, 512, false, false},
-                        Case{197, 132, 96, true, true}, Case{64, 770, 130, false, false}}) {
+  for (const Case& c :
+       {Case{1, 2, 2, false, false}, Case{7, 130, 258, false, true}, Case{33, 520, 300, true, false},
+        Case{128, 256, 512, false, false}, Case{197, 132, 96, true, true}, Case{64, 770, 130, false, false},
+        // tall A, taken in chunks of rows (the last one odd)
+        Case{1031, 66, 34, true, false}, Case{778, 40, 64, false, true}}) {
     std::mt19937 rng(unsigned(c.m * 31 + c.n * 7 + c.k));
     const int64_t lda = (c.ta ? c.m : c.k) + 3, ldb = (c.tb ? c.k : c.n) + 5, ldc = c.n + 2;
     const auto a = random_vec(size_t((c.ta ? c.k : c.m) * lda), rng);
@@ -339,6 +341,8 @@ TEST(X86Gemm, StrassenMatchesReference) {
   EXPECT_TRUE(StrassenB::worthwhile(197, 768, 3072));
   EXPECT_FALSE(StrassenB::worthwhile(16, 768, 3072));
   EXPECT_FALSE(StrassenB::worthwhile(197, 767, 3072));
+  EXPECT_TRUE(StrassenB::worthwhile(500, 384, 1536));
+  EXPECT_FALSE(StrassenB::worthwhile(3136, 128, 256));
 }
 
 // Coded weights: lossless (every element reads back bit for bit, escapes included), and the GEMM over them

@@ -135,14 +135,18 @@ float StrassenB::at(const float* data, int64_t k, int64_t n, int64_t kc, int64_t
   return j < n2 ? piece(1, p - k2, j) : piece(2, p - k2, j - n2);                // B21, B22
 }
 
+// K and N of 256 gain as well as 512 did once A's rows are taken in chunks (below): /tmp/w/ws2.cpp, one
+// thread, Strassen / classical prepacked time: 500 x 384 x 1536 0.91-0.93, 500 x 1536 x 384 0.92-0.95,
+// 500 x 384 x 384 0.90-0.91, 784 x 256 x 512 0.93-0.94, 784 x 512 x 256 0.93-0.95, 196 x 1024 x 512
+// 0.89-0.91; a side of 128 gains nothing (3136 x 256 x 128 and 3136 x 128 x 256: 0.98-1.06).
 bool StrassenB::worthwhile(int64_t m, int64_t k, int64_t n) {
-  return m >= 128 && k >= 512 && n >= 512 && k % 2 == 0 && n % 2 == 0;
+  return m >= 128 && k >= 256 && n >= 256 && k % 2 == 0 && n % 2 == 0;
 }
 
-void sgemm_strassen(int64_t m, const float* a, int64_t lda, bool trans_a, const StrassenB& b, float* c,
-                    int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
-  check(b.k() > 0, ErrorCode::invalid_argument, "sgemm_strassen: B was not packed");
-  if (m <= 0) return;
+namespace {
+
+void strassen_rows(int64_t m, const float* a, int64_t lda, bool trans_a, const StrassenB& b, float* c,
+                   int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
   const EltwiseKernels& ek = eltwise_kernels(eltwise_isa());
   const int64_t k2 = b.k() / 2, n = b.n(), n2 = n / 2, m2 = (m + 1) / 2,
                 low = m - m2;  // low: A21's real rows (C's lower quadrants)
@@ -234,6 +238,29 @@ void sgemm_strassen(int64_t m, const float* a, int64_t lda, bool trans_a, const 
   });
   product(m2, s4, k2, 2, c12, ldc, final_of(y, 0, n2, e.alpha));       // C12 = P3 + P5 + P6 + P1
   product(low, a22, ld_a, 6, c21, ldc, final_of(z, m2, 0, -e.alpha));  // C21 = Z - P4
+}
+
+}  // namespace
+
+// C's rows depend on A's same rows only, so a tall A is taken in chunks of about kChunk rows: A's four sums
+// and the three partial sums of one chunk then stay in L2 between the products that write and read them,
+// where a whole 3136-row A streamed them through memory (/tmp/w/ws2.cpp, one thread, Strassen / classical:
+// 3136 x 512 x 512 1.10 -> 0.87, 3136 x 1024 x 1024 0.97 -> 0.87, 2048 x 768 x 768 0.99 -> 0.92; chunks of
+// 256 and 512 rows within 3% of 384).
+void sgemm_strassen(int64_t m, const float* a, int64_t lda, bool trans_a, const StrassenB& b, float* c,
+                    int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
+  check(b.k() > 0, ErrorCode::invalid_argument, "sgemm_strassen: B was not packed");
+  if (m <= 0) return;
+  constexpr int64_t kChunk = 384;
+  const int64_t chunks = m <= 512 ? 1 : (m + kChunk - 1) / kChunk,
+                rows = chunks == 1 ? m : ((m + chunks - 1) / chunks + 1) / 2 * 2;
+  for (int64_t i0 = 0; i0 < m; i0 += rows) {
+    GemmEpilogue e = ep;
+    if (e.row_bias) e.row_bias += i0;
+    if (e.residual) e.residual += i0 * e.ldr;
+    strassen_rows(std::min(rows, m - i0), trans_a ? a + i0 : a + i0 * lda, lda, trans_a, b, c + i0 * ldc, ldc,
+                  e, pool);
+  }
 }
 
 }  // namespace tessera::kernels::x86
