@@ -155,14 +155,9 @@ int64_t least_rows(const ir::Value* a) {
 }
 
 // One level of Strassen-Winograd (kernels/x86/gemm.h, StrassenB) where A has rows enough for it to gain
-// whatever its symbolic dims: 12.5% fewer FLOPs for 7/4 of the weights' memory. TESSERA_STRASSEN=0 turns it
-// off.
+// whatever its symbolic dims: 12.5% fewer FLOPs for 7/4 of the weights' memory.
 bool use_strassen(const Match& m) {
-  static const bool enabled = [] {
-    const char* e = std::getenv("TESSERA_STRASSEN");
-    return !(e && std::string_view(e) == "0");
-  }();
-  return enabled && kernels::x86::StrassenB::worthwhile(least_rows(m.a), m.k, m.n);
+  return strassen_enabled() && kernels::x86::StrassenB::worthwhile(least_rows(m.a), m.k, m.n);
 }
 
 // A of one row per batch item (all its dims but the last 1, at most one of them a named symbol: a decoder's

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,6 +23,15 @@ inline ir::Node* sole_consumer(const ir::Graph& g, const ir::Value* v) {
   if (!v || is_graph_output(g, v) || v->uses.size() != 1) return nullptr;
   ir::Node* n = v->uses[0].first;
   return n->owner == &g ? n : nullptr;
+}
+
+// Strassen GEMMs for constant weights (fuse_gemm; layout_nhwc's pointwise convs) unless TESSERA_STRASSEN=0.
+inline bool strassen_enabled() {
+  static const bool enabled = [] {
+    const char* e = std::getenv("TESSERA_STRASSEN");
+    return !(e && std::string_view(e) == "0");
+  }();
+  return enabled;
 }
 
 // An initializer the user cannot override (not also a graph input).

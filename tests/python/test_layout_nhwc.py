@@ -617,3 +617,45 @@ def test_split_and_concat_of_region_values_on_any_axis(axis):
     want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     got = tessera.InferenceSession(b, tessera.SessionOptions(threads=2)).run(None, {"x": x})[0]
     assert got.shape == want.shape and np.abs(got - want).max() / np.abs(want).max() <= 1e-5
+
+
+def bottleneck_block(batch):
+    """A ResNet bottleneck's pointwise convs over a 13 x 11 map (143 pixels a batch item): 256 -> 512 with bias
+    and Relu, 512 -> 256 plus the residual and Relu — both become Strassen FusedGemms over the NHWC input —
+    and a 256 -> 256 one feeding a depthwise conv, which stays a FusedConv for fuse_pw_dw."""
+    inits = [_w("w1", 256, 256, 3, 3), _w("w2", 512, 256, 1, 1), _w("b2", 512), _w("w3", 256, 512, 1, 1),
+             _w("b3", 256), _w("w4", 256, 256, 1, 1), _w("wd", 256, 1, 3, 3)]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("Conv", ["r2", "w3", "b3"], ["c3"]),
+        helper.make_node("Add", ["c3", "r1"], ["a3"]),
+        helper.make_node("Relu", ["a3"], ["y3"]),
+        helper.make_node("Conv", ["y3", "w4"], ["c4"]),
+        helper.make_node("Conv", ["c4", "wd"], ["y"], group=256, pads=[1, 1, 1, 1]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 256, 13, 11])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("y3", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+@pytest.mark.parametrize("batch", [1, "N"])
+def test_pointwise_convs_take_strassen(batch, tmp_path):
+    b = bottleneck_block(batch)
+    ir = _optimized_ir(b, tmp_path)
+    if ir is not None:
+        assert ir.count("tessera.FusedGemm(") == 2 and ir.count("strassen=1") == 2, ir
+        assert ir.count("tessera.FusedPwDwConv(") == 1, ir
+    ref = ort.InferenceSession(b, providers=["CPUExecutionProvider"])
+    for n in ([1] if batch == 1 else [1, 3]):
+        x = RNG.standard_normal((n, 256, 13, 11)).astype(np.float32)
+        want = ref.run(None, {"x": x})
+        for threads in (1, 2):
+            got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})
+            for g, w in zip(got, want):
+                assert g.shape == w.shape and np.abs(g - w).max() / np.abs(w).max() <= 1e-5
