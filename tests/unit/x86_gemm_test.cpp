@@ -340,6 +340,8 @@ TEST(X86Gemm, StrassenMatchesReference) {
   EXPECT_THROW(StrassenB::pack(b.data(), 3, false, 4, 3), Error);  // odd N
   EXPECT_TRUE(StrassenB::worthwhile(197, 768, 3072));
   EXPECT_FALSE(StrassenB::worthwhile(16, 768, 3072));
+  EXPECT_TRUE(StrassenB::worthwhile(49, 2048, 512));
+  EXPECT_FALSE(StrassenB::worthwhile(49, 1024, 512));
   EXPECT_FALSE(StrassenB::worthwhile(197, 767, 3072));
   EXPECT_TRUE(StrassenB::worthwhile(500, 384, 1536));
   EXPECT_FALSE(StrassenB::worthwhile(3136, 128, 256));

@@ -138,9 +138,13 @@ float StrassenB::at(const float* data, int64_t k, int64_t n, int64_t kc, int64_t
 // K and N of 256 gain as well as 512 did once A's rows are taken in chunks (below): /tmp/w/ws2.cpp, one
 // thread, Strassen / classical prepacked time: 500 x 384 x 1536 0.91-0.93, 500 x 1536 x 384 0.92-0.95,
 // 500 x 384 x 384 0.90-0.91, 784 x 256 x 512 0.93-0.94, 784 x 512 x 256 0.93-0.95, 196 x 1024 x 512
-// 0.89-0.91; a side of 128 gains nothing (3136 x 256 x 128 and 3136 x 128 x 256: 0.98-1.06).
+// 0.89-0.91; a side of 128 gains nothing (3136 x 256 x 128 and 3136 x 128 x 256: 0.98-1.06). Fewer rows
+// gain where B is large (/tmp/w/cs.cpp against the dense 1x1 conv kernel, one thread / two: 49 x 2048 x 1024
+// 0.93-0.96 / 0.92-0.95, 49 x 1024 x 2048 0.91-0.93 / 0.93, 49 x 3072 x 768 0.90-0.92 / 0.94-0.97, 32 x 2048 x
+// 1024 0.92-0.93 / 0.94; 49 x 1024 x 512 0.94-0.95 / 0.98-0.99, so not from 2^19 weights).
 bool StrassenB::worthwhile(int64_t m, int64_t k, int64_t n) {
-  return m >= 128 && k >= 256 && n >= 256 && k % 2 == 0 && n % 2 == 0;
+  if (k % 2 != 0 || n % 2 != 0) return false;
+  return (m >= 128 && k >= 256 && n >= 256) || (m >= 32 && k >= 512 && n >= 512 && k * n >= (int64_t(1) << 20));
 }
 
 namespace {
