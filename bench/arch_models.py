@@ -48,6 +48,14 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
   and keys carry a sine position embedding, 6 decoder layers of 100 learned object queries with self- and
   cross-attention, class and box heads), nn.MultiheadAttention as exported: sequence-first [L, B * heads,
   head dim] views), 512 x 512.
+- regnety_800mf: torchvision's RegNetY-800MF (grouped 3x3 convs of 16 channels a group, squeeze-and-excitation
+  on the block's input width, Relu), 224 x 224.
+- conformer: a Conformer encoder (4 blocks of 256, 4 heads, over 200 frames: half-step SiLU feed-forwards,
+  self-attention, and the convolution module — pointwise conv to 512, GLU as Split / Sigmoid / Mul, a 31-tap
+  depthwise Conv1d, BatchNormalization after it, SiLU, pointwise conv), 200 frames of 256 features.
+- dlrm: a DLRM-style recommender at a serving batch of 128 (a bottom MLP of 13 dense features, 26 embedding
+  tables of 64 gathered by index, pairwise dot products by a batched MatMul of the features with their
+  transpose, the upper triangle gathered from the flattened [27, 27] products, a top MLP to a Sigmoid).
 - whisper_encoder: a Whisper-style audio encoder (two Conv1d + GELU, 4 pre-LayerNorm transformer layers of 384,
   6 heads, over 500 frames), 80 mel bins x 1000 frames.
 """
@@ -894,13 +902,109 @@ def detr_r50(small: bool = False) -> onnx.ModelProto:
                     helper.make_tensor_value_info("pred_boxes", TensorProto.FLOAT, [queries, 1, 4])])
 
 
+def regnety_800mf(small: bool = False) -> onnx.ModelProto:
+    g = Graph(24)
+    side = 64 if small else 224
+    # widths, depths, group width (torchvision's RegNetY-800MF: 64 / 144 / 320 / 784, 1 / 3 / 8 / 2, 16)
+    widths, depths, gw = ([16, 32, 48, 64], [1, 1, 2, 1], 8) if small else ([64, 144, 320, 784], [1, 3, 8, 2], 16)
+    x = g.op("Relu", [g.conv("input", 3, 32, 3, 2)])
+    cin = 32
+    for w, n in zip(widths, depths):
+        for i in range(n):
+            s = 2 if i == 0 else 1
+            h = g.op("Relu", [g.conv(x, cin, w, 1)])
+            h = g.op("Relu", [g.conv(h, w, w, 3, s, groups=w // gw)])
+            se = max(1, cin // 4)  # squeeze-and-excitation on the block's input width
+            z = g.op("Relu", [g.conv(g.op("GlobalAveragePool", [h]), w, se, 1)])
+            h = g.op("Mul", [h, g.op("Sigmoid", [g.conv(z, se, w, 1)])])
+            h = g.conv(h, w, w, 1)
+            sc = g.conv(x, cin, w, 1, s) if i == 0 else x
+            x = g.op("Relu", [g.op("Add", [h, sc])])
+            cin = w
+    return g.classifier(x, cin, side)
+
+
+def conformer(small: bool = False) -> onnx.ModelProto:
+    g = Graph(25)
+    frames, d, heads, layers, k = (24, 32, 2, 1, 7) if small else (200, 256, 4, 4, 31)
+    hd = d // heads
+
+    def ffn(x):  # half-step: x + 0.5 * Linear(SiLU(Linear(LayerNorm(x))))
+        h = g.linear(g.silu(g.linear(g.layer_norm(x, d, eps=1e-5), d, 4 * d)), 4 * d, d)
+        return g.op("Add", [x, g.op("Mul", [h, g.const(0.5)])])
+
+    def heads_of(t):  # [1, frames, d] -> [1, heads, frames, hd]
+        return g.op("Transpose", [g.op("Reshape", [t, g.const([1, frames, heads, hd], np.int64)])],
+                    perm=[0, 2, 1, 3])
+
+    x = "input"
+    for _ in range(layers):
+        x = ffn(x)
+        h = g.layer_norm(x, d, eps=1e-5)
+        q = heads_of(g.linear(h, d, d))
+        kt = g.op("Transpose", [g.op("Reshape", [g.linear(h, d, d), g.const([1, frames, heads, hd], np.int64)])],
+                  perm=[0, 2, 3, 1])
+        v = heads_of(g.linear(h, d, d))
+        sc = g.op("Div", [g.op("MatMul", [q, kt]), g.const(np.sqrt(hd))])
+        a = g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v])
+        a = g.op("Reshape", [g.op("Transpose", [a], perm=[0, 2, 1, 3]), g.const([1, frames, d], np.int64)])
+        x = g.op("Add", [x, g.linear(a, d, d)])
+        # the convolution module, channels first
+        h = g.op("Transpose", [g.layer_norm(x, d, eps=1e-5)], perm=[0, 2, 1])  # [1, d, frames]
+        w1 = g.weight(2 * d, d, 1, fan_in=d)
+        h = g.op("Conv", [h, w1, g.bias(2 * d)], kernel_shape=[1], pads=[0, 0])
+        a1, a2 = g.op("Split", [h, g.const([d, d], np.int64)], n_out=2, axis=1)
+        h = g.op("Mul", [a1, g.op("Sigmoid", [a2])])  # GLU
+        wd = g.weight(d, 1, k, fan_in=k)
+        h = g.op("Conv", [h, wd, g.bias(d)], kernel_shape=[k], pads=[k // 2, k // 2], group=d)
+        h = g.op("BatchNormalization", [h, g.const(g.rng.uniform(0.8, 1.2, d)), g.bias(d), g.bias(d),
+                                        g.const(g.rng.uniform(0.5, 1.5, d))], epsilon=1e-5)
+        h = g.silu(h)
+        w2 = g.weight(d, d, 1, fan_in=d)
+        h = g.op("Conv", [h, w2, g.bias(d)], kernel_shape=[1], pads=[0, 0])
+        x = g.op("Add", [x, g.op("Transpose", [h], perm=[0, 2, 1])])
+        x = g.layer_norm(ffn(x), d, eps=1e-5)
+    g.nodes.append(helper.make_node("Identity", [x], ["encoded"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, frames, d])],
+                   [helper.make_tensor_value_info("encoded", TensorProto.FLOAT, [1, frames, d])])
+
+
+def dlrm(small: bool = False) -> onnx.ModelProto:
+    g = Graph(26)
+    batch, tables, rows, e = (8, 4, 50, 16) if small else (128, 26, 20000, 64)
+    bottom, top = ([32, e], [64, 32]) if small else ([512, 256, e], [512, 256])
+    x, c = "dense", 13
+    for w in bottom:
+        x, c = g.op("Relu", [g.gemm(x, c, w)]), w
+    feats = [g.op("Unsqueeze", [x, g.const([1], np.int64)])]  # [batch, 1, e]
+    for t in range(tables):  # one index a table and a sample: Gather rows of the table
+        table = g.const(g.rng.standard_normal((rows, e)) * 0.05, hint="emb")
+        idx = g.op("Gather", ["sparse", g.const(t, np.int64)], axis=1)  # [batch]
+        feats.append(g.op("Unsqueeze", [g.op("Gather", [table, idx], axis=0), g.const([1], np.int64)]))
+    f = tables + 1
+    z = g.op("Concat", feats, axis=1)  # [batch, f, e]
+    zz = g.op("MatMul", [z, g.op("Transpose", [z], perm=[0, 2, 1])])  # [batch, f, f]
+    tri = [i * f + j for i in range(f) for j in range(i)]  # below the diagonal, as DLRM's li, lj
+    flat = g.op("Reshape", [zz, g.const([batch, f * f], np.int64)])
+    inter = g.op("Gather", [flat, g.const(tri, np.int64)], axis=1)
+    x, c = g.op("Concat", [x, inter], axis=1), e + len(tri)
+    for w in top:
+        x, c = g.op("Relu", [g.gemm(x, c, w)]), w
+    y = g.op("Sigmoid", [g.gemm(x, c, 1)])
+    g.nodes.append(helper.make_node("Identity", [y], ["click"]))
+    return g.model([helper.make_tensor_value_info("dense", TensorProto.FLOAT, [batch, 13]),
+                    helper.make_tensor_value_info("sparse", TensorProto.INT64, [batch, tables])],
+                   [helper.make_tensor_value_info("click", TensorProto.FLOAT, [batch, 1])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
             "shufflenet_v2": shufflenet_v2, "yolov8n": yolov8n, "swin_tiny": swin_tiny,
             "lstm_tagger": lstm_tagger, "t5_encoder": t5_encoder, "sd_unet": sd_unet,
             "wav2vec2_base": wav2vec2_base, "inception_v3": inception_v3,
-            "mobilevit_s": mobilevit_s, "detr_r50": detr_r50}
+            "mobilevit_s": mobilevit_s, "detr_r50": detr_r50, "regnety_800mf": regnety_800mf,
+            "conformer": conformer, "dlrm": dlrm}
 
 
 def main() -> None:
