@@ -48,6 +48,11 @@ void gather_kernel(KernelContext& ctx) {
   dispatch_dtype(x.dtype(), [&]<typename T>() {
     const T* src = x.data<T>();
     T* dst = out.data<T>();
+    if (inner == 1) {  // single elements (DLRM's upper triangle of [f, f] products): no copy call per element
+      for (int64_t o = 0; o < outer; ++o, src += len, dst += ni)
+        for (int64_t j = 0; j < ni; ++j) dst[j] = src[fixed[size_t(j)]];
+      return;
+    }
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t j = 0; j < ni; ++j) {
         const T* s = src + (o * len + fixed[size_t(j)]) * inner;
