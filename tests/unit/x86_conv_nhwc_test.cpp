@@ -318,6 +318,11 @@ TEST(X86ConvNhwc, GroupedMatchesReference) {
       mk(1, 64, 6, 20, 64, 1, 1, 1, 1, 0, 0, 0, 0, 16),     // 1x1 grouped
       mk(1, 32, 2, 2, 32, 3, 3, 1, 1, 1, 1, 1, 1, 8),       // a map narrower than the window
       mk(2, 128, 30, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 32),  // large enough to run on both threads
+      // rows under 16 pixels in bands (tiles across rows): two images, a partial last band, stride 2 with
+      // dilation and padding on one side, 32 a group (two blocks a tile)
+      mk(2, 96, 9, 7, 96, 3, 3, 1, 1, 1, 1, 1, 1, 6),
+      mk(1, 64, 13, 11, 64, 3, 3, 2, 2, 2, 0, 1, 2, 4),
+      mk(1, 128, 7, 7, 128, 3, 3, 1, 1, 1, 1, 1, 1, 4),
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)

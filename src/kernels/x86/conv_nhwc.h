@@ -255,8 +255,9 @@ struct GroupedRowArgs {
   bool permute;                          // C / groups = OC / groups < 16, else a block lies in one group
   int64_t kh, kw, sw, dh, dw, iy0, ix0;  // iy0 = oy*sh - pad_t, ix0 = -pad_l
   int64_t ow;                            // output columns
-  float* y;                              // output row (stride oc)
-  const float* residual;                 // like y, or nullptr
+  int64_t rows = 1, sh = 1;  // output rows from iy0's (the broadcast kind; rows sh input rows apart)
+  float* y;                  // output row (stride oc), `rows` rows one after another
+  const float* residual;     // like y, or nullptr
   const float* bias;
   Activation act;
   float clip_min, clip_max;

@@ -25,7 +25,9 @@ namespace tessera::kernels::x86::grouped {
 
 // PX output pixels from column ox of NB blocks from blk (NB > 1: blocks of one group, broadcast). Taps
 // outside the image read `zeros` (at least max(16, cpg_in) floats), so the row's edge pixels go in tiles too.
-template <class V, int PX, int NB, bool PERMUTE, bool FULL>
+// BAND: ox counts the pixels of a.rows rows one after another, so a tile may span rows (each pixel its own
+// input row).
+template <class V, int PX, int NB, bool PERMUTE, bool FULL, bool BAND = false>
 inline __attribute__((always_inline)) void tile(const GroupedRowArgs& a, int64_t ox, int64_t blk,
                                                 const float* zeros, const dw3::Epilogue<V>& ep) {
   constexpr int W = V::kWidth, S = 16 / W;
@@ -47,17 +49,27 @@ inline __attribute__((always_inline)) void tile(const GroupedRowArgs& a, int64_t
     }
   typename V::ivec base{};
   if constexpr (PERMUTE) base = V::group_base(int(a.cpg_in));
+  int64_t iy_p[PX], ix_p[PX];  // BAND: each pixel's window origin
+  if constexpr (BAND)
+#pragma GCC unroll 8
+    for (int p = 0; p < PX; ++p)
+      iy_p[p] = a.iy0 + (ox + p) / a.ow * a.sh, ix_p[p] = (ox + p) % a.ow * a.sw + a.ix0;
   for (int64_t r = 0; r < a.kh; ++r) {
     const int64_t iy = a.iy0 + r * a.dh;
-    if (iy < 0 || iy >= a.h) continue;
+    if (!BAND && (iy < 0 || iy >= a.h)) continue;
     const float* xr = a.x + iy * a.w * c + in0;
     for (int64_t q = 0; q < a.kw; ++q) {
       const float* wt = wb + (r * a.kw + q) * slots * 16;
       const float* xp[PX];
 #pragma GCC unroll 8
       for (int p = 0; p < PX; ++p) {
-        const int64_t ix = (ox + p) * a.sw + a.ix0 + q * a.dw;
-        xp[p] = ix >= 0 && ix < a.w ? xr + ix * c : zeros;
+        if constexpr (BAND) {
+          const int64_t y = iy_p[p] + r * a.dh, x = ix_p[p] + q * a.dw;
+          xp[p] = y >= 0 && y < a.h && x >= 0 && x < a.w ? a.x + (y * a.w + x) * c + in0 : zeros;
+        } else {
+          const int64_t ix = (ox + p) * a.sw + a.ix0 + q * a.dw;
+          xp[p] = ix >= 0 && ix < a.w ? xr + ix * c : zeros;
+        }
       }
       if constexpr (PERMUTE) {
         typename V::vec xv[PX][S];
@@ -168,18 +180,20 @@ void row_blocks3(const GroupedRowArgs& a, int64_t blk, const float* zeros, const
   for (; ox < a.ow; ++ox) tile3<V, 1, SW, FULL>(a, ox, blk, zeros, ep);
 }
 
-// NB blocks from blk over the whole row: tiles of PX pixels, then of PX / 2 ... 1.
-template <class V, int PX, int NB, bool PERMUTE, bool FULL>
+// NB blocks from blk over the whole row (BAND: the a.rows rows' pixels in a run): tiles of PX pixels, then of
+// PX / 2 ... 1.
+template <class V, int PX, int NB, bool PERMUTE, bool FULL, bool BAND = false>
 void row_blocks(const GroupedRowArgs& a, int64_t blk, const float* zeros, const dw3::Epilogue<V>& ep) {
+  const int64_t n = BAND ? a.rows * a.ow : a.ow;
   int64_t ox = 0;
-  for (; ox + PX <= a.ow; ox += PX) tile<V, PX, NB, PERMUTE, FULL>(a, ox, blk, zeros, ep);
+  for (; ox + PX <= n; ox += PX) tile<V, PX, NB, PERMUTE, FULL, BAND>(a, ox, blk, zeros, ep);
   if constexpr (PX >= 4) {
-    if (ox + PX / 2 <= a.ow) tile<V, PX / 2, NB, PERMUTE, FULL>(a, ox, blk, zeros, ep), ox += PX / 2;
+    if (ox + PX / 2 <= n) tile<V, PX / 2, NB, PERMUTE, FULL, BAND>(a, ox, blk, zeros, ep), ox += PX / 2;
   }
   if constexpr (PX >= 2) {
-    if (ox + 2 <= a.ow) tile<V, 2, NB, PERMUTE, FULL>(a, ox, blk, zeros, ep), ox += 2;
+    if (ox + 2 <= n) tile<V, 2, NB, PERMUTE, FULL, BAND>(a, ox, blk, zeros, ep), ox += 2;
   }
-  for (; ox < a.ow; ++ox) tile<V, 1, NB, PERMUTE, FULL>(a, ox, blk, zeros, ep);
+  for (; ox < n; ++ox) tile<V, 1, NB, PERMUTE, FULL, BAND>(a, ox, blk, zeros, ep);
 }
 
 // One output row: blocks of 16 output channels outermost (a block's weights stay in L1 across the row); the
@@ -189,6 +203,13 @@ void row(const GroupedRowArgs& a, const float* zeros) {
   constexpr int PX = V::kWidth == 16 ? 8 : 4, PX2 = V::kWidth == 16 ? 8 : 2;
   const dw3::Epilogue<V> ep{a.act, V::set1(a.clip_min), V::set1(a.clip_max)};
   const int64_t nb = (a.oc + 15) / 16;
+  if (!a.permute && a.rows > 1) {  // a band of short rows (see conv_grouped): tiles span rows
+    int64_t blk = 0;
+    if (a.cpg_out % 32 == 0)
+      for (; blk + 2 <= nb; blk += 2) row_blocks<V, PX2, 2, false, true, true>(a, blk, zeros, ep);
+    for (; blk < nb; ++blk) row_blocks<V, PX, 1, false, true, true>(a, blk, zeros, ep);
+    return;
+  }
   if (!a.permute) {
     int64_t blk = 0;
     if (a.cpg_out % 32 == 0)
