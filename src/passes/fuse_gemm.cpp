@@ -232,15 +232,7 @@ void rewrite(ir::Graph& g, Match& m, size_t model_weight_bytes) {
   const std::string name = m.root->name;
   for (ir::Node* x : m.absorbed) g.remove_node(x);
   g.remove_node(m.root);
-  ir::Node* f = g.add_node("FusedGemm", name);
-  f->domain = "tessera";
-  f->opset = 1;
-  set_attr_int(f, "K", k);
-  set_attr_int(f, "N", n);
-  set_attr_int(f, "kc", kc);
-  set_attr_int(f, "nr", PackedB::native_nr());
-  if (strassen) set_attr_int(f, "strassen", 1);
-  if (coded) set_attr_int(f, "coded", 1);
+  ir::Node* f = add_fused_gemm(g, name, k, n, kc, PackedB::native_nr(), strassen, coded.has_value());
   if (m.a_rank2) set_attr_int(f, "a_rank", 2);
   if (m.act) set_activation_attrs(f, *m.act);
   g.connect_input(f, a);

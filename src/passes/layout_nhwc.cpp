@@ -393,14 +393,7 @@ void layout_nhwc(ir::Graph& g) {
       advise_huge_pages(packed.data<float>(), packed.nbytes());
       if (ir::Value* wv = n->inputs[1]; wv->uses.size() == 1 && !is_graph_output(g, wv))
         wv->initializer.reset();
-      ir::Node* f = g.add_node("FusedGemm", n->name);
-      f->domain = "tessera";
-      f->opset = 1;
-      set_attr_int(f, "K", k);
-      set_attr_int(f, "N", oc);
-      set_attr_int(f, "kc", kc);
-      set_attr_int(f, "nr", PackedB::native_nr());
-      set_attr_int(f, "strassen", 1);
+      ir::Node* f = add_fused_gemm(g, n->name, k, oc, kc, PackedB::native_nr(), /*strassen=*/true);
       set_activation_attrs(f, fused_activation_of(n));
       g.connect_input(f, nhwc_of(n->inputs[0]));
       g.connect_input(f, constant(g, n->inputs[1]->name + "_strassen", std::move(packed)));

@@ -140,6 +140,22 @@ inline void set_activation_attrs(ir::Node* f, const FusedActivation& a, const st
   f->attrs[prefix + "clip_max"] = Attribute::of_float(a.hi);
 }
 
+// A new tessera.FusedGemm node over B (K x N) packed in blocks of kc rows and panels nr wide (strassen:
+// StrassenB's pieces, coded: CodedB's); its inputs, output and activation are the caller's to connect.
+inline ir::Node* add_fused_gemm(ir::Graph& g, const std::string& name, int64_t k, int64_t n, int64_t kc,
+                                int64_t nr, bool strassen, bool coded = false) {
+  ir::Node* f = g.add_node("FusedGemm", name);
+  f->domain = "tessera";
+  f->opset = 1;
+  set_attr_int(f, "K", k);
+  set_attr_int(f, "N", n);
+  set_attr_int(f, "kc", kc);
+  set_attr_int(f, "nr", nr);
+  if (strassen) set_attr_int(f, "strassen", 1);
+  if (coded) set_attr_int(f, "coded", 1);
+  return f;
+}
+
 // The activation a fused node's attributes name (set_activation_attrs without a prefix).
 inline FusedActivation fused_activation_of(const ir::Node* n) {
   return {string_attr(n, "activation", ""), float_attr(n, "clip_min", 0), float_attr(n, "clip_max", 0)};
