@@ -84,7 +84,7 @@ bool convertible_pool(const ir::Node* n) {
   return geometry_ok(n);
 }
 
-// A conv of group 1 over C channels with a square kernel of one tap per channel.
+// A depthwise conv (ONNX Conv or FusedConv): as many groups as output channels, one input channel a group.
 bool depthwise_conv(const ir::Node* n) {
   if (!n || !(is_onnx_op(n, "Conv") || (n->domain == "tessera" && n->op_type == "FusedConv")) ||
       n->inputs.size() < 2 || !n->inputs[1] || !n->inputs[1]->type.shape ||
