@@ -101,21 +101,21 @@ bool depthwise_conv(const ir::Node* n) {
 // 512 0.90-0.93, 512 -> 1024 0.92-0.96; 784 pixels 256 -> 512 0.92-0.99 at one, 0.98-1.01 at two; 3136 pixels
 // 256 -> 256 0.96-0.99 at one, 1.05-1.15 at two, so at most kMaxPixels. Not for a conv next to a depthwise
 // one: fuse_pw_dw runs that pair (or the projection after it) with the intermediate kept in cache.
-int64_t strassen_pointwise_pixels(const ir::Graph& g, const ir::Node* n) {
+bool strassen_pointwise(const ir::Node* n) {
   constexpr int64_t kMaxPixels = 1024;
-  if (!strassen_enabled() || int_attr(n, "group", 1) != 1) return 0;
+  if (!strassen_enabled() || int_attr(n, "group", 1) != 1) return false;
   const Tensor& w = *n->inputs[1]->initializer;
   const auto st = ints_attr(n, "strides", {1, 1}), pads = ints_attr(n, "pads", {0, 0, 0, 0});
   if (w.dim(2) != 1 || w.dim(3) != 1 || st != std::vector<int64_t>{1, 1} ||
       std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }))
-    return 0;
+    return false;
   const auto& ys = *n->outputs[0]->type.shape;
   const int64_t pixels = std::max<int64_t>(ys[0].value, 1) * ys[2].value * ys[3].value;
-  if (pixels > kMaxPixels || !kernels::x86::StrassenB::worthwhile(pixels, w.dim(1), w.dim(0))) return 0;
-  if (depthwise_conv(n->inputs[0]->producer)) return 0;
+  if (pixels > kMaxPixels || !kernels::x86::StrassenB::worthwhile(pixels, w.dim(1), w.dim(0))) return false;
+  if (depthwise_conv(n->inputs[0]->producer)) return false;
   for (const auto& [use, slot] : n->outputs[0]->uses)
-    if (depthwise_conv(use)) return 0;
-  return pixels;
+    if (depthwise_conv(use)) return false;
+  return true;
 }
 
 std::vector<ir::Dim> permuted(const std::vector<ir::Dim>& s, const std::vector<int64_t>& perm) {
@@ -218,6 +218,12 @@ void layout_nhwc(ir::Graph& g) {
     add_transpose(g, v, t, kToNhwc);
     twin[v] = t;
     return t;
+  };
+  // Frees conv n's original weights once packed, where n is their only reader (it goes away below), so the
+  // next packing can reuse their memory instead of faulting in fresh pages.
+  auto release_weights = [&](ir::Node* n) {
+    if (ir::Value* wv = n->inputs[1]; wv->uses.size() == 1 && !is_graph_output(g, wv))
+      wv->initializer.reset();
   };
   // The NHWC twin of y, written by f: a new value of y's shape permuted to channels-last.
   auto twin_out = [&](ir::Node* f, ir::Value* y) {
@@ -377,7 +383,7 @@ void layout_nhwc(ir::Graph& g) {
     }
     const bool conv = convertible_conv(g, n), pool = !conv && convertible_pool(n);
     if (!conv && !pool) continue;
-    if (conv && strassen_pointwise_pixels(g, n)) {
+    if (conv && strassen_pointwise(n)) {
       // FusedGemm(X_nhwc [N, H, W, C], B packed for Strassen, bias, residual) -> [N, H, W, OC]
       using kernels::x86::PackedB;
       using kernels::x86::StrassenB;
@@ -391,8 +397,7 @@ void layout_nhwc(ir::Graph& g) {
       }
       StrassenB::pack_into(packed.data<float>(), wt.data<float>(), k, /*trans_b=*/true, k, oc);
       advise_huge_pages(packed.data<float>(), packed.nbytes());
-      if (ir::Value* wv = n->inputs[1]; wv->uses.size() == 1 && !is_graph_output(g, wv))
-        wv->initializer.reset();
+      release_weights(n);
       ir::Node* f = add_fused_gemm(g, n->name, k, oc, kc, PackedB::native_nr(), /*strassen=*/true);
       set_activation_attrs(f, fused_activation_of(n));
       g.connect_input(f, nhwc_of(n->inputs[0]));
@@ -474,10 +479,7 @@ void layout_nhwc(ir::Graph& g) {
       else
         kernels::x86::grouped_nhwc_pack_weights(wt.data<float>(), cp, packed.data<float>());
       advise_huge_pages(packed.data<float>(), size_t(floats) * sizeof(float));
-      // Free the original weights now (this node is their only reader and goes away below), so the next
-      // packing can reuse their memory instead of faulting in fresh pages.
-      if (ir::Value* wv = n->inputs[1]; wv->uses.size() == 1 && !is_graph_output(g, wv))
-        wv->initializer.reset();
+      release_weights(n);
       if (wino) set_attr_int(f, "winograd", wm);
       Attribute lay;
       lay.kind = Attribute::Kind::s;
