@@ -997,6 +997,162 @@ def dlrm(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("click", TensorProto.FLOAT, [batch, 1])])
 
 
+def vgg16(small: bool = False) -> onnx.ModelProto:
+    g = Graph(27)
+    side = 32 if small else 224
+    cfg = [16, "M", 32, "M", 32, "M"] if small else [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512,
+                                                        512, "M", 512, 512, 512, "M"]
+    x, c = "input", 3
+    for v in cfg:
+        if v == "M":
+            x = g.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+        else:
+            x, c = g.op("Relu", [g.conv(x, c, v, 3)]), v
+    # AdaptiveAvgPool2d((7, 7)) of a 7 x 7 map exports as a 1 x 1 AveragePool
+    x = g.op("AveragePool", [x], kernel_shape=[1, 1], strides=[1, 1])
+    x = g.op("Flatten", [x], axis=1)
+    fc, feat = (64, c * (side // 8) ** 2) if small else (4096, c * 49)
+    x = g.op("Relu", [g.gemm(x, feat, fc)])
+    x = g.op("Relu", [g.gemm(x, fc, fc)])
+    y = g.gemm(x, fc, 1000)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+
+
+def deeplabv3(small: bool = False) -> onnx.ModelProto:
+    g = Graph(28)
+    side = 64 if small else 224
+    depths, base = ([1, 1, 1, 1], 16) if small else ([3, 4, 6, 3], 64)
+
+    def conv_d(x, cin, cout, k, stride=1, dil=1):  # a conv with dilation, padded to keep the size
+        w = g.weight(cout, cin, k, k, fan_in=cin * k * k)
+        p = dil * (k // 2)
+        return g.op("Conv", [x, w, g.bias(cout)], kernel_shape=[k, k], strides=[stride, stride], pads=[p] * 4,
+                    dilations=[dil, dil])
+
+    x = g.op("Relu", [g.conv("input", 3, base, 7, 2)])
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin, dil = base, 1
+    for stage, n in enumerate(depths):  # ResNet-50 with layers 3 and 4 dilated instead of strided (stride 8)
+        width, cout = base << stage, (4 * base) << stage
+        s = 2 if stage == 1 else 1
+        prev_dil = dil
+        if stage >= 2:
+            dil *= 2
+        for i in range(n):
+            st = s if i == 0 else 1
+            h = g.op("Relu", [g.conv(x, cin, width, 1)])
+            h = g.op("Relu", [conv_d(h, width, width, 3, st, prev_dil if i == 0 else dil)])
+            h = g.conv(h, width, cout, 1)
+            sc = g.conv(x, cin, cout, 1, st) if i == 0 else x
+            x = g.op("Relu", [g.op("Add", [h, sc])])
+            cin = cout
+    # ASPP: a 1x1, three dilated 3x3 (rates 12 / 24 / 36) and the image pooling branch, concatenated
+    a = 32 if small else 256
+    branches = [g.op("Relu", [g.conv(x, cin, a, 1)])]
+    branches += [g.op("Relu", [conv_d(x, cin, a, 3, 1, r)]) for r in (12, 24, 36)]
+    feat = side // 8
+    pool = g.op("Relu", [g.conv(g.op("GlobalAveragePool", [x]), cin, a, 1)])
+    branches.append(g.op("Resize", [pool, "", "", g.const([1, a, feat, feat], np.int64)], mode="linear",
+                         coordinate_transformation_mode="pytorch_half_pixel"))
+    x = g.op("Relu", [g.conv(g.op("Concat", branches, axis=1), 5 * a, a, 1)])
+    x = g.op("Relu", [g.conv(x, a, a, 3)])
+    x = g.conv(x, a, 21, 1)
+    y = g.op("Resize", [x, "", "", g.const([1, 21, side, side], np.int64)], mode="linear",
+             coordinate_transformation_mode="pytorch_half_pixel")
+    g.nodes.append(helper.make_node("Identity", [y], ["out"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 21, side, side])])
+
+
+def fast_neural_style(small: bool = False) -> onnx.ModelProto:
+    g = Graph(29)
+    side, c1 = (32, 8) if small else (256, 32)
+
+    def conv_layer(x, cin, cout, k, stride=1):  # ReflectionPad2d + Conv2d, as pytorch/examples' ConvLayer
+        p = g.op("Pad", [x, g.const([0, 0, k // 2, k // 2, 0, 0, k // 2, k // 2], np.int64)], mode="reflect")
+        w = g.weight(cout, cin, k, k, fan_in=cin * k * k)
+        return g.op("Conv", [p, w, g.bias(cout)], kernel_shape=[k, k], strides=[stride, stride])
+
+    def inorm(x, c):
+        return g.op("InstanceNormalization", [x, g.const(g.rng.uniform(0.8, 1.2, c)), g.bias(c)], epsilon=1e-5)
+
+    x = g.op("Relu", [inorm(conv_layer("input", 3, c1, 9), c1)])
+    x = g.op("Relu", [inorm(conv_layer(x, c1, 2 * c1, 3, 2), 2 * c1)])
+    c = 4 * c1
+    x = g.op("Relu", [inorm(conv_layer(x, 2 * c1, c, 3, 2), c)])
+    for _ in range(1 if small else 5):
+        h = g.op("Relu", [inorm(conv_layer(x, c, c, 3), c)])
+        x = g.op("Add", [inorm(conv_layer(h, c, c, 3), c), x])
+    for cout in (2 * c1, c1):  # UpsampleConvLayer: nearest 2x, then ConvLayer
+        up = g.op("Resize", [x, "", g.const([1.0, 1.0, 2.0, 2.0])], mode="nearest",
+                  coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+        x = g.op("Relu", [inorm(conv_layer(up, c, cout, 3), cout)])
+        c = cout
+    y = conv_layer(x, c, 3, 9)
+    g.nodes.append(helper.make_node("Identity", [y], ["stylized"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("stylized", TensorProto.FLOAT, [1, 3, side, side])])
+
+
+def espcn(small: bool = False) -> onnx.ModelProto:
+    g = Graph(30)
+    side, r = (24, 2) if small else (224, 3)  # PyTorch's super_resolution example: upscale 3
+    x = g.op("Relu", [g.conv("input", 1, 64, 5)])
+    x = g.op("Relu", [g.conv(x, 64, 64, 3)])
+    x = g.op("Relu", [g.conv(x, 64, 32, 3)])
+    x = g.conv(x, 32, r * r, 3)
+    y = g.op("DepthToSpace", [x], blocksize=r, mode="CRD")  # nn.PixelShuffle
+    g.nodes.append(helper.make_node("Identity", [y], ["upscaled"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 1, side, side])],
+                   [helper.make_tensor_value_info("upscaled", TensorProto.FLOAT, [1, 1, side * r, side * r])])
+
+
+def gru_lm(small: bool = False) -> onnx.ModelProto:
+    g = Graph(31)
+    vocab, d, hid, layers, seq = (50, 16, 24, 2, 7) if small else (10000, 512, 1024, 2, 64)
+    x = g.op("Gather", [g.const(g.rng.standard_normal((vocab, d)) * 0.1), "input_ids"])  # [seq, 1, d]
+    cin = d
+    for _ in range(layers):  # nn.GRU exports linear_before_reset = 1
+        w = g.weight(1, 3 * hid, cin, fan_in=cin)
+        r = g.weight(1, 3 * hid, hid, fan_in=hid)
+        b = g.const(g.rng.standard_normal((1, 6 * hid)) * 0.05)
+        y = g.op("GRU", [x, w, r, b], n_out=1, hidden_size=hid, linear_before_reset=1)  # [seq, 1, 1, hid]
+        x = g.op("Squeeze", [y, g.const([1], np.int64)])
+        cin = hid
+    y = g.op("Add", [g.op("MatMul", [x, g.weight(cin, vocab, fan_in=cin)]), g.bias(vocab)])
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input_ids", TensorProto.INT64, [seq, 1])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [seq, 1, vocab])])
+
+
+def r3d_18(small: bool = False) -> onnx.ModelProto:
+    g = Graph(32)
+    frames, side = (4, 32) if small else (8, 112)
+    widths = [8, 16, 16, 32] if small else [64, 128, 256, 512]
+
+    def conv3(x, cin, cout, k, stride):  # Conv3d with BatchNorm folded in
+        w = g.weight(cout, cin, *k, fan_in=cin * k[0] * k[1] * k[2])
+        return g.op("Conv", [x, w, g.bias(cout)], kernel_shape=list(k), strides=list(stride),
+                    pads=[kk // 2 for kk in k] * 2)
+
+    x = g.op("Relu", [conv3("input", 3, widths[0], (3, 7, 7), (1, 2, 2))])
+    cin = widths[0]
+    for stage, w in enumerate(widths):  # torchvision's r3d_18: two BasicBlocks of 3x3x3 convs a stage
+        for i in range(2):
+            s = 2 if stage and i == 0 else 1
+            h = g.op("Relu", [conv3(x, cin, w, (3, 3, 3), (s, s, s))])
+            h = conv3(h, w, w, (3, 3, 3), (1, 1, 1))
+            sc = conv3(x, cin, w, (1, 1, 1), (s, s, s)) if s != 1 or cin != w else x
+            x = g.op("Relu", [g.op("Add", [h, sc])])
+            cin = w
+    y = g.gemm(g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1), cin, 400)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, frames, side, side])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 400])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
@@ -1004,7 +1160,8 @@ BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, 
             "lstm_tagger": lstm_tagger, "t5_encoder": t5_encoder, "sd_unet": sd_unet,
             "wav2vec2_base": wav2vec2_base, "inception_v3": inception_v3,
             "mobilevit_s": mobilevit_s, "detr_r50": detr_r50, "regnety_800mf": regnety_800mf,
-            "conformer": conformer, "dlrm": dlrm}
+            "conformer": conformer, "dlrm": dlrm, "vgg16": vgg16, "deeplabv3": deeplabv3,
+            "fast_neural_style": fast_neural_style, "espcn": espcn, "gru_lm": gru_lm, "r3d_18": r3d_18}
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-// fuse_conv: a 2-D f32 Conv with constant weights becomes tessera.FusedConv, with
+// fuse_conv: a 2-D or 3-D f32 Conv with constant weights becomes tessera.FusedConv, with
 // a following residual Add (the other operand has the conv output's shape) and
 // a Relu / Clip / SiLU (Mul(x, Sigmoid(x))) folded into its epilogue — the ResNet, MobileNet and
 // EfficientNet blocks:
@@ -37,26 +37,28 @@ struct Match {
 bool match_conv(const ir::Graph& g, ir::Node* n, Match& m) {
   if (!is_onnx_op(n, "Conv") || n->inputs.size() < 2 || !is_f32(n->inputs[0])) return false;
   const ir::Value* w = n->inputs[1];
-  if (!is_constant(g, w) || w->initializer->dtype() != DType::f32 || w->initializer->rank() != 4)
+  if (!is_constant(g, w) || w->initializer->dtype() != DType::f32 ||
+      (w->initializer->rank() != 4 && w->initializer->rank() != 5))
     return false;
   if (n->inputs.size() > 2 && n->inputs[2] && !is_constant(g, n->inputs[2])) return false;
   const auto& xs = n->inputs[0]->type.shape;
-  if (!xs || xs->size() != 4) return false;
   const Tensor& wt = *w->initializer;
-  m.kernel = ints_or(n, "kernel_shape", {wt.dim(2), wt.dim(3)});
-  m.strides = ints_or(n, "strides", {1, 1});
-  m.dilations = ints_or(n, "dilations", {1, 1});
-  m.pads = ints_or(n, "pads", {0, 0, 0, 0});
+  const size_t r = size_t(wt.rank() - 2);  // spatial dims: 2, or 3 (a video model's Conv3d)
+  if (!xs || xs->size() != r + 2) return false;
+  m.kernel = ints_or(n, "kernel_shape", std::vector<int64_t>(wt.shape().begin() + 2, wt.shape().end()));
+  m.strides = ints_or(n, "strides", std::vector<int64_t>(r, 1));
+  m.dilations = ints_or(n, "dilations", std::vector<int64_t>(r, 1));
+  m.pads = ints_or(n, "pads", std::vector<int64_t>(2 * r, 0));
   const Attribute* gr = n->attr("group");
   m.group = gr ? gr->i : 1;
-  if (m.kernel.size() != 2 || m.strides.size() != 2 || m.dilations.size() != 2 || m.pads.size() != 4)
+  if (m.kernel.size() != r || m.strides.size() != r || m.dilations.size() != r || m.pads.size() != 2 * r)
     return false;
   const Attribute* ap = n->attr("auto_pad");
   const std::string auto_pad = ap ? ap->s : "NOTSET";
   if (auto_pad == "VALID") {
-    m.pads = {0, 0, 0, 0};
+    m.pads.assign(2 * r, 0);
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (int i = 0; i < 2; ++i) {
+    for (size_t i = 0; i < r; ++i) {
       const ir::Dim& d = (*xs)[size_t(2 + i)];
       if (!d.known()) return false;
       const int64_t out = (d.value + m.strides[size_t(i)] - 1) / m.strides[size_t(i)];
@@ -64,8 +66,8 @@ bool match_conv(const ir::Graph& g, ir::Node* n, Match& m) {
           std::max<int64_t>(0, (out - 1) * m.strides[size_t(i)] +
                                    m.dilations[size_t(i)] * (m.kernel[size_t(i)] - 1) + 1 - d.value);
       const int64_t small = total / 2, big = total - small;
-      m.pads[size_t(i)] = auto_pad == "SAME_UPPER" ? small : big;
-      m.pads[size_t(i + 2)] = auto_pad == "SAME_UPPER" ? big : small;
+      m.pads[i] = auto_pad == "SAME_UPPER" ? small : big;
+      m.pads[i + r] = auto_pad == "SAME_UPPER" ? big : small;
     }
   } else if (auto_pad != "NOTSET") {
     return false;

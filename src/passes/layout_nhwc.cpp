@@ -430,29 +430,13 @@ void layout_nhwc(ir::Graph& g) {
       const auto st = ints_attr(n, "strides", {1, 1}), dl = ints_attr(n, "dilations", {1, 1});
       cp.c = cg, cp.oc = oc, cp.kh = kh, cp.kw = kw, cp.sh = st[0], cp.sw = st[1], cp.dh = dl[0],
       cp.dw = dl[1];
-      // F(4x4, 3x3): 2.5x-3.3x over direct on 56..14 maps with the weights in cache; F(2x2, 3x3) below
-      // 8 x 8, where F(4x4) computes as much padding. In a model the transformed weights (36/9 or 16/9 of
-      // the filter) stream from memory each run and feed one row per tile: with few tiles the GEMMs are
-      // bound by that stream (T/2 FLOP per weight byte against a core's ridge of 5-13) while the direct
-      // conv reuses each weight for every pixel. So Winograd only from kWinoMinTiles tiles per conv:
-      // F(4x4) on ResNet's 28 x 28 and 56 x 56 convs (49, 196 tiles), F(2x2) on its 14 x 14 ones (49
-      // tiles; F(4x4) would have 16), none on 7 x 7 (16 tiles of F(2x2)) — F(4x4) on 14 x 14 and 7 x 7
-      // made ResNet-18 1.2-1.3x and ResNet-50 1.1-1.15x slower on a Xeon (AVX-512, ridge 12.5; in-process
-      // A/B at one and two threads); F(2x2) on 14 x 14 made them 4-6% faster (ResNet-50 at one thread
-      // 0.963, at two 0.94-0.955; ResNet-18 0.938 / 0.964-0.989).
-      constexpr int64_t kWinoMinTiles = 32;
+      // Winograd where it beats the direct kernel (wino_tile_for; an unknown batch counts as 1)
       const auto& ys = *n->outputs[0]->type.shape;
-      // an unknown batch counts as 1; unknown rows or columns as many tiles
-      auto tiles_of = [&](int64_t m) {
-        return !ys[2].known() || !ys[3].known()
-                   ? kWinoMinTiles
-                   : std::max<int64_t>(ys[0].value, 1) * ((ys[2].value + m - 1) / m) *
-                         ((ys[3].value + m - 1) / m);
-      };
-      const bool f4 = ys[2].value >= 8 && ys[3].value >= 8 && tiles_of(4) >= kWinoMinTiles;
-      const int wm = f4 ? 4 : 2;
-      const int64_t tiles = tiles_of(wm);
-      const bool wino = dense && kernels::x86::wino_applies(cp) && tiles >= kWinoMinTiles;
+      const int wm = dense ? kernels::x86::wino_tile_for(cp, ys[0].known() ? ys[0].value : 1,
+                                                         ys[2].known() ? ys[2].value : 0,
+                                                         ys[3].known() ? ys[3].value : 0)
+                           : 0;
+      const bool wino = wm != 0;
       cp.groups = groups, cp.c = cg * groups;
       const int64_t floats = wino        ? int64_t(kernels::x86::wino_packed_floats(oc, cg, wm))
                              : dense     ? int64_t(kernels::x86::conv_nhwc_packed_floats(oc, cg * kh * kw))

@@ -226,7 +226,8 @@ def _arch_models():
                                   "resnext50", "densenet121", "unet", "whisper_encoder", "shufflenet_v2",
                                   "yolov8n", "swin_tiny", "lstm_tagger", "t5_encoder", "sd_unet",
                                   "wav2vec2_base", "inception_v3", "mobilevit_s", "detr_r50", "regnety_800mf",
-                                  "conformer", "dlrm"])
+                                  "conformer", "dlrm", "vgg16", "deeplabv3", "fast_neural_style", "espcn",
+                                  "gru_lm", "r3d_18"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_unseen_architectures_match_onnxruntime(name, threads):
     """The benchmark's unseen architectures, each pattern at a small size (SiLU and squeeze-and-excitation in

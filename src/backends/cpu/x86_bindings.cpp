@@ -13,6 +13,7 @@
 #include "kernels/ref/registry.h"
 #include "kernels/ref/resize.h"
 #include "kernels/x86/conv2d.h"
+#include "kernels/x86/conv3d.h"
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/eltwise.h"
 #include "kernels/x86/gemm.h"
@@ -339,9 +340,66 @@ void nhwc_pool_x86(KernelContext& ctx, bool is_max) {
   kernels::x86::pool2d_nhwc_f32(pp, x.data<float>(), y.data<float>(), ctx.pool());
 }
 
+// FusedConv with layout NCDHW: a 3-D conv, its depth taps packed by the pack_conv3d pass.
+void fused_conv3d_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  const Tensor& w0 = ctx.required_input(1);
+  const Tensor* b = ctx.input(2);
+  const Tensor* r = ctx.input(3);
+  const auto ws = ctx.attr_ints_view("weight_shape");
+  if (x0.dtype() != DType::f32 || w0.dtype() != DType::f32 || x0.rank() != 5 || ws.size() != 5) {
+    run_ref(ctx, "tessera");
+    return;
+  }
+  static constexpr int64_t kOnes[3] = {1, 1, 1}, kZeros[6] = {0, 0, 0, 0, 0, 0};
+  const auto ks = ctx.attr_ints_view("kernel_shape"), st = ctx.attr_ints_view("strides", kOnes),
+             dl = ctx.attr_ints_view("dilations", kOnes), pd = ctx.attr_ints_view("pads", kZeros);
+  ctx.check(ks.size() == 3 && st.size() == 3 && dl.size() == 3 && pd.size() == 6,
+            "a 3-D conv's kernel_shape, strides, dilations must have 3 values and pads 6");
+  for (size_t i = 0; i < 3; ++i)
+    ctx.check(ks[i] > 0 && st[i] > 0 && dl[i] > 0, "kernel_shape, strides and dilations must be positive");
+  for (int64_t v : pd) ctx.check(v >= 0, "pads must not be negative");
+  kernels::x86::Conv3dParams p;
+  p.n = x0.dim(0), p.s.c = x0.dim(1), p.d = x0.dim(2), p.s.h = x0.dim(3), p.s.w = x0.dim(4);
+  p.s.oc = ws[0], p.s.groups = ctx.attr_int("group", 1);
+  p.kd = ks[0], p.s.kh = ks[1], p.s.kw = ks[2], p.sd = st[0], p.s.sh = st[1], p.s.sw = st[2];
+  p.dd = dl[0], p.s.dh = dl[1], p.s.dw = dl[2];
+  p.pad_f = pd[0], p.s.pad_t = pd[1], p.s.pad_l = pd[2], p.pad_k = pd[3], p.s.pad_b = pd[4],
+  p.s.pad_r = pd[5];
+  const int64_t wino = ctx.attr_int("winograd", 0);
+  ctx.check(kernels::x86::conv3d_applies(p) && ws[1] == p.s.c / p.s.groups && ws[2] == p.kd &&
+                ws[3] == p.s.kh && ws[4] == p.s.kw,
+            "weight_shape does not match the input ", x0.text(), " with group ", p.s.groups);
+  ctx.check(wino == 0 || ((wino == 2 || wino == 4) && kernels::x86::wino_applies(p.s)),
+            "winograd = 2 or 4 needs dense 3x3 taps of stride 1 and dilation 1");
+  const size_t want = size_t(p.kd) * kernels::x86::conv3d_slice_floats(p, int(wino));
+  ctx.check(size_t(w0.numel()) == want, "packed weights have ", w0.numel(), " floats, not ", want);
+  ctx.check(p.od() > 0 && p.s.oh() > 0 && p.s.ow() > 0, "output would be empty");
+  if (b) ctx.check(b->dtype() == DType::f32 && b->numel() == p.s.oc, "bias must have ", p.s.oc, " elements");
+  const Shape ys{p.n, p.s.oc, p.od(), p.s.oh(), p.s.ow()};
+  if (r)
+    ctx.check(r->dtype() == DType::f32 && r->shape() == ys, "residual ", r->text(),
+              " does not match the output");
+  const Tensor x = x0.contiguous(), w = w0.contiguous();
+  Tensor rc, bc;
+  if (r) rc = r->contiguous();
+  if (b) bc = b->contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, ys);
+  kernels::x86::ConvEpilogue ep;
+  ep.bias = b ? bc.data<float>() : nullptr;
+  ep.residual = r ? rc.data<float>() : nullptr;
+  ep.act = conv_activation(ctx, ep.clip_min, ep.clip_max);
+  kernels::x86::conv3d_f32(p, int(wino), x.data<float>(), w.data<float>(), ep, y.data<float>(), ctx.pool());
+}
+
 void fused_conv_x86(KernelContext& ctx) {
-  if (ctx.attr_string("layout", "NCHW") == "NHWC") {
+  const std::string layout = ctx.attr_string("layout", "NCHW");
+  if (layout == "NHWC") {
     fused_conv_nhwc_x86(ctx);
+    return;
+  }
+  if (layout == "NCDHW") {
+    fused_conv3d_x86(ctx);
     return;
   }
   const Tensor& x0 = ctx.required_input(0);

@@ -14,6 +14,9 @@
 //     Y and Residual [N,OH,OW,OC], W packed (kernels/x86/conv_nhwc.h: panels for
 //     group 1, [kh*kw][C] for depthwise), weight_shape = the ONNX [OC, C/group, kh, kw];
 //     winograd = m (2 or 4): a 3x3 stride-1 conv whose W holds Winograd F(m x m, 3x3) weights.
+//     A 3-D conv (kernel_shape of 3) is layout "NCHW" (as ONNX Conv, 5-D) or "NCDHW" (made by the
+//     pack_conv3d pass): X, Y and Residual as ONNX Conv's, W the kd depth taps each packed as a 2-D
+//     NHWC conv's (kernels/x86/conv3d.h), weight_shape = [OC, C/group, kd, kh, kw].
 //   FusedPwDwConv(X[N,H,W,C], W1, B1?, W2, B2?) -> Y[N,OH,OW,E]: an NHWC pointwise conv (C -> E
 //     channels, W1 packed as a dense 1x1 FusedConv's, then pw_activation) feeding a depthwise conv
 //     (W2 packed [kh*kw][E], kernel_shape/strides/dilations/pads, then activation) — the expansion
@@ -62,46 +65,45 @@ void infer_fused_gemm(InferenceContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), out);
 }
 
-// The output rows and columns of a conv over h x w, its geometry in the attributes (their names after
-// prefix).
-std::vector<Dim> spatial_out(InferenceContext& ctx, const Dim& h, const Dim& w,
+// The output extents of a conv over the spatial dims `in` (2 or 3), its geometry in the attributes (their
+// names after prefix).
+std::vector<Dim> spatial_out(InferenceContext& ctx, const std::vector<Dim>& in,
                              const std::string& prefix = "") {
-  const auto k = ctx.attr_ints(prefix + "kernel_shape"), s = ctx.attr_ints(prefix + "strides", {1, 1}),
-             d = ctx.attr_ints(prefix + "dilations", {1, 1}),
-             p = ctx.attr_ints(prefix + "pads", {0, 0, 0, 0});
-  std::vector<Dim> out;
-  if (k.size() != 2 || s.size() != 2 || d.size() != 2 || p.size() != 4) return {Dim(), Dim()};
-  for (size_t i = 0; i < 2; ++i)
-    if (k[i] <= 0 || s[i] <= 0 || d[i] <= 0) return {Dim(), Dim()};  // the kernels reject these
-  for (int i = 0; i < 2; ++i) {
-    const Dim& in = i == 0 ? h : w;
-    out.push_back(in.known() ? Dim((in.value + p[size_t(i)] + p[size_t(i + 2)] -
-                                    d[size_t(i)] * (k[size_t(i)] - 1) - 1) /
-                                       s[size_t(i)] +
-                                   1)
-                             : Dim());
-  }
+  const size_t r = in.size();
+  const std::vector<int64_t> ones(r, 1), zeros(2 * r, 0);
+  const auto k = ctx.attr_ints(prefix + "kernel_shape"), s = ctx.attr_ints(prefix + "strides", ones),
+             d = ctx.attr_ints(prefix + "dilations", ones), p = ctx.attr_ints(prefix + "pads", zeros);
+  std::vector<Dim> out(r);
+  if (k.size() != r || s.size() != r || d.size() != r || p.size() != 2 * r) return out;
+  for (size_t i = 0; i < r; ++i)
+    if (k[i] <= 0 || s[i] <= 0 || d[i] <= 0) return std::vector<Dim>(r);  // the kernels reject these
+  for (size_t i = 0; i < r; ++i)
+    if (in[i].known()) out[i] = Dim((in[i].value + p[i] + p[i + r] - d[i] * (k[i] - 1) - 1) / s[i] + 1);
   return out;
 }
 
+// Layout NCHW (the ONNX Conv's, 2-D or 3-D), NHWC (packed, 2-D) or NCDHW (packed depth taps, 3-D).
 void infer_fused_conv(InferenceContext& ctx) {
   const auto& x = ctx.input_shape(0);
   const auto& w = ctx.input_shape(1);
-  const bool nhwc = ctx.attr_string("layout", "NCHW") == "NHWC";
-  if (!x || !w || x->size() != 4 || (!nhwc && w->size() != 4)) {
+  const std::string layout = ctx.attr_string("layout", "NCHW");
+  const bool packed = layout != "NCHW";
+  const size_t rank = layout == "NCDHW" || (!packed && x && x->size() == 5) ? 5 : 4;
+  const auto ws = ctx.attr_ints("weight_shape");
+  if (!x || !w || x->size() != rank || (!packed && w->size() != rank)) {
     ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
     return;
   }
-  if (nhwc) {
-    const auto ws = ctx.attr_ints("weight_shape");
+  const Dim oc = !packed ? (*w)[0] : ws.size() == rank ? Dim(ws[0]) : Dim();
+  if (layout == "NHWC") {
     const bool nchw_in = ctx.attr_string("input_layout", "NHWC") == "NCHW";  // the output is NHWC
-    const auto sp = nchw_in ? spatial_out(ctx, (*x)[2], (*x)[3]) : spatial_out(ctx, (*x)[1], (*x)[2]);
-    ctx.set_output(0, ctx.input_dtype(0),
-                   std::vector<Dim>{(*x)[0], sp[0], sp[1], ws.size() == 4 ? Dim(ws[0]) : Dim()});
+    const auto sp = nchw_in ? spatial_out(ctx, {(*x)[2], (*x)[3]}) : spatial_out(ctx, {(*x)[1], (*x)[2]});
+    ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], sp[0], sp[1], oc});
     return;
   }
-  const auto sp = spatial_out(ctx, (*x)[2], (*x)[3]);
-  ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], (*w)[0], sp[0], sp[1]});
+  std::vector<Dim> out{(*x)[0], oc};
+  for (const Dim& d : spatial_out(ctx, std::vector<Dim>(x->begin() + 2, x->end()))) out.push_back(d);
+  ctx.set_output(0, ctx.input_dtype(0), out);
 }
 
 void infer_fused_pw_dw_conv(InferenceContext& ctx) {
@@ -112,8 +114,8 @@ void infer_fused_pw_dw_conv(InferenceContext& ctx) {
   }
   // a stem producer (pw_input_layout NCHW): the depthwise conv reads its output map
   const bool stem = ctx.attr_string("pw_input_layout", "NHWC") == "NCHW";
-  const auto mid = stem ? spatial_out(ctx, (*x)[2], (*x)[3], "pw_") : std::vector<Dim>{(*x)[1], (*x)[2]};
-  const auto sp = spatial_out(ctx, mid[0], mid[1]);
+  const auto mid = stem ? spatial_out(ctx, {(*x)[2], (*x)[3]}, "pw_") : std::vector<Dim>{(*x)[1], (*x)[2]};
+  const auto sp = spatial_out(ctx, mid);
   const int64_t e = ctx.attr_int(ctx.has_input(5) ? "proj_channels" : "channels", -1);
   ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], sp[0], sp[1], e > 0 ? Dim(e) : Dim()});
 }
@@ -124,7 +126,7 @@ void infer_nhwc_pool(InferenceContext& ctx) {
     ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
     return;
   }
-  const auto sp = spatial_out(ctx, (*x)[1], (*x)[2]);
+  const auto sp = spatial_out(ctx, {(*x)[1], (*x)[2]});
   ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], sp[0], sp[1], (*x)[3]});
 }
 

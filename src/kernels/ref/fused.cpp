@@ -8,6 +8,7 @@
 #include "core/ew_program.h"
 #include "kernels/ref/broadcast.h"
 #include "kernels/ref/registry.h"
+#include "kernels/x86/conv3d.h"
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/gemm.h"
 
@@ -110,7 +111,83 @@ ConvGeom conv_geom(KernelContext& ctx) {
   return c;
 }
 
+// A 3-D FusedConv: layout NCHW (ONNX Conv's 5-D tensors) or NCDHW (depth taps packed, conv3d.h).
+void fused_conv3d(KernelContext& ctx) {
+  const Tensor x = ctx.required_input(0).contiguous();
+  const Tensor w = ctx.required_input(1).contiguous();
+  const Tensor* b = ctx.input(2);
+  const Tensor* res = ctx.input(3);
+  const std::string layout = ctx.attr_string("layout", "NCHW");
+  ctx.check(layout == "NCHW" || layout == "NCDHW", "a 3-D FusedConv is layout NCHW or NCDHW, not ", layout);
+  const bool packed = layout == "NCDHW";
+  ctx.check(x.dtype() == DType::f32 && w.dtype() == DType::f32 && x.rank() == 5,
+            "a 3-D FusedConv takes 5-D float32 tensors");
+  const auto ks = ctx.attr_ints("kernel_shape"), st = ctx.attr_ints("strides", {1, 1, 1}),
+             dl = ctx.attr_ints("dilations", {1, 1, 1}), pd = ctx.attr_ints("pads", {0, 0, 0, 0, 0, 0});
+  ctx.check(ks.size() == 3 && st.size() == 3 && dl.size() == 3 && pd.size() == 6,
+            "kernel_shape, strides, dilations must have 3 values and pads 6");
+  for (size_t i = 0; i < 3; ++i)
+    ctx.check(ks[i] > 0 && st[i] > 0 && dl[i] > 0, "kernel_shape, strides and dilations must be positive");
+  for (int64_t v : pd) ctx.check(v >= 0, "pads must not be negative");
+  const std::vector<int64_t> ws =
+      packed ? ctx.attr_ints("weight_shape") : std::vector<int64_t>(w.shape().begin(), w.shape().end());
+  ctx.check(ws.size() == 5, "weights must be 5-D");
+  const int64_t g = ctx.attr_int("group", 1), n = x.dim(0), c = x.dim(1), oc = ws[0];
+  ctx.check(g > 0 && oc > 0 && c % g == 0 && oc % g == 0 && ws[1] == c / g,
+            "channels do not match the groups");
+  ctx.check(ws[2] == ks[0] && ws[3] == ks[1] && ws[4] == ks[2], "weights do not match kernel_shape");
+  x86::Conv3dParams p;  // a packing's geometry (conv3d.h)
+  p.n = n, p.s.c = c, p.d = x.dim(2), p.s.h = x.dim(3), p.s.w = x.dim(4), p.s.oc = oc, p.s.groups = g;
+  p.kd = ks[0], p.s.kh = ks[1], p.s.kw = ks[2];
+  const int wino = packed ? int(ctx.attr_int("winograd", 0)) : 0;
+  if (packed) {
+    ctx.check(x86::conv3d_applies(p), "packed 3-D FusedConv weights are dense, depthwise or grouped");
+    ctx.check(wino == 0 || (g == 1 && ks[1] == 3 && ks[2] == 3 && st[1] == 1 && st[2] == 1 && dl[1] == 1 &&
+                            dl[2] == 1 && (wino == 2 || wino == 4)),
+              "winograd = 2 or 4 needs dense 3x3 taps of stride 1 and dilation 1");
+    ctx.check(size_t(w.numel()) == size_t(p.kd) * x86::conv3d_slice_floats(p, wino),
+              "packed weights have the wrong size");
+  }
+  int64_t out[3];
+  for (size_t i = 0; i < 3; ++i) {
+    out[i] = (x.dim(int64_t(i) + 2) + pd[i] + pd[i + 3] - dl[i] * (ks[i] - 1) - 1) / st[i] + 1;
+    ctx.check(out[i] > 0, "output would be empty");
+  }
+  if (b) ctx.check(b->numel() == oc, "bias must have ", oc, " elements");
+  Tensor& y = ctx.output(0, DType::f32, {n, oc, out[0], out[1], out[2]});
+  if (res) ctx.check(res->shape() == y.shape(), "residual ", res->text(), " does not match the output");
+  const std::string act = activation_attr(ctx, "activation", false);
+  const double lo = ctx.attr_float("clip_min", 0), hi = ctx.attr_float("clip_max", 0);
+  const Tensor rc = res ? res->contiguous() : Tensor();
+  const int64_t cg = c / g, ocg = oc / g, in[3] = {x.dim(2), x.dim(3), x.dim(4)};
+  const float *xp = x.data<float>(), *wp = w.data<float>();
+  float* yp = y.data<float>();
+  int64_t idx = 0;
+  for (int64_t bi = 0; bi < n; ++bi)
+    for (int64_t o = 0; o < oc; ++o)
+      for (int64_t a0 = 0; a0 < out[0]; ++a0)
+        for (int64_t a1 = 0; a1 < out[1]; ++a1)
+          for (int64_t a2 = 0; a2 < out[2]; ++a2, ++idx) {
+            double s = b ? b->data<float>()[o] : 0.0;
+            const int64_t gi = o / ocg;
+            for (int64_t ci = 0; ci < cg; ++ci)
+              for (int64_t t = 0; t < ks[0]; ++t)
+                for (int64_t r = 0; r < ks[1]; ++r)
+                  for (int64_t q = 0; q < ks[2]; ++q) {
+                    const int64_t i0 = a0 * st[0] - pd[0] + t * dl[0], i1 = a1 * st[1] - pd[1] + r * dl[1],
+                                  i2 = a2 * st[2] - pd[2] + q * dl[2];
+                    if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1] || i2 < 0 || i2 >= in[2]) continue;
+                    const double wv = packed ? x86::conv3d_packed_at(wp, p, wino, o, ci, t, r, q)
+                                             : wp[(((o * cg + ci) * ks[0] + t) * ks[1] + r) * ks[2] + q];
+                    s += double(xp[(((bi * c + gi * cg + ci) * in[0] + i0) * in[1] + i1) * in[2] + i2]) * wv;
+                  }
+            if (res) s += rc.data<float>()[idx];
+            yp[idx] = float(activate(s, act, lo, hi));
+          }
+}
+
 void fused_conv(KernelContext& ctx) {
+  if (ctx.attr_ints("kernel_shape").size() == 3) return fused_conv3d(ctx);
   const Tensor x = ctx.required_input(0).contiguous();
   const Tensor w = ctx.required_input(1).contiguous();
   const Tensor* b = ctx.input(2);

@@ -774,6 +774,26 @@ bool wino_applies(const Conv2dParams& p) {
   return p.groups == 1 && p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1;
 }
 
+// F(4x4, 3x3): 2.5x-3.3x over direct on 56..14 maps with the weights in cache; F(2x2, 3x3) below 8 x 8,
+// where F(4x4) computes as much padding. In a model the transformed weights (36/9 or 16/9 of the filter)
+// stream from memory each run and feed one row per tile: with few tiles the GEMMs are bound by that stream
+// (T/2 FLOP per weight byte against a core's ridge of 5-13) while the direct conv reuses each weight for
+// every pixel. So Winograd only from kWinoMinTiles tiles per conv: F(4x4) on ResNet's 28 x 28 and 56 x 56
+// convs (49, 196 tiles), F(2x2) on its 14 x 14 ones (49 tiles; F(4x4) would have 16), none on 7 x 7 (16
+// tiles of F(2x2)) — F(4x4) on 14 x 14 and 7 x 7 made ResNet-18 1.2-1.3x and ResNet-50 1.1-1.15x slower on
+// a Xeon (AVX-512, ridge 12.5; in-process A/B at one and two threads); F(2x2) on 14 x 14 made them 4-6%
+// faster (ResNet-50 at one thread 0.963, at two 0.94-0.955; ResNet-18 0.938 / 0.964-0.989).
+int wino_tile_for(const Conv2dParams& p, int64_t images, int64_t oh, int64_t ow) {
+  constexpr int64_t kWinoMinTiles = 32;
+  if (!wino_applies(p)) return 0;
+  const bool known = oh > 0 && ow > 0;
+  auto tiles = [&](int64_t m) {
+    return known ? std::max<int64_t>(images, 1) * ((oh + m - 1) / m) * ((ow + m - 1) / m) : kWinoMinTiles;
+  };
+  const int m = known && oh >= 8 && ow >= 8 && tiles(4) >= kWinoMinTiles ? 4 : 2;
+  return tiles(m) >= kWinoMinTiles ? m : 0;
+}
+
 size_t wino_packed_floats(int64_t oc, int64_t c, int m) {
   return conv_nhwc_packed_floats(oc, (m + 2) * (m + 2) * c);
 }

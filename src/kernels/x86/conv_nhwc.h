@@ -89,6 +89,9 @@ inline void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const 
 // (2.25x / 4x fewer multiplies). Weights U = G g G^T (computed in double) are packed
 // like a dense packing with K = (m+2)^2 * C (row xi*C + ci).
 bool wino_applies(const Conv2dParams& p);
+// The Winograd tile m (4 or 2) a conv that wino_applies to runs best with over `images` output maps of
+// oh x ow (0 where unknown: counted as enough tiles), or 0 where the direct kernel is faster.
+int wino_tile_for(const Conv2dParams& p, int64_t images, int64_t oh, int64_t ow);
 size_t wino_packed_floats(int64_t oc, int64_t c, int m);
 void wino_pack_weights(const float* w, int64_t oc, int64_t c, int m, float* out);
 // The 3x3 weight (o, ci, r, s) a packing holds, recovered as g = L U L^T (L G = I).
