@@ -206,6 +206,13 @@ TEST(X86ConvNhwc, DenseMatchesReference) {
       mk(1, 512, 7, 7, 160, 1, 1, 1, 1, 0, 0, 0, 0),
       mk(1, 256, 5, 7, 300, 3, 3, 1, 1, 1, 1, 1, 1),
       mk(2, 320, 7, 7, 256, 1, 1, 1, 1, 0, 0, 0, 0),
+      // atrous convs whose tiles skip the taps that read only padding (DeepLab's pyramid): some taps live
+      // on part of the map, every off-centre tap dead, single-tap K blocks (tiles reading nothing in a
+      // middle block), two images
+      mk(1, 24, 14, 14, 40, 3, 3, 1, 6, 6, 6, 6, 6),
+      mk(1, 16, 10, 9, 24, 3, 3, 1, 12, 12, 12, 12, 12),
+      mk(1, 520, 8, 8, 32, 3, 3, 1, 5, 5, 5, 5, 5),
+      mk(2, 20, 9, 11, 70, 3, 3, 1, 4, 4, 4, 4, 4),
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)
