@@ -62,6 +62,22 @@ def test_conv_transpose_matches_onnxruntime(attrs, cin, cout, k, bias, threads):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("attrs,cin,cout,k", [
+    (dict(strides=[8], pads=[4, 4]), 12, 6, 16),                               # HiFi-GAN's 8x upsampling
+    (dict(strides=[2], pads=[1, 0], output_padding=[1]), 5, 7, 3),
+    (dict(strides=[3], dilations=[2], pads=[2, 2]), 4, 3, 3),
+    (dict(), 3, 4, 1),                                                        # no attributes but the kernel
+])
+def test_conv_transpose_1d_matches_onnxruntime(attrs, cin, cout, k, threads):
+    """1-D ConvTranspose (a vocoder's upsampling) on the 2-D kernel as height 1."""
+    inits = [numpy_helper.from_array(RNG.standard_normal((cin, cout, k)).astype(np.float32), "w"),
+             numpy_helper.from_array(RNG.standard_normal(cout).astype(np.float32), "b")]
+    b = _model([helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[k], **attrs)], inits,
+               (2, cin, 23))
+    _check(b, RNG.standard_normal((2, cin, 23)).astype(np.float32), threads)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("mode,ctm,extra", [
     ("nearest", "asymmetric", dict(nearest_mode="floor")),          # PyTorch's nearest
     ("nearest", "half_pixel", {}),                                  # round_prefer_floor

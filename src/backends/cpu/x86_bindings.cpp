@@ -472,22 +472,37 @@ void conv_transpose_x86(KernelContext& ctx) {
   const Tensor& x0 = ctx.required_input(0);
   const Tensor& w0 = ctx.required_input(1);
   const Tensor* b = ctx.input(2);
-  if (x0.dtype() != DType::f32 || w0.dtype() != DType::f32 || x0.rank() != 4 || w0.rank() != 4 ||
+  const int64_t r = x0.rank();
+  if (x0.dtype() != DType::f32 || w0.dtype() != DType::f32 || (r != 3 && r != 4) || w0.rank() != r ||
       ctx.attr_int("group", 1) != 1 || (b && (b->dtype() != DType::f32 || b->rank() != 1))) {
     run_ref(ctx, "");
     return;
   }
+  // 1-D (a vocoder's upsampling ConvTranspose1d) as 2-D of height 1: each attribute gains a leading
+  // height entry (pads: begin and end)
+  const bool one_d = r == 3;
   kernels::x86::ConvTranspose2dParams p;
-  p.n = x0.dim(0), p.c = x0.dim(1), p.h = x0.dim(2), p.w = x0.dim(3);
-  p.oc = w0.dim(1), p.kh = w0.dim(2), p.kw = w0.dim(3);
+  p.n = x0.dim(0), p.c = x0.dim(1), p.h = one_d ? 1 : x0.dim(2), p.w = x0.dim(r - 1);
+  p.oc = w0.dim(1), p.kh = one_d ? 1 : w0.dim(2), p.kw = w0.dim(r - 1);
   ctx.check(w0.dim(0) == p.c, "X has ", p.c, " channels but W ", w0.text(), " expects ", w0.dim(0));
   if (b) ctx.check(b->numel() == p.oc, "B must be [", p.oc, "], got ", b->text());
-  const auto ks = ctx.attr_ints("kernel_shape", {p.kh, p.kw}), st = ctx.attr_ints("strides", {1, 1}),
-             dl = ctx.attr_ints("dilations", {1, 1}), op = ctx.attr_ints("output_padding", {0, 0});
+  auto lift = [&](std::vector<int64_t> v, int64_t h) {
+    if (one_d && v.size() == 1) v.insert(v.begin(), h);
+    return v;
+  };
+  const std::vector<int64_t> ones(size_t(r - 2), 1), zeros(size_t(r - 2), 0);
+  const auto ks = lift(ctx.attr_ints("kernel_shape",
+                                     one_d ? std::vector<int64_t>{p.kw} : std::vector<int64_t>{p.kh, p.kw}),
+                       1),
+             st = lift(ctx.attr_ints("strides", ones), 1), dl = lift(ctx.attr_ints("dilations", ones), 1),
+             op = lift(ctx.attr_ints("output_padding", zeros), 0);
   const bool valid = ctx.attr_string("auto_pad", "NOTSET") == "VALID";
-  const auto pd = valid ? std::vector<int64_t>{0, 0, 0, 0} : ctx.attr_ints("pads", {0, 0, 0, 0});
-  ctx.check(ks.size() == 2 && st.size() == 2 && dl.size() == 2 && op.size() == 2 && pd.size() == 4,
-            "kernel_shape, strides, dilations, output_padding must have 2 values and pads 4");
+  auto pd = valid ? std::vector<int64_t>{0, 0, 0, 0}
+                  : ctx.attr_ints("pads", std::vector<int64_t>(2 * size_t(r - 2), 0));
+  if (one_d && pd.size() == 2) pd = {0, pd[0], 0, pd[1]};
+  ctx.check(
+      ks.size() == 2 && st.size() == 2 && dl.size() == 2 && op.size() == 2 && pd.size() == 4,
+      "kernel_shape, strides, dilations, output_padding must have a value per spatial axis and pads two");
   ctx.check(ks[0] == p.kh && ks[1] == p.kw, "kernel_shape does not match W ", w0.text());
   ctx.check(st[0] > 0 && st[1] > 0 && dl[0] > 0 && dl[1] > 0, "strides and dilations must be positive");
   p.sh = st[0], p.sw = st[1], p.dh = dl[0], p.dw = dl[1], p.pad_t = pd[0], p.pad_l = pd[1];
@@ -496,7 +511,8 @@ void conv_transpose_x86(KernelContext& ctx) {
   ctx.check(p.oh >= 0 && p.ow >= 0, "output would have a negative size");
   const Tensor x = x0.contiguous(), w = w0.contiguous();
   const Tensor bc = b ? b->contiguous() : Tensor();
-  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {p.n, p.oc, p.oh, p.ow});
+  Tensor& y =
+      ctx.output_for_overwrite(0, DType::f32, one_d ? Shape{p.n, p.oc, p.ow} : Shape{p.n, p.oc, p.oh, p.ow});
   kernels::x86::conv_transpose2d_f32(p, x.data<float>(), w.data<float>(), b ? bc.data<float>() : nullptr,
                                      y.data<float>(), ctx.pool());
 }
