@@ -10,7 +10,8 @@
 // Sigmoid(x)) (SiLU as the exporters write it) is one silu instruction: one vectorized pass instead of a
 // sigmoid into a register and a multiply. A Pow of an f32 by a constant 2 or 0.5 (RMSNorm's and a
 // variance's square, as the exporters write them) becomes Mul(x, x) or Sqrt(x) first, so that it joins too
-// (Pow itself runs std::pow per element: LLaMA's RMSNorms took 10% of the model).
+// (Pow itself runs std::pow per element: LLaMA's RMSNorms took 10% of the model). LeakyRelu and PRelu (of
+// a constant slope) become x + (1 - slope) * Relu(-x) to join as well.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -77,6 +78,48 @@ void fuse_elementwise(ir::Graph& g) {
     g.connect_input(r, x);
     if (*e == 2.0f) g.connect_input(r, x);
     g.connect_output(r, y);
+  }
+  // LeakyRelu(x, a) and PRelu(x, constant slope a) as x + (1 - a) * Relu(-x): four ops of the programs, so
+  // that they join a group (or make one) and stream once, vectorized (alone they ran on the reference
+  // kernels, element by element in double: Darknet's and GANs' activation after every conv).
+  for (ir::Node* n : [&] {
+         std::vector<ir::Node*> v;
+         for (const auto& p : g.nodes()) v.push_back(p.get());
+         return v;
+       }()) {
+    const bool leaky = is_onnx_op(n, "LeakyRelu") && n->inputs.size() == 1;
+    const bool prelu = is_onnx_op(n, "PRelu") && n->inputs.size() == 2 && is_constant(g, n->inputs[1]) &&
+                       n->inputs[1]->initializer->dtype() == DType::f32;
+    if ((!leaky && !prelu) || n->outputs.size() != 1 || !n->outputs[0] || !is_f32(n->inputs[0]) ||
+        !is_f32(n->outputs[0]))
+      continue;
+    Tensor c;
+    if (leaky) {
+      c = Tensor(DType::f32, {});
+      c.data<float>()[0] = 1.0f - float_attr(n, "alpha", 0.01f);
+    } else {
+      c = n->inputs[1]->initializer->contiguous().clone();
+      for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = 1.0f - c.data<float>()[i];
+    }
+    ir::Value* x = n->inputs[0];
+    ir::Value* y = n->outputs[0];
+    const std::string name = n->name;
+    g.remove_node(n);
+    ir::Value* cv = g.add_value(g.unique_name(name + "_one_minus_slope"));
+    cv->type = ir::TypeInfo::tensor_of(c);
+    cv->initializer = std::move(c);
+    auto step = [&](const char* op, std::vector<ir::Value*> ins, ir::Value* out) {
+      ir::Node* m = g.add_node(op, g.unique_name(name + "_" + op));
+      m->opset = 14;
+      for (ir::Value* v : ins) g.connect_input(m, v);
+      if (!out) {
+        out = g.add_value(g.unique_name(name + "_" + op));
+        out->type = y->type;
+      }
+      g.connect_output(m, out);
+      return out;
+    };
+    step("Add", {x, step("Mul", {step("Relu", {step("Neg", {x}, nullptr)}, nullptr), cv}, nullptr)}, y);
   }
   g.topological_sort();
   std::vector<ir::Node*> order;

@@ -181,10 +181,10 @@ bool single_value(const ir::Value* v) {
 // the elementwise programs' (core/ew_program.def): whatever the layout, the same results.
 bool pointwise_op(const std::string& op) {
   static const std::set<std::string> kOps = {
-      "Relu",       "LeakyRelu", "HardSigmoid",    "HardSwish", "Elu",  "Selu", "Celu", "Softplus",
-      "Softsign",   "Tanh",      "Sigmoid",        "Exp",       "Erf",  "Neg",  "Abs",  "Sqrt",
-      "Reciprocal", "Floor",     "Ceil",           "Round",     "Sign", "Clip", "Max",  "Min",
-      "Pow",        "Gelu",      "ThresholdedRelu"};
+      "Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu", "Selu", "Celu", "Softplus",   "Softsign",
+      "Tanh", "Sigmoid",   "Exp",         "Erf",       "Neg", "Abs",  "Sqrt", "Reciprocal", "Floor",
+      "Ceil", "Round",     "Sign",        "Clip",      "Max", "Min",  "Pow",  "Gelu",       "ThresholdedRelu",
+      "PRelu"};
   return kOps.count(op) != 0;
 }
 

@@ -98,6 +98,30 @@ def test_fuse_elementwise(build):
     _check_vs_ort(model)
 
 
+@pytest.mark.parametrize("kind", ["leaky", "prelu", "conv_leaky"])
+def test_leaky_relu_and_prelu_stream_as_programs(kind):
+    """LeakyRelu and PRelu of a constant slope (per channel) become x + (1 - a) * Relu(-x) and run as one
+    FusedElementwise, on their own or after an NHWC conv (Darknet's conv + LeakyRelu(0.1))."""
+    if kind == "leaky":
+        nodes = [helper.make_node("LeakyRelu", ["x"], ["y"], alpha=0.1)]
+        inits, shape = [], [2, 8, 5, 7]
+    elif kind == "prelu":
+        nodes = [helper.make_node("PRelu", ["x", "slope"], ["y"])]
+        inits, shape = [_c("slope", RNG.uniform(-0.5, 0.5, (8, 1, 1)))], [2, 8, 5, 7]
+    else:
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                 helper.make_node("LeakyRelu", ["c"], ["l"], alpha=0.1),
+                 helper.make_node("Conv", ["l", "w2"], ["y"], kernel_shape=[1, 1])]
+        inits = [_c("w", RNG.standard_normal((16, 8, 3, 3)) * 0.2), _c("b", RNG.standard_normal(16)),
+                 _c("w2", RNG.standard_normal((8, 16, 1, 1)) * 0.3)]
+        shape = [1, 8, 9, 11]
+    y_shape = [shape[0], 8] + shape[2:]
+    model = _model(nodes, [_f("x", shape)], [_f("y", y_shape)], inits)
+    text = tessera.InferenceSession(model).graph_text()
+    assert "LeakyRelu(" not in text and "PRelu(" not in text and "tessera.FusedElementwise(" in text, text
+    _check_vs_ort(model)
+
+
 def _unary_model(nodes, inits, outputs=("y",)):
     return _model(nodes, [_f("x", [3, 5, 40])], [_f(o, [3, 5, 40]) for o in outputs], inits)
 
