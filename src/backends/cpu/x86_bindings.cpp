@@ -17,6 +17,7 @@
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/eltwise.h"
 #include "kernels/x86/gemm.h"
+#include "kernels/x86/pool_separable.h"
 #include "kernels/x86/reduce.h"
 #include "kernels/x86/resize.h"
 #include "kernels/x86/rnn.h"
@@ -450,14 +451,17 @@ void nhwc_gap_x86(KernelContext& ctx) {
                                          y.data<float>(), ctx.pool());
 }
 
-// ONNX MaxPool over NCHW, 2-D, ceil_mode 0, without the indices output: the NHWC
-// pool kernel with N*C one-channel images. Anything else goes to the reference kernel.
-bool claims_max_pool(const ir::Node& n) {
+// ONNX MaxPool / AveragePool over channels-first tensors of 1 to 3 spatial axes, ceil_mode 0, explicit pads,
+// without MaxPool's indices output: 2-D MaxPool on the NHWC pool kernel with N*C one-channel images, the rest
+// as separable passes (pool_separable.h). Anything else goes to the reference kernel.
+bool claims_pool(const ir::Node& n) {
   if (n.outputs.size() > 1 && n.outputs[1]) return false;
   const Attribute* cm = n.attr("ceil_mode");
   const Attribute* ap = n.attr("auto_pad");
+  const Attribute* so = n.attr("storage_order");
   const Attribute* ks = n.attr("kernel_shape");
-  return (!cm || cm->i == 0) && (!ap || ap->s.empty() || ap->s == "NOTSET") && ks && ks->ints.size() == 2;
+  return (!cm || cm->i == 0) && (!ap || ap->s.empty() || ap->s == "NOTSET") && (!so || so->i == 0) && ks &&
+         !ks->ints.empty() && ks->ints.size() <= 3;
 }
 
 // ConvTranspose as kernels/x86/conv2d.h takes it: 2-D, group 1, pads given (or VALID), no output_shape.
@@ -670,9 +674,45 @@ void packed_recurrent_x86(KernelContext& ctx) {
   recurrent_x86(ctx, cell == "LSTM", true);
 }
 
+void pool_separable_x86(KernelContext& ctx, bool is_max) {
+  const Tensor& x0 = ctx.required_input(0);
+  const auto ks = ctx.attr_ints("kernel_shape");
+  const int64_t sp = x0.rank() - 2;
+  if (x0.dtype() != DType::f32 || sp < 1 || int64_t(ks.size()) != sp || ctx.num_outputs() > 1 ||
+      ctx.attr_int("ceil_mode", 0) != 0) {
+    run_ref(ctx, "");
+    return;
+  }
+  const std::vector<int64_t> ones(size_t(sp), 1);
+  const auto st = ctx.attr_ints("strides", ones), dl = ctx.attr_ints("dilations", ones),
+             pd = ctx.attr_ints("pads", std::vector<int64_t>(2 * size_t(sp), 0));
+  ctx.check(int64_t(st.size()) == sp && int64_t(dl.size()) == sp && int64_t(pd.size()) == 2 * sp,
+            "strides and dilations must have a value per spatial axis and pads two");
+  std::vector<kernels::x86::PoolAxis> axes(static_cast<size_t>(sp));
+  Shape ys{x0.dim(0), x0.dim(1)};
+  for (size_t i = 0; i < size_t(sp); ++i) {
+    kernels::x86::PoolAxis& a = axes[i];
+    a.in = x0.dim(int64_t(i) + 2), a.k = ks[i], a.stride = st[i], a.dilation = dl[i], a.pad_begin = pd[i];
+    ctx.check(a.k > 0 && a.stride > 0 && a.dilation > 0,
+              "kernel_shape, strides and dilations must be positive");
+    ctx.check(pd[i] >= 0 && pd[i + size_t(sp)] >= 0, "pads must not be negative");
+    a.out = (a.in + pd[i] + pd[i + size_t(sp)] - a.dilation * (a.k - 1) - 1) / a.stride + 1;
+    ctx.check(a.out > 0, "output would be empty");
+    ys.push_back(a.out);
+  }
+  const Tensor x = x0.contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, ys);
+  kernels::x86::pool_separable_f32(is_max, ctx.attr_int("count_include_pad", 0) != 0, axes,
+                                   x0.dim(0) * x0.dim(1), x.data<float>(), y.data<float>(), ctx.pool());
+}
+
 void max_pool_nchw_x86(KernelContext& ctx) {
   const Tensor& x0 = ctx.required_input(0);
   const auto ks = ctx.attr_ints("kernel_shape");
+  if (x0.dtype() == DType::f32 && x0.rank() != 4 && ctx.num_outputs() == 1) {
+    pool_separable_x86(ctx, true);
+    return;
+  }
   if (x0.dtype() != DType::f32 || x0.rank() != 4 || ks.size() != 2 || ctx.num_outputs() > 1 ||
       ctx.attr_int("ceil_mode", 0) != 0) {
     run_ref(ctx, "");
@@ -804,7 +844,8 @@ void register_x86_bindings() {
   add_tuned_kernel("tessera", "NhwcMaxPool", {}, [](KernelContext& c) { nhwc_pool_x86(c, true); });
   add_tuned_kernel("tessera", "NhwcAveragePool", {}, [](KernelContext& c) { nhwc_pool_x86(c, false); });
   add_tuned_kernel("tessera", "NhwcGlobalAveragePool", {}, nhwc_gap_x86);
-  add_tuned_kernel("", "MaxPool", claims_max_pool, max_pool_nchw_x86);
+  add_tuned_kernel("", "MaxPool", claims_pool, max_pool_nchw_x86);
+  add_tuned_kernel("", "AveragePool", claims_pool, [](KernelContext& c) { pool_separable_x86(c, false); });
   add_tuned_kernel("", "ConvTranspose", claims_conv_transpose, conv_transpose_x86);
   add_tuned_kernel("", "Resize", {}, resize_x86);
   add_tuned_kernel(

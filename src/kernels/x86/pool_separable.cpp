@@ -1,0 +1,140 @@
+#include "kernels/x86/pool_separable.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/memory.h"
+
+namespace tessera::kernels::x86 {
+
+namespace {
+
+struct Ctx {
+  bool is_max, count_include_pad;
+  const std::vector<PoolAxis>* axes;
+  std::vector<int64_t> inner_in,
+      inner_out;  // per axis: elements of the axes after it, before / after pooling
+};
+
+thread_local AlignedScratch tl_level[3], tl_phases;
+
+// One row along the innermost axis: src[a.in] -> dst[a.out].
+void pool_row(const Ctx& c, const PoolAxis& a, const float* src, float* __restrict dst) {
+  const bool is_max = c.is_max;
+  const float fill = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  const int64_t s = a.stride, d = a.dilation, span = d * (a.k - 1);
+  auto edge = [&](int64_t o) {  // taps t with 0 <= i0 + t * d < in
+    const int64_t i0 = o * s - a.pad_begin;
+    const int64_t t0 = i0 >= 0 ? 0 : (-i0 + d - 1) / d;
+    const int64_t t1 = i0 >= a.in ? 0 : std::min(a.k, (a.in - 1 - i0) / d + 1);
+    float v = fill;
+    if (t0 < t1) {
+      v = src[i0 + t0 * d];
+      for (int64_t t = t0 + 1; t < t1; ++t) {
+        const float u = src[i0 + t * d];
+        v = is_max ? (u > v || u != u ? u : v) : v + u;
+      }
+      if (!is_max) v *= 1.0f / float(c.count_include_pad ? a.k : t1 - t0);
+    }
+    dst[o] = v;
+  };
+  // outputs [lo, hi) have every tap inside the row
+  const int64_t lo = std::min(a.out, (a.pad_begin + s - 1) / s);
+  const int64_t hi = a.in - 1 - span + a.pad_begin < 0
+                         ? lo
+                         : std::clamp<int64_t>((a.in - 1 - span + a.pad_begin) / s + 1, lo, a.out);
+  for (int64_t o = 0; o < lo; ++o) edge(o);
+  for (int64_t o = hi; o < a.out; ++o) edge(o);
+  if (lo == hi) return;
+  // Interior: tap t of output o reads element (o - lo) * s + c_t, c_t = lo * s - pad + t * d; with the row
+  // split into its s phases (phase j: elements j, j + s, ...) that is element (o - lo) + c_t / s of phase
+  // c_t % s, contiguous over o (vectorized).
+  const int64_t plen = (a.in + s - 1) / s;
+  float* phases = nullptr;
+  if (s > 1) {
+    phases = tl_phases.get(size_t(s * plen));
+    for (int64_t i = 0; i < a.in; ++i) phases[(i % s) * plen + i / s] = src[i];
+  }
+  const int64_t n = hi - lo;
+  float* __restrict out = dst + lo;
+  for (int64_t t = 0; t < a.k; ++t) {
+    const int64_t ct = lo * s - a.pad_begin + t * d;
+    const float* __restrict in = s > 1 ? phases + (ct % s) * plen + ct / s : src + ct;
+    if (t == 0)
+      for (int64_t i = 0; i < n; ++i) out[i] = in[i];
+    else if (is_max)
+      for (int64_t i = 0; i < n; ++i) out[i] = in[i] > out[i] || in[i] != in[i] ? in[i] : out[i];  // NaN wins
+    else
+      for (int64_t i = 0; i < n; ++i) out[i] += in[i];
+  }
+  if (!is_max)
+    for (int64_t i = 0; i < n; ++i) out[i] *= 1.0f / float(a.k);
+}
+
+void pool_block(const Ctx& c, size_t i, const float* x, float* y);
+
+// Output o of axis i (not the innermost) of the block x [a.in, rest...]: its taps' slabs reduced into the
+// level's scratch (in cache), then the remaining axes pooled from there into y (the slab's outputs).
+void pool_slab(const Ctx& c, size_t i, int64_t o, const float* x, float* y) {
+  const PoolAxis& a = (*c.axes)[i];
+  const int64_t inner = c.inner_in[i];
+  float* __restrict t = tl_level[i].get(size_t(inner));
+  int64_t count = 0;
+  for (int64_t k = 0; k < a.k; ++k) {
+    const int64_t at = o * a.stride - a.pad_begin + k * a.dilation;
+    if (at < 0 || at >= a.in) continue;
+    const float* __restrict row = x + at * inner;
+    if (count++ == 0)
+      std::copy_n(row, inner, t);
+    else if (c.is_max)
+      for (int64_t j = 0; j < inner; ++j) t[j] = row[j] > t[j] || row[j] != row[j] ? row[j] : t[j];
+    else
+      for (int64_t j = 0; j < inner; ++j) t[j] += row[j];
+  }
+  if (count == 0)
+    std::fill_n(t, inner, c.is_max ? -std::numeric_limits<float>::infinity() : 0.0f);
+  else if (!c.is_max)
+    for (int64_t j = 0; j < inner; ++j) t[j] *= 1.0f / float(c.count_include_pad ? a.k : count);
+  pool_block(c, i + 1, t, y);
+}
+
+// The block x [axes[i].in, ...] pooled into y [axes[i].out, ...].
+void pool_block(const Ctx& c, size_t i, const float* x, float* y) {
+  const PoolAxis& a = (*c.axes)[i];
+  if (i + 1 == c.axes->size()) {
+    pool_row(c, a, x, y);
+    return;
+  }
+  for (int64_t o = 0; o < a.out; ++o) pool_slab(c, i, o, x, y + o * c.inner_out[i]);
+}
+
+}  // namespace
+
+void pool_separable_f32(bool is_max, bool count_include_pad, const std::vector<PoolAxis>& axes, int64_t nc,
+                        const float* x, float* y, ThreadPool* pool) {
+  const size_t r = axes.size();
+  if (r == 0 || r > 3) return;
+  Ctx c{is_max, count_include_pad, &axes, std::vector<int64_t>(r, 1), std::vector<int64_t>(r, 1)};
+  for (size_t i = r - 1; i-- > 0;)
+    c.inner_in[i] = c.inner_in[i + 1] * axes[i + 1].in, c.inner_out[i] = c.inner_out[i + 1] * axes[i + 1].out;
+  const int64_t in_block = c.inner_in[0] * axes[0].in, out_block = c.inner_out[0] * axes[0].out;
+  if (r == 1) {
+    parallel_for(pool, nc, std::max<int64_t>(1, (int64_t(8) << 10) / std::max<int64_t>(axes[0].in, 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t i = b; i < e; ++i) pool_row(c, axes[0], x + i * in_block, y + i * out_block);
+                 });
+    return;
+  }
+  // a unit: one image-channel's output o of the outermost axis
+  const int64_t units = nc * axes[0].out;
+  parallel_for(pool, units,
+               std::max<int64_t>(1, (int64_t(16) << 10) / std::max<int64_t>(c.inner_in[0] * axes[0].k, 1)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t u = b; u < e; ++u) {
+                   const int64_t img = u / axes[0].out, o = u % axes[0].out;
+                   pool_slab(c, 0, o, x + img * in_block, y + img * out_block + o * c.inner_out[0]);
+                 }
+               });
+}
+
+}  // namespace tessera::kernels::x86

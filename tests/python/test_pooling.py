@@ -1,0 +1,55 @@
+"""MaxPool and AveragePool over channels-first tensors of 1, 2 and 3 spatial axes (video models' 3-D pools,
+audio models' 1-D ones, a 2-D average pool outside a conv region) on the separable tuned kernel, against
+onnxruntime: strides, padding (asymmetric, wider than a stride), dilations, count_include_pad, windows
+wholly in the padding's neighbourhood, NaN propagation by MaxPool."""
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+import tessera
+
+RNG = np.random.default_rng(41)
+
+
+def _model(op, shape, attrs, opset=19):
+    node = helper.make_node(op, ["x"], ["y"], **attrs)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 9
+    return m.SerializeToString()
+
+
+CASES = [
+    ([1, 4, 8, 13, 11], dict(kernel_shape=[3, 3, 3], strides=[2, 2, 2], pads=[1, 1, 1, 1, 1, 1])),  # C3D-like
+    ([2, 3, 5, 9, 10], dict(kernel_shape=[1, 3, 3], strides=[1, 2, 2], pads=[0, 1, 0, 0, 2, 1])),
+    ([1, 2, 6, 7, 9], dict(kernel_shape=[2, 2, 2], strides=[2, 2, 2])),
+    ([1, 3, 7, 8, 8], dict(kernel_shape=[3, 2, 3], strides=[1, 3, 2], dilations=[2, 1, 2], pads=[2, 0, 1, 1, 1, 2])),
+    ([2, 5, 37], dict(kernel_shape=[4], strides=[3], pads=[2, 1])),                              # 1-D
+    ([1, 6, 11, 12], dict(kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])),              # 2-D
+    ([1, 2, 9, 10], dict(kernel_shape=[5, 3], strides=[3, 2], pads=[2, 1, 1, 2])),
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("op,extra", [("MaxPool", {}), ("AveragePool", {}),
+                                      ("AveragePool", dict(count_include_pad=1))])
+@pytest.mark.parametrize("shape,attrs", CASES)
+def test_pool_matches_onnxruntime(op, extra, shape, attrs, threads):
+    if op == "MaxPool" and len(shape) == 4:
+        pytest.skip("2-D MaxPool runs on the NHWC kernel (test_layout_nhwc)")
+    b = _model(op, shape, {**attrs, **extra})
+    x = RNG.standard_normal(shape).astype(np.float32)
+    if op == "MaxPool":
+        x.flat[::17] = np.nan
+    # onnxruntime's MaxPool skips NaN; Tessera's (as its reference kernel) propagates it: a window holding a
+    # NaN is where onnxruntime's max of the same input with +inf for NaN is +inf
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": np.nan_to_num(x, nan=np.inf)})[0]
+    want = np.where(np.isinf(want), np.nan, want)
+    got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})[0]
+    assert got.shape == want.shape
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.nanmax(np.abs(got - want)) <= 1e-6 * max(1.0, np.nanmax(np.abs(want)))
