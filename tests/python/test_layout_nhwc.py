@@ -27,7 +27,7 @@ def _pos(name, n):
     return numpy_helper.from_array((RNG.random(n) + 0.5).astype(np.float32), name)
 
 
-def small_cnn(n=2, batch_dim=None):
+def small_cnn(n=2, batch_dim=None, spatial_dims=(33, 31)):
     inits = [
         _w("w0", 16, 3, 3, 3), _pos("bn_s", 16), _w("bn_b", 16), _w("bn_m", 16), _pos("bn_v", 16),
         _w("w1", 24, 16, 1, 1), _w("b1", 24),
@@ -56,7 +56,7 @@ def small_cnn(n=2, batch_dim=None):
         helper.make_node("GlobalAveragePool", ["c6"], ["y"]),
     ]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                                                                     [batch_dim or n, 3, 33, 31])],
+                                                                     [batch_dim or n, 3, *spatial_dims])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
                            helper.make_tensor_value_info("a3", TensorProto.FLOAT, None)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
@@ -77,6 +77,27 @@ def test_passes_keep_numerics(threads, batch_dim):
         scale = np.abs(o).max()
         assert np.abs(f - o).max() / scale <= 1e-4
         assert np.abs(r - o).max() / scale <= 1e-4
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_dynamic_image_size_runs_in_nhwc(threads, tmp_path):
+    """Batch, height and width symbolic (a detector exported with dynamic axes): the region still forms (the
+    kernels read the sizes at run time), and one session runs images of two sizes as onnxruntime does."""
+    b = small_cnn(batch_dim="N", spatial_dims=("H", "W")).SerializeToString()
+    sess = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads))
+    ref = ort.InferenceSession(b, providers=["CPUExecutionProvider"])
+    for shape in [(1, 3, 33, 31), (2, 3, 20, 45)]:
+        x = RNG.standard_normal(shape).astype(np.float32)
+        for f, o in zip(sess.run(None, {"x": x}), ref.run(None, {"x": x})):
+            assert f.shape == o.shape
+            assert np.abs(f - o).max() / np.abs(o).max() <= 1e-4
+    p = tmp_path / "cnn.onnx"
+    p.write_bytes(b)
+    exe = os.path.join(os.path.dirname(tessera.__file__), "bin", "tessera")
+    if os.path.exists(exe):
+        ir = subprocess.run([exe, "info", str(p), "--ir"], capture_output=True, text=True,
+                            check=True).stdout.split("FLOPs (estimate)")[1]
+        assert ir.count('layout="NHWC"') == 3 and ir.count("tessera.FusedPwDwConv(") == 1, ir
 
 
 def test_ir_after_passes(tmp_path):
