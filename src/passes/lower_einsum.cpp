@@ -1,11 +1,13 @@
-// lower_einsum: a two-operand f32 Einsum over known shapes (attention and projections written with
+// lower_einsum: a two-operand f32 Einsum (attention and projections written with
 // torch.einsum: "bhqd,bhkd->bhqk", "bsd,df->bsf") becomes Transpose -> Reshape -> MatMul -> Reshape ->
 // Transpose, so that it runs on the batched GEMM (and, with constant weights, fuse_gemm's packed one)
 // instead of the reference kernel's loop over the whole label space in double; a one-operand permutation
 // ("ij->ji") becomes a Transpose. onnxruntime's Einsum does the same at run time. Labels are classed as
 // batch (both operands and the output), M (the first operand and the output), N (the second and the
 // output) and K (both operands, not the output). Anything else — a label summed out of one operand alone,
-// a label repeated within a term (a diagonal), sizes that broadcast, more operands — stays an Einsum.
+// a label repeated within a term (a diagonal), sizes that broadcast, more operands — stays an Einsum. With
+// symbolic sizes (dynamic batch or sequence axes) it lowers where Transposes alone make the MatMul's operands
+// (one N and one K label; one M label, or several over a second operand of no batch labels).
 // It runs before fold_constants, which folds the Transposes and Reshapes of constant operands.
 #include <map>
 #include <numeric>
@@ -79,51 +81,63 @@ ir::Value* constant_i64(ir::Graph& g, const std::string& base, const std::vector
   return c;
 }
 
-std::vector<ir::Dim> dims(const std::vector<int64_t>& s) {
-  return std::vector<ir::Dim>(s.begin(), s.end());
+bool same_dim(const ir::Dim& a, const ir::Dim& b) {
+  return a.known() ? b.known() && a.value == b.value
+                   : !b.known() && !a.symbol.empty() && a.symbol == b.symbol;
 }
 
-// A node op(x [, shape]) -> a new value of shape `out` (or `into`, when given).
-ir::Value* add(ir::Graph& g, int opset, const std::string& name, const char* op, ir::Value* x,
-               const std::vector<int64_t>& out, ir::Value* into = nullptr,
-               const std::vector<int64_t>* perm = nullptr, ir::Value* second = nullptr) {
-  ir::Node* n = g.add_node(op, g.unique_name(name + "_" + op));
-  n->opset = opset;
-  g.connect_input(n, x);
-  if (perm) set_attr_ints(n, "perm", *perm);
-  if (std::string_view(op) == "Reshape") g.connect_input(n, constant_i64(g, name + "_shape", out));
-  if (second) g.connect_input(n, second);
-  ir::Value* y = into;
-  if (!y) {
-    y = g.add_value(g.unique_name(name + "_" + op));
-    y->type = ir::TypeInfo::tensor(DType::f32, dims(out));
+struct Lowering {
+  ir::Graph& g;
+  int opset;
+  std::string name;
+
+  // A node op(x [, second]) -> a new value of shape `out` (or `into`, when given); a Reshape's target is
+  // `out`'s values (the static path).
+  ir::Value* add(const char* op, ir::Value* x, const std::vector<ir::Dim>& out, ir::Value* into = nullptr,
+                 const std::vector<int64_t>* perm = nullptr, ir::Value* second = nullptr) {
+    ir::Node* n = g.add_node(op, g.unique_name(name + "_" + op));
+    n->opset = opset;
+    g.connect_input(n, x);
+    if (perm) set_attr_ints(n, "perm", *perm);
+    if (std::string_view(op) == "Reshape") {
+      std::vector<int64_t> v;
+      for (const ir::Dim& d : out) v.push_back(d.value);
+      g.connect_input(n, constant_i64(g, name + "_shape", v));
+    }
+    if (second) g.connect_input(n, second);
+    ir::Value* y = into;
+    if (!y) {
+      y = g.add_value(g.unique_name(name + "_" + op));
+      y->type = ir::TypeInfo::tensor(DType::f32, out);
+    }
+    g.connect_output(n, y);
+    return y;
   }
-  g.connect_output(n, y);
-  return y;
-}
+};
 
 bool lower(ir::Graph& g, ir::Node* n) {
   if (!is_onnx_op(n, "Einsum") || n->inputs.empty() || n->inputs.size() > 2 || n->outputs.size() != 1 ||
       !n->outputs[0])
     return false;
-  std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::vector<ir::Dim>> shapes;
   for (const ir::Value* v : n->inputs) {
-    if (!is_f32(v) || !v->type.is_static()) return false;
-    shapes.push_back(*v->type.static_shape());
+    if (!is_f32(v) || !v->type.shape) return false;
+    shapes.push_back(*v->type.shape);
   }
   std::vector<int64_t> ranks;
   for (const auto& s : shapes) ranks.push_back(int64_t(s.size()));
   std::vector<std::vector<int>> ins;
   std::vector<int> out;
-  const std::string eq = string_attr(n, "equation", "");
-  if (!parse(eq, ranks, ins, out)) return false;
-  std::map<int, int64_t> size;
+  if (!parse(string_attr(n, "equation", ""), ranks, ins, out)) return false;
+  std::map<int, ir::Dim> size;
+  bool known = true;
   for (size_t i = 0; i < ins.size(); ++i) {
     for (size_t d = 0; d < ins[i].size(); ++d) {
       const int l = ins[i][d];
       if (std::count(ins[i].begin(), ins[i].end(), l) != 1) return false;  // a diagonal
       auto [it, fresh] = size.emplace(l, shapes[i][d]);
-      if (!fresh && it->second != shapes[i][d]) return false;  // broadcast
+      if (!fresh && !same_dim(it->second, shapes[i][d])) return false;  // broadcast, or not known to match
+      known = known && shapes[i][d].known();
     }
   }
   for (int l : out)
@@ -132,30 +146,30 @@ bool lower(ir::Graph& g, ir::Node* n) {
     return int64_t(std::find(t.begin(), t.end(), l) - t.begin());
   };
   auto has = [](const std::vector<int>& t, int l) { return std::find(t.begin(), t.end(), l) != t.end(); };
+  auto dims_of = [&](const std::vector<int>& ls) {
+    std::vector<ir::Dim> d;
+    for (int l : ls) d.push_back(size[l]);
+    return d;
+  };
+  auto identity = [](const std::vector<int64_t>& perm) {
+    for (size_t i = 0; i < perm.size(); ++i)
+      if (perm[i] != int64_t(i)) return false;
+    return true;
+  };
   ir::Value* y = n->outputs[0];
-  const int opset = n->opset;
-  const std::string name = n->name.empty() ? "einsum" : n->name;
-  std::vector<int64_t> out_shape;
-  for (int l : out) out_shape.push_back(size[l]);
+  Lowering w{g, n->opset, n->name.empty() ? "einsum" : n->name};
   if (ins.size() == 1) {  // a permutation
     if (ins[0].size() != out.size()) return false;
     std::vector<int64_t> perm;
     for (int l : out) perm.push_back(pos(ins[0], l));
     ir::Value* x = n->inputs[0];
     g.remove_node(n);
-    add(g, opset, name, "Transpose", x, out_shape, y, &perm);
+    w.add("Transpose", x, dims_of(out), y, &perm);
     return true;
   }
   const auto &a = ins[0], &b = ins[1];
   std::vector<int> batch, m, nn, k;
-  for (int l : out) {
-    if (has(a, l) && has(b, l))
-      batch.push_back(l);
-    else if (has(a, l))
-      m.push_back(l);
-    else
-      nn.push_back(l);
-  }
+  for (int l : out) (has(a, l) && has(b, l) ? batch : has(a, l) ? m : nn).push_back(l);
   for (int l : a)
     if (!has(out, l)) {
       if (!has(b, l)) return false;  // summed out of A alone
@@ -163,46 +177,59 @@ bool lower(ir::Graph& g, ir::Node* n) {
     }
   for (int l : b)
     if (!has(out, l) && !has(a, l)) return false;
+  // Sizes not all known: one N and K label each and one M label (or several over a B of no batch labels: a
+  // projection "bsd,df->bsf"), so that Transposes alone make the MatMul's operands [batch..., M, K] and
+  // [batch..., K, N] (its batch dims, or A's leading M dims over a 2-D B, as they are); known: all merged by
+  // Reshapes.
+  if (!known && (m.empty() || nn.size() != 1 || k.size() != 1 || (m.size() > 1 && !batch.empty())))
+    return false;
   auto prod = [&](const std::vector<int>& ls) {
     int64_t p = 1;
-    for (int l : ls) p *= size[l];
-    return p;
+    for (int l : ls) p *= size[l].value;
+    return ir::Dim(p);
   };
-  // A -> [batch, M, K], B -> [batch, K, N] (Transpose where the order differs, then Reshape)
-  auto operand = [&](ir::Value* v, const std::vector<int>& t, std::vector<int> order, const std::string& tag,
-                     std::vector<int64_t> flat) {
-    std::vector<int64_t> perm, shape;
-    for (int l : order) perm.push_back(pos(t, l)), shape.push_back(size[l]);
-    std::vector<int64_t> id(perm.size());
-    std::iota(id.begin(), id.end(), 0);
-    if (perm != id) v = add(g, opset, name + tag, "Transpose", v, shape, nullptr, &perm);
-    return shape == flat ? v : add(g, opset, name + tag, "Reshape", v, flat);
+  auto operand = [&](ir::Value* v, const std::vector<int>& t, const std::vector<int>& order, const char* tag,
+                     std::vector<ir::Dim> flat) {
+    std::vector<int64_t> perm;
+    for (int l : order) perm.push_back(pos(t, l));
+    const std::vector<ir::Dim> shape = dims_of(order);
+    Lowering wt{g, w.opset, w.name + tag};
+    if (!identity(perm)) v = wt.add("Transpose", v, shape, nullptr, &perm);
+    if (!known) return v;
+    bool same = shape.size() == flat.size();
+    for (size_t i = 0; same && i < shape.size(); ++i) same = shape[i].value == flat[i].value;
+    return same ? v : wt.add("Reshape", v, flat);
   };
-  std::vector<int> ao = batch, bo = batch;
+  std::vector<int> ao = batch, bo = batch, po = batch;
   ao.insert(ao.end(), m.begin(), m.end()), ao.insert(ao.end(), k.begin(), k.end());
   bo.insert(bo.end(), k.begin(), k.end()), bo.insert(bo.end(), nn.begin(), nn.end());
-  std::vector<int64_t> af{prod(m), prod(k)}, bf{prod(k), prod(nn)}, pf{prod(m), prod(nn)};
-  if (!batch.empty()) {
-    af.insert(af.begin(), prod(batch)), bf.insert(bf.begin(), prod(batch)),
-        pf.insert(pf.begin(), prod(batch));
+  po.insert(po.end(), m.begin(), m.end()), po.insert(po.end(), nn.begin(), nn.end());
+  std::vector<ir::Dim> af = dims_of(ao), bf = dims_of(bo), pf = dims_of(po);
+  if (known) {
+    af = {prod(m), prod(k)}, bf = {prod(k), prod(nn)}, pf = {prod(m), prod(nn)};
+    if (!batch.empty()) {
+      af.insert(af.begin(), prod(batch)), bf.insert(bf.begin(), prod(batch)),
+          pf.insert(pf.begin(), prod(batch));
+    }
   }
   ir::Value* xa = n->inputs[0];
   ir::Value* xb = n->inputs[1];
   g.remove_node(n);
   ir::Value* pa = operand(xa, a, ao, "_a", af);
   ir::Value* pb = operand(xb, b, bo, "_b", bf);
-  // the product's labels [batch, M, N]; then the output's order
-  std::vector<int> po = batch;
-  po.insert(po.end(), m.begin(), m.end()), po.insert(po.end(), nn.begin(), nn.end());
-  std::vector<int64_t> perm, po_shape;
+  // the product [batch, M, N] (merged when known); then the output's order
+  std::vector<int64_t> perm;
   for (int l : out) perm.push_back(pos(po, l));
-  for (int l : po) po_shape.push_back(size[l]);
-  std::vector<int64_t> id(perm.size());
-  std::iota(id.begin(), id.end(), 0);
-  const bool permute = perm != id, reshape = po_shape != pf;
-  ir::Value* p = add(g, opset, name, "MatMul", pa, pf, !permute && !reshape ? y : nullptr, nullptr, pb);
-  if (reshape) p = add(g, opset, name, "Reshape", p, po_shape, permute ? nullptr : y);
-  if (permute) add(g, opset, name, "Transpose", p, out_shape, y, &perm);
+  const std::vector<ir::Dim> po_shape = dims_of(po);
+  bool reshape = false;
+  if (known) {
+    reshape = po_shape.size() != pf.size();
+    for (size_t i = 0; !reshape && i < pf.size(); ++i) reshape = po_shape[i].value != pf[i].value;
+  }
+  const bool permute = !identity(perm);
+  ir::Value* p = w.add("MatMul", pa, pf, !permute && !reshape ? y : nullptr, nullptr, pb);
+  if (reshape) p = w.add("Reshape", p, po_shape, permute ? nullptr : y);
+  if (permute) w.add("Transpose", p, dims_of(out), y, &perm);
   return true;
 }
 
