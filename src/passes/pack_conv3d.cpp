@@ -1,7 +1,8 @@
 // pack_conv3d: a 3-D tessera.FusedConv (fuse_conv made it from a video model's Conv3d) with constant f32
-// weights and a known input becomes layout "NCDHW": its kd depth taps packed once here, each as the 2-D
+// weights becomes layout "NCDHW": its kd depth taps packed once here, each as the 2-D
 // NHWC kernels take it (kernels/x86/conv3d.h: dense, Winograd, depthwise or grouped), weight_shape the
-// ONNX [OC, C/group, kd, kh, kw], winograd = m where the taps hold F(m x m, 3x3) weights. Input and output
+// ONNX [OC, C/group, kd, kh, kw], winograd = m where the taps hold F(m x m, 3x3) weights. Only the
+// channels need be known. Input and output
 // stay NCDHW: the kernel runs the taps as 2-D convs over an NDHWC copy. (It ran on the reference kernel
 // before: torchvision's r3d_18 at 0.6 GFLOP/s.)
 #include "kernels/x86/conv3d.h"
@@ -22,15 +23,16 @@ void pack_conv3d(ir::Graph& g) {
         w->initializer->dtype() != DType::f32 || w->initializer->rank() != 5)
       continue;
     const auto& xs = *x->type.shape;
-    bool known = true;
-    for (size_t i = 1; i < 5; ++i) known = known && xs[i].known();
+    const bool known = xs[1].known();  // the channels; depth and image size may be symbolic (dynamic axes)
+    const bool sized = xs[2].known() && xs[3].known() && xs[4].known();
     const auto ks = ints_attr(n, "kernel_shape", {}), st = ints_attr(n, "strides", {1, 1, 1}),
                dl = ints_attr(n, "dilations", {1, 1, 1}), pd = ints_attr(n, "pads", {0, 0, 0, 0, 0, 0});
     if (!known || ks.size() != 3 || st.size() != 3 || dl.size() != 3 || pd.size() != 6) continue;
     const Tensor wt = w->initializer->contiguous();
     kernels::x86::Conv3dParams p;
     p.n = xs[0].known() ? xs[0].value : 1;
-    p.s.c = xs[1].value, p.d = xs[2].value, p.s.h = xs[3].value, p.s.w = xs[4].value;
+    p.s.c = xs[1].value, p.d = sized ? xs[2].value : 0, p.s.h = sized ? xs[3].value : 0;
+    p.s.w = sized ? xs[4].value : 0;
     p.s.oc = wt.dim(0), p.s.groups = int_attr(n, "group", 1);
     p.kd = ks[0], p.s.kh = ks[1], p.s.kw = ks[2];
     p.sd = st[0], p.s.sh = st[1], p.s.sw = st[2], p.dd = dl[0], p.s.dh = dl[1], p.s.dw = dl[2];
@@ -40,8 +42,9 @@ void pack_conv3d(ir::Graph& g) {
               wt.dim(3) == p.s.kh && wt.dim(4) == p.s.kw;
     for (size_t i = 0; i < 3; ++i) ok = ok && ks[i] > 0 && st[i] > 0 && dl[i] > 0;
     for (int64_t v : pd) ok = ok && v >= 0;
-    if (!ok || p.od() <= 0 || p.s.oh() <= 0 || p.s.ow() <= 0) continue;
-    const int wino = kernels::x86::conv3d_winograd(p);
+    if (!ok || (sized && (p.od() <= 0 || p.s.oh() <= 0 || p.s.ow() <= 0))) continue;
+    // (sizes unknown: Winograd F(2x2) where it applies, as for a 2-D conv of unknown size)
+    const int wino = sized ? kernels::x86::conv3d_winograd(p) : kernels::x86::wino_tile_for(p.s, 1, 0, 0);
     Tensor packed = Tensor::uninitialized(
         DType::f32, {int64_t(size_t(p.kd) * kernels::x86::conv3d_slice_floats(p, wino))});
     kernels::x86::conv3d_pack_weights(wt.data<float>(), p, wino, packed.data<float>());
