@@ -185,6 +185,21 @@ bool single_value(const ir::Value* v) {
   return true;
 }
 
+// ReduceMean over axes {2, 3} (attribute, or opset 18's constant input) of a 4-D value, keepdims 1.
+bool spatial_mean(const ir::Graph& g, const ir::Node* n) {
+  if (!is_onnx_op(n, "ReduceMean") || n->inputs.empty() || int_attr(n, "keepdims", 1) != 1) return false;
+  std::vector<int64_t> axes = ints_attr(n, "axes", {});
+  if (n->inputs.size() > 1 && n->inputs[1]) {
+    const ir::Value* a = n->inputs[1];
+    if (!is_constant(g, a) || a->initializer->dtype() != DType::i64) return false;
+    const Tensor t = a->initializer->contiguous();
+    axes.assign(t.data<int64_t>(), t.data<int64_t>() + t.numel());
+  }
+  for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
+  std::sort(axes.begin(), axes.end());
+  return axes == std::vector<int64_t>{2, 3};
+}
+
 // ONNX ops that compute each output element from the same element of their (broadcast) inputs alone, beyond
 // the elementwise programs' (core/ew_program.def): whatever the layout, the same results.
 bool pointwise_op(const std::string& op) {
@@ -378,9 +393,11 @@ void layout_nhwc(ir::Graph& g) {
         continue;
       }
     }
-    // GlobalAveragePool of a region value: its [N, C, 1, 1] result is the same in both layouts.
-    if (is_onnx_op(n, "GlobalAveragePool") && n->inputs.size() == 1 && n->outputs.size() == 1 &&
-        twin.count(n->inputs[0]) && channels_known_4d(n->outputs[0])) {
+    // GlobalAveragePool of a region value: its [N, C, 1, 1] result is the same in both layouts. So is a
+    // ReduceMean over the two spatial axes with keepdims (timm's squeeze-and-excitation: x.mean((2, 3),
+    // keepdim=True)), which otherwise took the whole map back to NCHW.
+    if ((is_onnx_op(n, "GlobalAveragePool") || spatial_mean(g, n)) && !n->inputs.empty() &&
+        n->outputs.size() == 1 && twin.count(n->inputs[0]) && channels_known_4d(n->outputs[0])) {
       ir::Node* f = g.add_node("NhwcGlobalAveragePool", n->name);
       f->domain = "tessera";
       f->opset = 1;

@@ -100,6 +100,41 @@ def test_dynamic_image_size_runs_in_nhwc(threads, tmp_path):
         assert ir.count('layout="NHWC"') == 3 and ir.count("tessera.FusedPwDwConv(") == 1, ir
 
 
+@pytest.mark.parametrize("opset", [17, 18])
+def test_squeeze_excitation_by_reduce_mean_stays_nhwc(opset, tmp_path):
+    """timm's squeeze-and-excitation, x.mean((2, 3), keepdim=True) -> 1x1 conv -> Relu -> 1x1 conv ->
+    Sigmoid -> Mul: the mean is the NHWC global pool (axes as an attribute, or opset 18's input), so the map
+    stays in the region."""
+    inits = [_w("w0", 32, 8, 3, 3), _w("w1", 8, 32, 1, 1), _w("b1", 8), _w("w2", 32, 8, 1, 1), _w("b2", 32),
+             _w("w3", 16, 32, 1, 1)]
+    if opset >= 18:
+        inits.append(numpy_helper.from_array(np.array([-1, 2], np.int64), "axes"))
+        mean = helper.make_node("ReduceMean", ["c0", "axes"], ["m"], keepdims=1)
+    else:
+        mean = helper.make_node("ReduceMean", ["c0"], ["m"], axes=[2, 3], keepdims=1)
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]), mean,
+             helper.make_node("Conv", ["m", "w1", "b1"], ["s1"]), helper.make_node("Relu", ["s1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["s2"]), helper.make_node("Sigmoid", ["s2"], ["g"]),
+             helper.make_node("Mul", ["c0", "g"], ["h"]), helper.make_node("Conv", ["h", "w3"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 15, 13])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 15, 13])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 9
+    b = m.SerializeToString()
+    x = RNG.standard_normal((1, 8, 15, 13)).astype(np.float32)
+    got = tessera.InferenceSession(b).run(None, {"x": x})[0]
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
+    p = tmp_path / "se.onnx"
+    p.write_bytes(b)
+    exe = os.path.join(os.path.dirname(tessera.__file__), "bin", "tessera")
+    if os.path.exists(exe):
+        ir = subprocess.run([exe, "info", str(p), "--ir"], capture_output=True, text=True,
+                            check=True).stdout.split("FLOPs (estimate)")[1]
+        assert "ReduceMean(" not in ir and "tessera.NhwcGlobalAveragePool(" in ir, ir
+        assert "Transpose(%c0" not in ir, ir  # the map stays NHWC (only the 1 x 1 mean is transposed)
+
+
 def test_ir_after_passes(tmp_path):
     p = tmp_path / "cnn.onnx"
     p.write_bytes(small_cnn().SerializeToString())
