@@ -122,6 +122,38 @@ def test_leaky_relu_and_prelu_stream_as_programs(kind):
     _check_vs_ort(model)
 
 
+@pytest.mark.parametrize("variant", ["pow", "mul", "no_affine", "opset18", "d_read_outside"])
+def test_decomposed_layer_norm_fuses(variant):
+    """LayerNorm as exporters before opset 17 write it (ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div,
+    Mul gamma, Add beta) becomes one LayerNormalization; where an intermediate is read outside, it stays."""
+    opset = 18 if variant == "opset18" else 14
+    inits = [_c("eps", 1e-5), _c("two", 2.0), _c("gamma", RNG.uniform(0.5, 1.5, 24)), _c("beta", RNG.standard_normal(24))]
+    if opset >= 18:
+        inits.append(numpy_helper.from_array(np.array([-1], np.int64), "axes"))
+        mean = lambda i, o: helper.make_node("ReduceMean", [i, "axes"], [o])
+    else:
+        mean = lambda i, o: helper.make_node("ReduceMean", [i], [o], axes=[-1])
+    sq = (helper.make_node("Mul", ["d", "d"], ["sq"]) if variant == "mul"
+          else helper.make_node("Pow", ["d", "two"], ["sq"]))
+    nodes = [mean("x", "m"), helper.make_node("Sub", ["x", "m"], ["d"]), sq, mean("sq", "v"),
+             helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["s"]),
+             helper.make_node("Div", ["d", "s"], ["n"])]
+    outputs = [_f("y", [3, 5, 24])]
+    if variant == "no_affine":
+        nodes.append(helper.make_node("Relu", ["n"], ["y"]))
+    else:
+        nodes += [helper.make_node("Mul", ["n", "gamma"], ["ng"]), helper.make_node("Add", ["ng", "beta"], ["y"])]
+    if variant == "d_read_outside":
+        outputs.append(_f("d", [3, 5, 24]))
+    model = _model(nodes, [_f("x", [3, 5, 24])], outputs, inits, opset=opset)
+    text = tessera.InferenceSession(model).graph_text()
+    if variant == "d_read_outside":
+        assert "LayerNormalization(" not in text, text
+    else:
+        assert "LayerNormalization(" in text and "ReduceMean(" not in text and "Sqrt(" not in text, text
+    _check_vs_ort(model)
+
+
 def _unary_model(nodes, inits, outputs=("y",)):
     return _model(nodes, [_f("x", [3, 5, 40])], [_f(o, [3, 5, 40]) for o in outputs], inits)
 
