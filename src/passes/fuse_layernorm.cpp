@@ -21,15 +21,9 @@ bool mean_of_last_axis(const ir::Graph& g, const ir::Node* n, const ir::Value* v
   if (!is_onnx_op(n, "ReduceMean") || n->inputs.empty() || n->inputs[0] != v || n->outputs.size() != 1 ||
       int_attr(n, "keepdims", 1) != 1 || !v->type.shape)
     return false;
-  std::vector<int64_t> axes = ints_attr(n, "axes", {});
-  if (n->inputs.size() > 1 && n->inputs[1]) {
-    const ir::Value* a = n->inputs[1];
-    if (!is_constant(g, a) || a->initializer->dtype() != DType::i64) return false;
-    const Tensor t = a->initializer->contiguous();
-    axes.assign(t.data<int64_t>(), t.data<int64_t>() + t.numel());
-  }
   const int64_t rank = int64_t(v->type.shape->size());
-  return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
+  const auto axes = reduce_axes(g, n, rank);
+  return axes && axes->size() == 1 && (*axes)[0] == rank - 1;
 }
 
 // The other operand of binary node n, given one of them.

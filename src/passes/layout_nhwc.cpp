@@ -188,16 +188,10 @@ bool single_value(const ir::Value* v) {
 // ReduceMean over axes {2, 3} (attribute, or opset 18's constant input) of a 4-D value, keepdims 1.
 bool spatial_mean(const ir::Graph& g, const ir::Node* n) {
   if (!is_onnx_op(n, "ReduceMean") || n->inputs.empty() || int_attr(n, "keepdims", 1) != 1) return false;
-  std::vector<int64_t> axes = ints_attr(n, "axes", {});
-  if (n->inputs.size() > 1 && n->inputs[1]) {
-    const ir::Value* a = n->inputs[1];
-    if (!is_constant(g, a) || a->initializer->dtype() != DType::i64) return false;
-    const Tensor t = a->initializer->contiguous();
-    axes.assign(t.data<int64_t>(), t.data<int64_t>() + t.numel());
-  }
-  for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
-  std::sort(axes.begin(), axes.end());
-  return axes == std::vector<int64_t>{2, 3};
+  auto axes = reduce_axes(g, n, 4);
+  if (!axes) return false;
+  std::sort(axes->begin(), axes->end());
+  return *axes == std::vector<int64_t>{2, 3};
 }
 
 // ONNX ops that compute each output element from the same element of their (broadcast) inputs alone, beyond

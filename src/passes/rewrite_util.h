@@ -157,6 +157,20 @@ inline ir::Node* add_fused_gemm(ir::Graph& g, const std::string& name, int64_t k
 }
 
 // The activation a fused node's attributes name (set_activation_attrs without a prefix).
+// A Reduce* node's axes: its attribute (opsets < 18) or constant int64 second input (18+), each made
+// non-negative for `rank`; nullopt where they are not known at session creation.
+inline std::optional<std::vector<int64_t>> reduce_axes(const ir::Graph& g, const ir::Node* n, int64_t rank) {
+  std::vector<int64_t> axes = ints_attr(n, "axes", {});
+  if (n->inputs.size() > 1 && n->inputs[1]) {
+    const ir::Value* a = n->inputs[1];
+    if (!is_constant(g, a) || a->initializer->dtype() != DType::i64) return std::nullopt;
+    const Tensor t = a->initializer->contiguous();
+    axes.assign(t.data<int64_t>(), t.data<int64_t>() + t.numel());
+  }
+  for (int64_t& x : axes) x = x < 0 ? x + rank : x;
+  return axes;
+}
+
 inline FusedActivation fused_activation_of(const ir::Node* n) {
   return {string_attr(n, "activation", ""), float_attr(n, "clip_min", 0), float_attr(n, "clip_max", 0)};
 }

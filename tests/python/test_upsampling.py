@@ -100,6 +100,15 @@ def test_resize_matches_onnxruntime(mode, ctm, extra, scales, threads):
     _check(b, x, threads)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("mode,scales", [("nearest", (2.0, 2.0)), ("linear", (2.0, 3.0)), ("nearest", (1.5, 2.5))])
+def test_upsample_opset9_matches_onnxruntime(mode, scales, threads):
+    """Upsample (opsets 7-9, older YOLO exports) on the same tuned kernel as Resize."""
+    inits = [numpy_helper.from_array(np.array((1.0, 1.0) + scales, np.float32), "s")]
+    b = _model([helper.make_node("Upsample", ["x", "s"], ["y"], mode=mode)], inits, (2, 3, 8, 10), opset=9)
+    _check(b, RNG.standard_normal((2, 3, 8, 10)).astype(np.float32), threads)
+
+
 @pytest.mark.parametrize("sizes,scales", [((2, 3, 17, 5), None), (None, (2.0, 1.0, 2.0, 2.0)),
                                           (None, (1.0, 2.0, 2.0, 2.0))])
 def test_resize_sizes_and_other_axes(sizes, scales):

@@ -848,6 +848,7 @@ void register_x86_bindings() {
   add_tuned_kernel("", "AveragePool", claims_pool, [](KernelContext& c) { pool_separable_x86(c, false); });
   add_tuned_kernel("", "ConvTranspose", claims_conv_transpose, conv_transpose_x86);
   add_tuned_kernel("", "Resize", {}, resize_x86);
+  add_tuned_kernel("", "Upsample", {}, resize_x86);  // opsets 7-9: the same plan (kernels/ref/resize.h)
   add_tuned_kernel(
       "", "LSTM", [](const ir::Node& n) { return claims_recurrent(n, true); },
       [](KernelContext& c) { recurrent_x86(c, true, false); });
