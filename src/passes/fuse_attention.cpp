@@ -5,13 +5,11 @@
 // becomes one tessera.FusedAttention(Q, Kt, V, Mask?, Cond?) {scale, k_transposed = 1, keep_where, fill}:
 // the scores are formed, masked, softmaxed and applied to V a block of queries
 // at a time without materializing the Lq x Lk matrix. A constant scale applied
-// to Q before the MatMul (ViT) joins the scale; Transposes feeding Q, Kt, V
-// (the heads split off [B, L, H, D]) and one taking the result (merging them
-// back) fold into q_perm / k_perm / v_perm / out_perm: the kernel reads and
-// writes those layouts in place, no copies. The
-// intermediate values must be used only along the chain; Q, Kt and V must have
-// the same known rank (the kernel falls back to the reference composition for
-// anything it cannot index, e.g. broadcast leading dims).
+// to Q or Kt before the MatMul (ViT; PyTorch 2's SDPA export, both) joins the scale; Transposes feeding Q,
+// Kt, V (the heads split off [B, L, H, D]) and one taking the result (merging them back) fold into q_perm /
+// k_perm / v_perm / out_perm: the kernel reads and writes those layouts in place, no copies. The intermediate
+// values must be used only along the chain; Q, Kt and V must have the same known rank (the kernel falls back
+// to the reference composition for anything it cannot index, e.g. broadcast leading dims).
 #include "passes/pass_manager.h"
 #include "passes/rewrite_util.h"
 
@@ -124,25 +122,30 @@ void fuse_attention(ir::Graph& g) {
     if (!match(g, sm, m)) continue;
     ir::Value *q = m.m1->inputs[0], *kt = m.m1->inputs[1], *v = m.m2->inputs[1], *out = m.m2->outputs[0];
     const std::string name = m.m2->name;
-    // Around the core: a constant scaling of Q (ViT) joins the scale; the Transposes that split the
-    // heads and merge them back become views the kernel reads and writes in place.
+    // Around the core: a constant scaling of Q (ViT) or of Kt (PyTorch 2's scaled_dot_product_attention
+    // export scales both by sqrt(scale)) joins the scale; the Transposes that split the heads and merge them
+    // back become views the kernel reads and writes in place.
     std::vector<ir::Node*> around;
-    const ir::Node* q_user = m.m1;
-    if (ir::Node* p = chain_producer(g, q, m.m1); is_onnx_op(p, "Div") || is_onnx_op(p, "Mul")) {
+    const ir::Node *q_user = m.m1, *k_user = m.m1;
+    auto absorb_scale = [&](ir::Value*& x, const ir::Node*& user) {
+      ir::Node* p = chain_producer(g, x, m.m1);
+      if (!is_onnx_op(p, "Div") && !is_onnx_op(p, "Mul")) return;
       const auto rx = rank_of(p->inputs[0]);
       const bool div = is_onnx_op(p, "Div");
       const auto c = constant_scalar(p->inputs[1]);
       if (c && is_constant(g, p->inputs[1]) && *c != 0.0f && rx && rank_of(p->inputs[1]) <= rx &&
           is_f32(p->inputs[0])) {
         m.scale *= div ? 1.0f / *c : *c;
-        q = p->inputs[0];
-        q_user = p;
+        x = p->inputs[0];
+        user = p;
         around.push_back(p);
       }
-    }
+    };
+    absorb_scale(q, q_user);
+    absorb_scale(kt, k_user);
     const auto rq = rank_of(q);
     ir::Value* ins[3] = {q, kt, v};
-    const ir::Node* users[3] = {q_user, m.m1, m.m2};
+    const ir::Node* users[3] = {q_user, k_user, m.m2};
     std::vector<int64_t> perms[3], out_perm;
     for (int i = 0; i < 3; ++i) {
       ir::Node* t = chain_producer(g, ins[i], users[i]);

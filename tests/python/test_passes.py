@@ -276,6 +276,17 @@ def vit_attention_block():
                   inits)
 
 
+def sdpa_attention_block():
+    """PyTorch 2's scaled_dot_product_attention export: Q and the transposed K each scaled by sqrt(scale)."""
+    b, h, l, d = 2, 3, 11, 8
+    n = helper.make_node
+    nodes = [n("Mul", ["q", "c"], ["qs"]), n("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             n("Mul", ["kt", "c"], ["ks"]), n("MatMul", ["qs", "ks"], ["s"]), n("Softmax", ["s"], ["p"], axis=-1),
+             n("MatMul", ["p", "v"], ["o"])]
+    return _model(nodes, [_f(x, [b, h, l, d]) for x in "qkv"], [_f("o", [b, h, l, d])],
+                  [_c("c", math.sqrt(1 / math.sqrt(d)))])
+
+
 def vit_qkv_attention_block(extra_reader):
     """torchvision's in-projection split: q, k, v Sliced off one [L, B, 3E] tensor along its last axis, each
     Reshaped to [L, B*H, D] heads (the Slices' outputs may be views read in place: runtime strided_ok), one
@@ -318,16 +329,19 @@ def test_attention_reads_sliced_qkv_in_place(extra_reader):
                 np.testing.assert_array_equal(got[2], want[2])
 
 
-@pytest.mark.parametrize("scale_op,with_mask", [("Div", True), ("Mul", False), ("causal", False), ("vit", False)])
+@pytest.mark.parametrize("scale_op,with_mask", [("Div", True), ("Mul", False), ("causal", False), ("vit", False),
+                                                ("sdpa", False)])
 def test_fuse_attention(scale_op, with_mask):
-    model = {"causal": causal_attention_block, "vit": vit_attention_block}.get(
+    model = {"causal": causal_attention_block, "vit": vit_attention_block, "sdpa": sdpa_attention_block}.get(
         scale_op, lambda: attention_block(scale_op, with_mask))()
     sess = tessera.InferenceSession(model)
     text = sess.graph_text()
     assert text.count("tessera.FusedAttention(") == 1, text
     assert "Softmax(" not in text
-    if scale_op != "causal":  # the head split / merge Transposes and Q's scaling folded in
+    if scale_op != "causal":  # the head split / merge Transposes and Q's (and K's) scaling folded in
         assert "Transpose(" not in text and "Div(" not in text, text
+    if scale_op in ("vit", "sdpa"):
+        assert " Mul(" not in text, text
     ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     feeds = {a.name: RNG.standard_normal([d for d in a.shape]).astype(np.float32) for a in ref.get_inputs()}
     if with_mask:
