@@ -22,12 +22,15 @@ std::optional<size_t> rank_of(const ir::Value* v) {
   return v->type.shape->size();
 }
 
+// Softmax over the last axis. Before opset 13 Softmax flattens the dims from `axis` (default 1) into one —
+// the same thing where axis is the last (BERT exported at opsets 11-12: axis -1).
 bool softmax_last_axis(const ir::Node* sm) {
-  if (!is_onnx_op(sm, "Softmax") || sm->opset < 13) return false;  // before 13 Softmax flattens from `axis`
+  if (!is_onnx_op(sm, "Softmax")) return false;
   const Attribute* a = sm->attr("axis");
-  if (!a || a->i == -1) return true;
+  const int64_t axis = a ? a->i : sm->opset < 13 ? 1 : -1;
+  if (axis == -1) return true;
   const auto r = rank_of(sm->inputs[0]);
-  return r && a->i == int64_t(*r) - 1;
+  return r && axis == int64_t(*r) - 1;
 }
 
 struct Match {

@@ -229,7 +229,7 @@ def test_fuse_gemm_residual(r_shape, fused):
         _check_vs_ort(model, feeds={"x": x[:1], "r": RNG.standard_normal((3, 5, 40)).astype(np.float32)})
 
 
-def attention_block(scale_op="Div", with_mask=True):
+def attention_block(scale_op="Div", with_mask=True, opset=17):
     """BERT-style self-attention core: Q K^T / sqrt(d) + mask -> Softmax -> . V, heads split by Reshape/Transpose."""
     b, l, h, d = 2, 11, 4, 8
     nodes = [helper.make_node("Reshape", ["q", "shp"], ["q4"]), helper.make_node("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
@@ -246,7 +246,7 @@ def attention_block(scale_op="Div", with_mask=True):
     nodes += [helper.make_node("Softmax", [last], ["p"], axis=-1), helper.make_node("MatMul", ["p", "vh"], ["o"])]
     c = math.sqrt(d) if scale_op == "Div" else 1 / math.sqrt(d)
     inits = [numpy_helper.from_array(np.array([b, l, h, d], np.int64), "shp"), _c("c", c)]
-    return _model(nodes, inputs, [_f("o", [b, h, l, d])], inits)
+    return _model(nodes, inputs, [_f("o", [b, h, l, d])], inits, opset=opset)
 
 
 def causal_attention_block():
@@ -330,9 +330,11 @@ def test_attention_reads_sliced_qkv_in_place(extra_reader):
 
 
 @pytest.mark.parametrize("scale_op,with_mask", [("Div", True), ("Mul", False), ("causal", False), ("vit", False),
-                                                ("sdpa", False)])
+                                                ("sdpa", False), ("opset12", True)])
 def test_fuse_attention(scale_op, with_mask):
-    model = {"causal": causal_attention_block, "vit": vit_attention_block, "sdpa": sdpa_attention_block}.get(
+    """(opset12: BERT exported at opset 12, whose Softmax flattens from axis -1: the last axis alone.)"""
+    model = {"causal": causal_attention_block, "vit": vit_attention_block, "sdpa": sdpa_attention_block,
+             "opset12": lambda: attention_block("Div", True, opset=12)}.get(
         scale_op, lambda: attention_block(scale_op, with_mask))()
     sess = tessera.InferenceSession(model)
     text = sess.graph_text()
