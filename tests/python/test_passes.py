@@ -154,6 +154,23 @@ def test_decomposed_layer_norm_fuses(variant):
     _check_vs_ort(model)
 
 
+@pytest.mark.parametrize("ir_version,fused", [(3, True), (7, False)])
+def test_initializers_listed_as_inputs(ir_version, fused):
+    """Before IR version 4 initializers were listed among the graph inputs too and were constants (the ONNX
+    model zoo's older CNNs): the conv is fused and prepacked. From IR 4 such an initializer is an overridable
+    default, so it stays a run-time operand."""
+    w = RNG.standard_normal((8, 3, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])]
+    g = helper.make_graph(nodes, "g", [_f("x", [1, 3, 16, 16]), _f("w", [8, 3, 3, 3])], [_f("y", [1, 8, 16, 16])],
+                          [numpy_helper.from_array(w, "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 8)])
+    m.ir_version = ir_version
+    model = m.SerializeToString()
+    text = tessera.InferenceSession(model).graph_text()
+    assert ("tessera.FusedConv(" in text) == fused, text
+    _check_vs_ort(model, feeds={"x": RNG.standard_normal((1, 3, 16, 16)).astype(np.float32)})
+
+
 def _unary_model(nodes, inits, outputs=("y",)):
     return _model(nodes, [_f("x", [3, 5, 40])], [_f(o, [3, 5, 40]) for o in outputs], inits)
 

@@ -59,6 +59,7 @@ class Importer {
   Importer(const pb::ModelProto& mp, const LoadOptions& opts, std::string external_dir) : opts_(opts) {
     src_.external_dir = std::move(external_dir);
     src_.opts = &opts_;
+    ir_version_ = mp.ir_version();
     model_opsets_ = read_opsets(mp.opset_import());
     if (mp.opset_import_size() == 0) model_opsets_[""] = 1;  // IR v1/v2 default
     for (const auto& f : mp.functions()) {
@@ -98,6 +99,11 @@ class Importer {
     for (const auto& tp : gp.initializer()) add_initializer(tp.name(), detail::decode_tensor(tp, adopt));
     for (const auto& sp : gp.sparse_initializer())
       add_initializer(sp.values().name(), detail::decode_sparse(sp, src_));
+    // Before IR version 4 every initializer had to be listed among the inputs too, and was a constant, not an
+    // overridable default (as onnxruntime reads such models): the ONNX model zoo's older CNNs would otherwise
+    // keep every weight a run-time input, so no conv or GEMM would be fused or prepacked.
+    if (ir_version_ > 0 && ir_version_ < 4)
+      std::erase_if(g.inputs, [](const ir::Value* v) { return v->initializer.has_value(); });
 
     // Expand function calls, then create every node output before connecting
     // inputs (nodes may be listed out of order; subgraphs see all outer values).
@@ -429,6 +435,7 @@ class Importer {
   OpsetMap model_opsets_;
   std::map<std::tuple<std::string, std::string, std::string>, const pb::FunctionProto*> functions_;
   std::map<const pb::FunctionProto*, OpsetMap> function_opsets_;
+  int64_t ir_version_ = 0;
   int inline_counter_ = 0;
   int64_t inlined_nodes_ = 0;
   std::map<const pb::FunctionProto*, int64_t> expanded_size_;
