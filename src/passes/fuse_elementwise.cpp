@@ -10,8 +10,8 @@
 // Sigmoid(x)) (SiLU as the exporters write it) is one silu instruction: one vectorized pass instead of a
 // sigmoid into a register and a multiply. A Pow of an f32 by a constant 2 or 0.5 (RMSNorm's and a
 // variance's square, as the exporters write them) becomes Mul(x, x) or Sqrt(x) first, so that it joins too
-// (Pow itself runs std::pow per element: LLaMA's RMSNorms took 10% of the model). LeakyRelu and PRelu (of
-// a constant slope) become x + (1 - slope) * Relu(-x) to join as well.
+// (Pow itself runs std::pow per element: LLaMA's RMSNorms took 10% of the model). LeakyRelu, PRelu (of a
+// constant slope) and Mish become programs' ops to join as well.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -79,36 +79,57 @@ void fuse_elementwise(ir::Graph& g) {
     if (*e == 2.0f) g.connect_input(r, x);
     g.connect_output(r, y);
   }
-  // LeakyRelu(x, a) and PRelu(x, constant slope a) as x + (1 - a) * Relu(-x): four ops of the programs, so
-  // that they join a group (or make one) and stream once, vectorized (alone they ran on the reference
-  // kernels, element by element in double: Darknet's and GANs' activation after every conv).
+  // Activations with no program op of their own, rewritten into the programs' ops so that they join a group
+  // (or make one) and stream once, vectorized — alone they ran on the reference kernels, element by element
+  // in double:
+  // - LeakyRelu(x, a) and PRelu(x, constant slope a) as x + (1 - a) * Relu(-x) (Darknet's and GANs'
+  // activation
+  //   after every conv);
+  // - Mish(x) = x tanh(softplus(x)), the op (opset 18) or Mul(x, Tanh(Softplus(x))) as YOLOv4 exports it, as
+  //   x (1 - 2 / (e (e + 2) + 2)), e = exp(x): tanh(log(1 + e)) = ((1 + e)^2 - 1) / ((1 + e)^2 + 1), in a
+  //   form that stays finite where e overflows (the quotient goes to 0, y to x).
+  std::set<const ir::Node*> removed;  // Mish chains' Softplus and Tanh (freed: never dereferenced)
   for (ir::Node* n : [&] {
          std::vector<ir::Node*> v;
          for (const auto& p : g.nodes()) v.push_back(p.get());
          return v;
        }()) {
+    if (removed.count(n) || n->outputs.size() != 1 || !n->outputs[0] || n->inputs.empty() ||
+        !is_f32(n->inputs[0]) || !is_f32(n->outputs[0]))
+      continue;
     const bool leaky = is_onnx_op(n, "LeakyRelu") && n->inputs.size() == 1;
     const bool prelu = is_onnx_op(n, "PRelu") && n->inputs.size() == 2 && is_constant(g, n->inputs[1]) &&
                        n->inputs[1]->initializer->dtype() == DType::f32;
-    if ((!leaky && !prelu) || n->outputs.size() != 1 || !n->outputs[0] || !is_f32(n->inputs[0]) ||
-        !is_f32(n->outputs[0]))
-      continue;
-    Tensor c;
-    if (leaky) {
-      c = Tensor(DType::f32, {});
-      c.data<float>()[0] = 1.0f - float_attr(n, "alpha", 0.01f);
-    } else {
-      c = n->inputs[1]->initializer->contiguous().clone();
-      for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = 1.0f - c.data<float>()[i];
-    }
     ir::Value* x = n->inputs[0];
+    // Mul(x, Tanh(Softplus(x))): its Tanh and Softplus read only along the chain
+    std::vector<ir::Node*> mish_chain;
+    if (is_onnx_op(n, "Mul") && n->inputs.size() == 2) {
+      for (int side = 0; side < 2 && mish_chain.empty(); ++side) {
+        ir::Node* t = n->inputs[size_t(side)]->producer;
+        ir::Node* sp = is_onnx_op(t, "Tanh") ? t->inputs[0]->producer : nullptr;
+        if (is_onnx_op(sp, "Softplus") && sp->inputs[0] == n->inputs[size_t(1 - side)] &&
+            sole_consumer(g, t->outputs[0]) == n && sole_consumer(g, sp->outputs[0]) == t) {
+          mish_chain = {sp, t};
+          x = sp->inputs[0];
+        }
+      }
+    }
+    const bool mish = (is_onnx_op(n, "Mish") && n->inputs.size() == 1) || !mish_chain.empty();
+    if (!leaky && !prelu && !mish) continue;
     ir::Value* y = n->outputs[0];
     const std::string name = n->name;
-    g.remove_node(n);
-    ir::Value* cv = g.add_value(g.unique_name(name + "_one_minus_slope"));
-    cv->type = ir::TypeInfo::tensor_of(c);
-    cv->initializer = std::move(c);
-    auto step = [&](const char* op, std::vector<ir::Value*> ins, ir::Value* out) {
+    auto scalar = [&](const char* tag, const Tensor& t) {
+      ir::Value* v = g.add_value(g.unique_name(name + tag));
+      v->type = ir::TypeInfo::tensor_of(t);
+      v->initializer = t;
+      return v;
+    };
+    auto value = [](float f) {
+      Tensor t(DType::f32, {});
+      t.data<float>()[0] = f;
+      return t;
+    };
+    auto step = [&](const char* op, std::vector<ir::Value*> ins, ir::Value* out = nullptr) {
       ir::Node* m = g.add_node(op, g.unique_name(name + "_" + op));
       m->opset = 14;
       for (ir::Value* v : ins) g.connect_input(m, v);
@@ -119,7 +140,25 @@ void fuse_elementwise(ir::Graph& g) {
       g.connect_output(m, out);
       return out;
     };
-    step("Add", {x, step("Mul", {step("Relu", {step("Neg", {x}, nullptr)}, nullptr), cv}, nullptr)}, y);
+    if (mish) {
+      for (ir::Node* c : mish_chain) removed.insert(c), g.remove_node(c);
+      g.remove_node(n);
+      ir::Value *two = scalar("_two", value(2.0f)), *one = scalar("_one", value(1.0f));
+      ir::Value* e = step("Exp", {x});
+      ir::Value* q = step("Div", {two, step("Add", {step("Mul", {e, step("Add", {e, two})}), two})});
+      step("Mul", {x, step("Sub", {one, q})}, y);
+      continue;
+    }
+    Tensor c;
+    if (leaky) {
+      c = value(1.0f - float_attr(n, "alpha", 0.01f));
+    } else {
+      c = n->inputs[1]->initializer->contiguous().clone();
+      for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = 1.0f - c.data<float>()[i];
+    }
+    g.remove_node(n);
+    ir::Value* cv = scalar("_one_minus_slope", c);
+    step("Add", {x, step("Mul", {step("Relu", {step("Neg", {x})}), cv})}, y);
   }
   g.topological_sort();
   std::vector<ir::Node*> order;

@@ -98,12 +98,21 @@ def test_fuse_elementwise(build):
     _check_vs_ort(model)
 
 
-@pytest.mark.parametrize("kind", ["leaky", "prelu", "conv_leaky"])
+@pytest.mark.parametrize("kind", ["leaky", "prelu", "conv_leaky", "mish", "mish_chain"])
 def test_leaky_relu_and_prelu_stream_as_programs(kind):
-    """LeakyRelu and PRelu of a constant slope (per channel) become x + (1 - a) * Relu(-x) and run as one
-    FusedElementwise, on their own or after an NHWC conv (Darknet's conv + LeakyRelu(0.1))."""
+    """LeakyRelu and PRelu of a constant slope (per channel) become x + (1 - a) * Relu(-x), Mish (the op or
+    YOLOv4's Softplus / Tanh / Mul) x (1 - 2 / (e (e + 2) + 2)); each runs as one FusedElementwise, on its own
+    or after an NHWC conv (Darknet's conv + LeakyRelu(0.1))."""
+    opset = 18 if kind == "mish" else 17
     if kind == "leaky":
         nodes = [helper.make_node("LeakyRelu", ["x"], ["y"], alpha=0.1)]
+        inits, shape = [], [2, 8, 5, 7]
+    elif kind == "mish":
+        nodes = [helper.make_node("Mish", ["x"], ["y"])]
+        inits, shape = [], [2, 8, 5, 7]
+    elif kind == "mish_chain":  # YOLOv4's export: Mul(x, Tanh(Softplus(x)))
+        nodes = [helper.make_node("Softplus", ["x"], ["sp"]), helper.make_node("Tanh", ["sp"], ["t"]),
+                 helper.make_node("Mul", ["x", "t"], ["y"])]
         inits, shape = [], [2, 8, 5, 7]
     elif kind == "prelu":
         nodes = [helper.make_node("PRelu", ["x", "slope"], ["y"])]
@@ -116,10 +125,19 @@ def test_leaky_relu_and_prelu_stream_as_programs(kind):
                  _c("w2", RNG.standard_normal((8, 16, 1, 1)) * 0.3)]
         shape = [1, 8, 9, 11]
     y_shape = [shape[0], 8] + shape[2:]
-    model = _model(nodes, [_f("x", shape)], [_f("y", y_shape)], inits)
+    model = _model(nodes, [_f("x", shape)], [_f("y", y_shape)], inits, opset=opset)
     text = tessera.InferenceSession(model).graph_text()
-    assert "LeakyRelu(" not in text and "PRelu(" not in text and "tessera.FusedElementwise(" in text, text
+    for op in ("LeakyRelu(", "PRelu(", "Mish(", "Softplus(", "Tanh("):
+        assert op not in text, text
+    assert "tessera.FusedElementwise(" in text, text
     _check_vs_ort(model)
+    if kind.startswith("mish"):  # finite where exp overflows, 0 far below zero
+        x = np.zeros(shape, np.float32)
+        x.flat[:10] = [-100, -20, -5, -1, 0, 1, 5, 20, 90, 1e30]
+        got = tessera.InferenceSession(model).run(None, {"x": x})[0].flat[:10]
+        xd = x.flat[:10].astype(np.float64)
+        want = xd * np.tanh(np.logaddexp(0, xd))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("variant", ["pow", "mul", "no_affine", "opset18", "d_read_outside"])
