@@ -664,11 +664,17 @@ def test_reductions_match_onnxruntime(op, axes, keepdims):
     g = helper.make_graph([node], "g", [_f("x", [2, 24, 33, 37])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=9).SerializeToString()
-    x = RNG.standard_normal((2, 24, 33, 37)).astype(np.float32)
-    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    x = np.random.default_rng(7).standard_normal((2, 24, 33, 37)).astype(np.float32)
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    want = ref.run(None, {"x": x})[0]
+    # a sum's rounding is relative to the sum of the magnitudes, not to the (possibly cancelled) result: sums
+    # and means are held to 1e-5 of the same reduction of |x|
+    scale = np.abs(ref.run(None, {"x": np.abs(x)})[0]) if op in ("ReduceSum", "ReduceMean") else np.abs(want)
     for threads in (1, 2):
         got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, {"x": x})[0]
-        assert got.shape == want.shape and rel_err(got, want) < 1e-5, (op, axes, rel_err(got, want))
+        assert got.shape == want.shape
+        err = np.abs(got.astype(np.float64) - want).max() / max(float(scale.max()), 1e-30)
+        assert err < 1e-5, (op, axes, err)
 
 
 @pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
