@@ -32,7 +32,7 @@ namespace x86 = tessera::kernels::x86;
 struct ConvShape {
   const char* name;
   int64_t h, w, c, oc, k, stride, groups;  // square kernel, "same" padding (k / 2)
-  bool wino = false;                       // Tessera runs it as Winograd F(4x4, 3x3) (as the runtime does)
+  int wino = 0;  // Tessera runs it as Winograd F(m x m, 3x3), m = 2 or 4 (as the runtime does)
 };
 
 // A pw+dw pair: 1x1 c -> e, then 3x3 depthwise over e with the given stride.
@@ -65,12 +65,27 @@ const ConvShape kConvs[] = {
     {"r50 pw 56x56 256->64", 56, 56, 256, 64, 1, 1, 1},
     {"r50 pw 56x56 64->256", 56, 56, 64, 256, 1, 1, 1},
     {"r50 3x3 56x56 64->64", 56, 56, 64, 64, 3, 1, 1},
-    {"r50 3x3 56x56 64->64 wino", 56, 56, 64, 64, 3, 1, 1, true},
-    {"r50 3x3 28x28 128->128 wino", 28, 28, 128, 128, 3, 1, 1, true},
+    {"r50 3x3 56x56 64->64 wino4", 56, 56, 64, 64, 3, 1, 1, 4},
+    {"r50 3x3 28x28 128->128 wino4", 28, 28, 128, 128, 3, 1, 1, 4},
     {"r50 3x3 14x14 256->256", 14, 14, 256, 256, 3, 1, 1},
-    {"r50 3x3 14x14 256->256 wino", 14, 14, 256, 256, 3, 1, 1, true},
+    {"r50 3x3 14x14 256->256 wino2", 14, 14, 256, 256, 3, 1, 1, 2},
     {"r50 pw 14x14 1024->256", 14, 14, 1024, 256, 1, 1, 1},
     {"r50 3x3 7x7 512->512 s1", 7, 7, 512, 512, 3, 1, 1},
+    {"regnety 3x3 28x28x144 g9", 28, 28, 144, 144, 3, 1, 9},
+    {"regnety 3x3 28x28x144 g9 wino4", 28, 28, 144, 144, 3, 1, 9, 4},
+    {"regnety 3x3 14x14x320 g20", 14, 14, 320, 320, 3, 1, 20},
+    {"regnety 3x3 14x14x320 g20 wino2", 14, 14, 320, 320, 3, 1, 20, 2},
+    {"regnety 3x3 14x14x320 g20 wino4", 14, 14, 320, 320, 3, 1, 20, 4},
+    {"regnety 3x3 7x7x784 g49", 7, 7, 784, 784, 3, 1, 49},
+    {"regnety 3x3 7x7x784 g49 wino2", 7, 7, 784, 784, 3, 1, 49, 2},
+    {"regnety 3x3 7x7x784 g49 wino4", 7, 7, 784, 784, 3, 1, 49, 4},
+    {"resnext 3x3 28x28x256 g32", 28, 28, 256, 256, 3, 1, 32},
+    {"resnext 3x3 14x14x512 g32", 14, 14, 512, 512, 3, 1, 32},
+    {"resnext 3x3 14x14x512 g32 wino2", 14, 14, 512, 512, 3, 1, 32, 2},
+    {"resnext 3x3 14x14x512 g32 wino4", 14, 14, 512, 512, 3, 1, 32, 4},
+    {"resnext 3x3 7x7x1024 g32", 7, 7, 1024, 1024, 3, 1, 32},
+    {"resnext 3x3 7x7x1024 g32 wino2", 7, 7, 1024, 1024, 3, 1, 32, 2},
+    {"resnext 3x3 7x7x1024 g32 wino4", 7, 7, 1024, 1024, 3, 1, 32, 4},
 };
 
 const PairShape kPairs[] = {
@@ -128,15 +143,20 @@ x86::ConvEpilogue relu6(const float* bias) {
 }
 
 // Packs ONNX-layout weights [oc, c/groups, k, k] the way the layout_nhwc pass does.
-Floats pack(const x86::Conv2dParams& p, const Floats& w, bool wino) {
+Floats pack(const x86::Conv2dParams& p, const Floats& w, int wino) {
   if (p.is_depthwise()) {
     Floats out(size_t(p.c * p.kh * p.kw));
     x86::dw_nhwc_pack_weights(w.data(), p.c, p.kh, p.kw, out.data());
     return out;
   }
   if (wino) {
-    Floats out(x86::wino_packed_floats(p.oc, p.c, 4));
-    x86::wino_pack_weights(w.data(), p.oc, p.c, 4, out.data());
+    Floats out(x86::wino_packed_floats(p.oc, p.c / p.groups, wino, p.groups));
+    x86::wino_pack_weights(w.data(), p.oc, p.c / p.groups, wino, out.data(), p.groups);
+    return out;
+  }
+  if (p.groups > 1) {
+    Floats out(x86::grouped_nhwc_packed_floats(p));
+    x86::grouped_nhwc_pack_weights(w.data(), p, out.data());
     return out;
   }
   Floats out(x86::conv_nhwc_packed_floats(p.oc, p.c * p.kh * p.kw));
@@ -158,7 +178,7 @@ void BM_tessera(benchmark::State& st) {
   settle();
   for (auto _ : st) {
     if (s.wino)
-      x86::conv2d_wino_nhwc_f32(p, 4, x.data(), wp.data(), ep, y.data(), &pool);
+      x86::conv2d_wino_nhwc_f32(p, s.wino, x.data(), wp.data(), ep, y.data(), &pool);
     else
       x86::conv2d_nhwc_f32(p, x.data(), wp.data(), ep, y.data(), &pool);
   }

@@ -449,17 +449,15 @@ void layout_nhwc(ir::Graph& g) {
       const bool dense = groups == 1, depthwise = !dense && cg == 1 && groups == oc;
       kernels::x86::Conv2dParams cp;
       const auto st = ints_attr(n, "strides", {1, 1}), dl = ints_attr(n, "dilations", {1, 1});
-      cp.c = cg, cp.oc = oc, cp.kh = kh, cp.kw = kw, cp.sh = st[0], cp.sw = st[1], cp.dh = dl[0],
-      cp.dw = dl[1];
+      cp.c = cg * groups, cp.oc = oc, cp.kh = kh, cp.kw = kw, cp.sh = st[0], cp.sw = st[1], cp.dh = dl[0],
+      cp.dw = dl[1], cp.groups = groups;
       // Winograd where it beats the direct kernel (wino_tile_for; an unknown batch counts as 1)
       const auto& ys = *n->outputs[0]->type.shape;
-      const int wm = dense ? kernels::x86::wino_tile_for(cp, ys[0].known() ? ys[0].value : 1,
-                                                         ys[2].known() ? ys[2].value : 0,
-                                                         ys[3].known() ? ys[3].value : 0)
-                           : 0;
+      const int wm =
+          kernels::x86::wino_tile_for(cp, ys[0].known() ? ys[0].value : 1, ys[2].known() ? ys[2].value : 0,
+                                      ys[3].known() ? ys[3].value : 0);
       const bool wino = wm != 0;
-      cp.groups = groups, cp.c = cg * groups;
-      const int64_t floats = wino        ? int64_t(kernels::x86::wino_packed_floats(oc, cg, wm))
+      const int64_t floats = wino        ? int64_t(kernels::x86::wino_packed_floats(oc, cg, wm, groups))
                              : dense     ? int64_t(kernels::x86::conv_nhwc_packed_floats(oc, cg * kh * kw))
                              : depthwise ? oc * kh * kw
                                          : int64_t(kernels::x86::grouped_nhwc_packed_floats(cp));
@@ -476,7 +474,7 @@ void layout_nhwc(ir::Graph& g) {
         packed = Tensor::uninitialized(DType::f32, {floats});
       }
       if (wino)
-        kernels::x86::wino_pack_weights(wt.data<float>(), oc, cg, wm, packed.data<float>());
+        kernels::x86::wino_pack_weights(wt.data<float>(), oc, cg, wm, packed.data<float>(), groups);
       else if (dense)
         kernels::x86::conv_nhwc_pack_weights(wt.data<float>(), oc, cg, kh, kw, packed.data<float>());
       else if (depthwise)

@@ -185,6 +185,34 @@ def test_winograd_tile_size_follows_the_map(side, variant, tmp_path):
         assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
 
 
+@pytest.mark.parametrize("side,cg,variant", [(28, 16, "winograd=4"), (7, 16, "winograd=4"), (3, 8, "winograd=4"),
+                                             (2, 16, "winograd=2"), (1, 16, None), (14, 4, None)])
+def test_grouped_winograd(side, cg, variant, tmp_path):
+    # RegNet's and ResNeXt's grouped 3x3 convs (a pointwise conv before, Relu between): Winograd with the
+    # tile of fewer points wherever it halves the multiplies (F(4x4) from 3 x 3 maps, F(2x2) at 2 x 2, none
+    # at 1 x 1) and the groups have 8 inputs or more; against onnxruntime at one and two threads
+    groups = 3
+    c = cg * groups
+    inits = [_w("w0", c, 8, 1, 1), _w("b0", c), _w("w1", 2 * c, cg, 3, 3), _w("b1", 2 * c)]
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"]), helper.make_node("Relu", ["c0"], ["r0"]),
+             helper.make_node("Conv", ["r0", "w1", "b1"], ["y"], pads=[1, 1, 1, 1], group=groups)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, side, side])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    b = m.SerializeToString()
+    ir = tessera.InferenceSession(b).graph_text()
+    assert ir.count("winograd=") == (1 if variant else 0), ir
+    if variant:
+        assert variant in ir, ir
+    x = RNG.standard_normal((2, 8, side, side)).astype(np.float32)
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})[0]
+        assert got.shape == want.shape
+        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_stem_conv_reads_nchw(threads):
     """A first conv of 3 channels, stride 2, asymmetric padding, Clip, then a pointwise conv: the stem reads

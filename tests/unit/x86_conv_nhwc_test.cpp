@@ -84,13 +84,14 @@ void run_case(const Conv2dParams& p, int fused, ThreadPool* pool, ConvIsa isa, i
   }
   std::vector<float> wp;
   if (wino) {
-    wp.resize(wino_packed_floats(p.oc, p.c, wino));
-    wino_pack_weights(w.data(), p.oc, p.c, wino, wp.data());
+    const int64_t cg = p.c / p.groups;
+    wp.resize(wino_packed_floats(p.oc, cg, wino, p.groups));
+    wino_pack_weights(w.data(), p.oc, cg, wino, wp.data(), p.groups);
     for (int64_t o = 0; o < p.oc; o += 3)
-      for (int64_t ci = 0; ci < p.c; ci += 2)
+      for (int64_t ci = 0; ci < cg; ci += 2)
         for (int64_t k = 0; k < 9; ++k) {
-          const float g = w[size_t((o * p.c + ci) * 9 + k)];
-          ASSERT_NEAR(wino_weight_at(wp.data(), p.oc, p.c, wino, o, ci, k / 3, k % 3), g,
+          const float g = w[size_t((o * cg + ci) * 9 + k)];
+          ASSERT_NEAR(wino_weight_at(wp.data(), p.oc, cg, wino, o, ci, k / 3, k % 3, p.groups), g,
                       1e-6 * (1 + std::fabs(g)));
         }
   } else if (p.groups == 1) {
@@ -255,6 +256,35 @@ TEST(X86ConvNhwc, WinogradMatchesReference) {
     }
   EXPECT_FALSE(wino_applies(mk(1, 4, 5, 5, 4, 3, 3, 2, 1, 1, 1, 1, 1)));
   EXPECT_FALSE(wino_applies(mk(1, 4, 5, 5, 4, 3, 3, 1, 2, 1, 1, 1, 1)));
+}
+
+// Grouped Winograd: each conv group's GEMMs over its own input channels and output columns, blocks of
+// whole groups per task (about 64 channels), a task's V holding only its block's inputs.
+TEST(X86ConvNhwc, GroupedWinogradMatchesReference) {
+  ThreadPool pool(2);
+  std::vector<Conv2dParams> cases = {
+      mk(1, 144, 28, 28, 144, 3, 3, 1, 1, 1, 1, 1, 1, 9),   // RegNetY-800MF: 9 groups of 16 (4 + 4 + 1)
+      mk(1, 320, 14, 14, 320, 3, 3, 1, 1, 1, 1, 1, 1, 20),  // its 14 x 14 stage: 20 groups
+      mk(2, 32, 9, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2),       // 16 -> 32 a group, 2 images, partial tiles
+      mk(1, 48, 6, 5, 48, 3, 3, 1, 1, 2, 0, 1, 2, 3),       // asymmetric padding, 3 groups
+      mk(1, 256, 7, 7, 256, 3, 3, 1, 1, 1, 1, 1, 1, 2),     // 128 a group: two weight panels each
+      mk(1, 24, 10, 10, 48, 3, 3, 1, 1, 1, 1, 1, 1, 3),     // 8 inputs, 16 outputs a group
+      mk(1, 1200, 4, 4, 32, 3, 3, 1, 1, 1, 1, 1, 1, 2),     // 600 inputs a group: K blocks
+  };
+  ThreadPool pool3(3);
+  for (ConvIsa isa : isas())
+    for (const auto& p : cases) {
+      ASSERT_TRUE(wino_applies(p));
+      for (int m : {2, 4})
+        for (int fused : {0, 1, 2, 3, 4}) {
+          run_case(p, fused, fused == 1 ? nullptr : fused == 3 ? &pool3 : &pool, isa, m);
+          if (HasFatalFailure()) return;
+        }
+    }
+  // groups of fewer than 8 inputs or a partial 16-lane output block, depthwise: the direct kernels
+  EXPECT_FALSE(wino_applies(mk(1, 128, 8, 8, 128, 3, 3, 1, 1, 1, 1, 1, 1, 32)));
+  EXPECT_FALSE(wino_applies(mk(1, 64, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1, 8)));
+  EXPECT_FALSE(wino_applies(mk(1, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16)));
 }
 
 TEST(X86ConvNhwc, DepthwiseMatchesReference) {

@@ -225,10 +225,10 @@ void fused_conv(KernelContext& ctx) {
   const bool wino = wino_m != 0;
   ctx.check(x_nhwc || !nhwc || (g == 1 && !wino), "input_layout NCHW needs a dense direct conv");
   if (wino) {
-    ctx.check((wino_m == 2 || wino_m == 4) && g == 1 && ks[0] == 3 && ks[1] == 3 && st[0] == 1 &&
-                  st[1] == 1 && dl[0] == 1 && dl[1] == 1,
-              "winograd = 2 or 4 needs a dense 3x3 conv of stride 1 and dilation 1");
-    ctx.check(size_t(w.numel()) == x86::wino_packed_floats(oc, c, int(wino_m)),
+    ctx.check((wino_m == 2 || wino_m == 4) && x86::wino_applies(gp) && ks[0] == 3 && ks[1] == 3 &&
+                  st[0] == 1 && st[1] == 1 && dl[0] == 1 && dl[1] == 1,
+              "winograd = 2 or 4 needs a 3x3 conv of stride 1 and dilation 1, dense or in groups it takes");
+    ctx.check(size_t(w.numel()) == x86::wino_packed_floats(oc, cg, int(wino_m), g),
               "Winograd weights have the wrong size");
   } else if (nhwc) {
     ctx.check(g == 1 || dw || x86::conv_grouped_applies(gp),
@@ -253,7 +253,7 @@ void fused_conv(KernelContext& ctx) {
     if (!nhwc) return wp[((o * cg + ci) * ks[0] + r) * ks[1] + q];
     if (dw) return wp[(r * ks[1] + q) * c + o];
     if (grouped) return x86::grouped_nhwc_packed_at(wp, gp, o, ci, r * ks[1] + q);
-    if (wino) return x86::wino_weight_at(wp, oc, c, int(wino_m), o, ci, r, q);
+    if (wino) return x86::wino_weight_at(wp, oc, cg, int(wino_m), o, ci, r, q, g);
     return x86::conv_nhwc_packed_at(wp, oc, c * taps, o, (r * ks[1] + q) * c + ci);
   };
   for (int64_t bi = 0; bi < n; ++bi)

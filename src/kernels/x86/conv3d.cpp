@@ -36,7 +36,7 @@ int conv3d_winograd(const Conv3dParams& p) {
 
 size_t conv3d_slice_floats(const Conv3dParams& p, int wino) {
   const Conv2dParams& s = p.s;
-  if (wino) return wino_packed_floats(s.oc, s.c, wino);
+  if (wino) return wino_packed_floats(s.oc, s.c / s.groups, wino, s.groups);
   if (s.groups == 1) return conv_nhwc_packed_floats(s.oc, s.c * s.kh * s.kw);
   if (s.is_depthwise()) return size_t(s.c * s.kh * s.kw);
   return grouped_nhwc_packed_floats(s);
@@ -52,7 +52,7 @@ void conv3d_pack_weights(const float* w, const Conv3dParams& p, int wino, float*
       for (int64_t ci = 0; ci < cg; ++ci)
         std::copy_n(w + ((o * cg + ci) * p.kd + t) * taps, taps, slice.data() + (o * cg + ci) * taps);
     if (wino)
-      wino_pack_weights(slice.data(), s.oc, s.c, wino, out);
+      wino_pack_weights(slice.data(), s.oc, cg, wino, out, s.groups);
     else if (s.groups == 1)
       conv_nhwc_pack_weights(slice.data(), s.oc, s.c, s.kh, s.kw, out);
     else if (s.is_depthwise())
@@ -66,7 +66,7 @@ float conv3d_packed_at(const float* wp, const Conv3dParams& p, int wino, int64_t
                        int64_t r, int64_t q) {
   const Conv2dParams& s = p.s;
   const float* w = wp + size_t(t) * conv3d_slice_floats(p, wino);
-  if (wino) return wino_weight_at(w, s.oc, s.c, wino, o, ci, r, q);
+  if (wino) return wino_weight_at(w, s.oc, s.c / s.groups, wino, o, ci, r, q, s.groups);
   if (s.groups == 1) return conv_nhwc_packed_at(w, s.oc, s.c * s.kh * s.kw, o, (r * s.kw + q) * s.c + ci);
   if (s.is_depthwise()) return w[(r * s.kw + q) * s.c + o];
   return grouped_nhwc_packed_at(w, s, o, ci, r * s.kw + q);

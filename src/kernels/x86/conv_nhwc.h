@@ -84,19 +84,22 @@ inline void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const 
   conv2d_pw_dw_nhwc_f32(pw, x, w1, ep1, dw, w2, ep2, y, pool, conv_isa(), proj);
 }
 
-// Winograd F(m x m, 3x3), m = 2 or 4, for dense 3x3 convs of stride 1 and dilation 1
-// (any padding): (m+2)^2 GEMMs of [tiles x C] x [C x OC] replace the 9*C-deep one
-// (2.25x / 4x fewer multiplies). Weights U = G g G^T (computed in double) are packed
-// like a dense packing with K = (m+2)^2 * C (row xi*C + ci).
+// Winograd F(m x m, 3x3), m = 2 or 4, for 3x3 convs of stride 1 and dilation 1 (any padding):
+// (m+2)^2 GEMMs of [tiles x C] x [C x OC] replace the 9*C-deep one (2.25x / 4x fewer multiplies).
+// Weights U = G g G^T (computed in double) are packed like a dense packing with K = (m+2)^2 * C
+// (row xi*C + ci). Grouped convs too (RegNet's and ResNeXt's 16-channel groups): each group's
+// [tiles x cg] x [cg x og] GEMMs (cg = C / groups, og = OC / groups; wino_applies says which), U packed
+// as [groups][(m+2)^2][cg][og] (ISA-independent: the kernel reads 16-column strips of a group's rows).
 bool wino_applies(const Conv2dParams& p);
 // The Winograd tile m (4 or 2) a conv that wino_applies to runs best with over `images` output maps of
 // oh x ow (0 where unknown: counted as enough tiles), or 0 where the direct kernel is faster.
 int wino_tile_for(const Conv2dParams& p, int64_t images, int64_t oh, int64_t ow);
-size_t wino_packed_floats(int64_t oc, int64_t c, int m);
-void wino_pack_weights(const float* w, int64_t oc, int64_t c, int m, float* out);
-// The 3x3 weight (o, ci, r, s) a packing holds, recovered as g = L U L^T (L G = I).
-float wino_weight_at(const float* packed, int64_t oc, int64_t c, int m, int64_t o, int64_t ci, int64_t r,
-                     int64_t s);
+size_t wino_packed_floats(int64_t oc, int64_t cg, int m, int64_t groups = 1);
+// w: [oc, cg, 3, 3] (ONNX)
+void wino_pack_weights(const float* w, int64_t oc, int64_t cg, int m, float* out, int64_t groups = 1);
+// The 3x3 weight (o, ci, r, s) a packing holds (ci within o's group), recovered as g = L U L^T (L G = I).
+float wino_weight_at(const float* packed, int64_t oc, int64_t cg, int m, int64_t o, int64_t ci, int64_t r,
+                     int64_t s, int64_t groups = 1);
 void conv2d_wino_nhwc_f32(const Conv2dParams& p, int m, const float* x, const float* up,
                           const ConvEpilogue& ep, float* y, ThreadPool* pool, ConvIsa isa);
 inline void conv2d_wino_nhwc_f32(const Conv2dParams& p, int m, const float* x, const float* up,
@@ -323,6 +326,21 @@ struct WinoOut {
   Activation act;
   float clip_min, clip_max;
 };
+// The GEMMs of one Winograd point over ng conv groups: m[r][g * og + j] = sum over k < cg of
+// v[r][g * cg + k] * (w + g * wstep)[k * ldw + j], for r < rows and j < og (a multiple of 16). The rows
+// (tiles) in strips of 12 (AVX-512) or 6 (AVX2) whose sums stay in registers over the group's inputs: the
+// general tile kernels, called per group and point on 16-column panels, spent as long in their set-up,
+// the short last tile and the driver as in their FMAs (RegNetY's 14 x 14 x 320, 20 groups of 16).
+struct WinoGroupGemm {
+  const float* v;
+  int64_t ldv;
+  const float* w;
+  int64_t ldw, wstep;
+  float* m;
+  int64_t ldm, rows, ng, cg, og;
+};
+void wino_group_gemm_avx512f(const WinoGroupGemm& a);
+void wino_group_gemm_avx2(const WinoGroupGemm& a);
 void wino23_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride);
 void wino23_out_avx512f(const float* m, int64_t mstride, int64_t n, const WinoOut& o);
 void wino43_in_avx512f(const float* const* src, int64_t c, float* v, int64_t stride);

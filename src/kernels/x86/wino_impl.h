@@ -7,7 +7,9 @@
 // channels at a time, full blocks with plain loads and stores and the channel tail masked.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <utility>
 
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/vec_masked.h"
@@ -171,6 +173,59 @@ void out43(const float* mp, int64_t mstride, int64_t n, const WinoOut& o) {
       }
     }
   });
+}
+
+// The grouped GEMMs of one Winograd point (wino_group_gemm_avx512f): R rows of one group's 16-column strip,
+// their sums in registers over the group's cg inputs, each weight vector loaded once for all R rows.
+template <class V, int R>
+inline __attribute__((always_inline)) void group_strip(const float* v, int64_t ldv, const float* w,
+                                                       int64_t ldw, int64_t cg, float* m, int64_t ldm) {
+  constexpr int W = V::kWidth, S = 16 / W;
+  typename V::vec acc[R][S];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int s = 0; s < S; ++s) acc[r][s] = V::zero();
+  for (int64_t k = 0; k < cg; ++k) {
+    typename V::vec wv[S];
+#pragma GCC unroll 2
+    for (int s = 0; s < S; ++s) wv[s] = V::load(w + k * ldw + s * W);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const typename V::vec x = V::set1(v[r * ldv + k]);
+#pragma GCC unroll 2
+      for (int s = 0; s < S; ++s) acc[r][s] = V::fma(x, wv[s], acc[r][s]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int s = 0; s < S; ++s) V::store(m + r * ldm + s * W, acc[r][s]);
+}
+
+template <class V, int R>
+void group_gemm(const WinoGroupGemm& a) {
+  for (int64_t g = 0; g < a.ng; ++g)
+    for (int64_t j = 0; j < a.og; j += 16) {
+      const float* v = a.v + g * a.cg;
+      const float* w = a.w + g * a.wstep + j;
+      float* m = a.m + g * a.og + j;
+      // the rows in near-equal strips of at most R (a table of the kernels for 1..R rows): 16 tiles as 8 + 8,
+      // not 12 + 4, whose 4-row strip loads a weight vector per 4 FMAs
+      using Fn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
+      static constexpr auto kStrip = []<int... I>(std::integer_sequence<int, I...>) {
+        return std::array<Fn, sizeof...(I)>{
+            [](const float* v, int64_t ldv, const float* w, int64_t ldw, int64_t cg, float* m, int64_t ldm) {
+              group_strip<V, I + 1>(v, ldv, w, ldw, cg, m, ldm);
+            }...};
+      }
+      (std::make_integer_sequence<int, R>{});
+      const int64_t n = (a.rows + R - 1) / R;
+      for (int64_t q = 0; q < n; ++q) {
+        const int64_t r0 = q * a.rows / n, r1 = (q + 1) * a.rows / n;
+        kStrip[size_t(r1 - r0 - 1)](v + r0 * a.ldv, a.ldv, w, a.ldw, a.cg, m + r0 * a.ldm, a.ldm);
+      }
+    }
 }
 
 }  // namespace tessera::kernels::x86::wino

@@ -263,5 +263,8 @@ void wino43_in_avx2(const float* const* src, int64_t c, float* v, int64_t stride
 void wino43_out_avx2(const float* m, int64_t mstride, int64_t n, const WinoOut& o) {
   wino::out43<Ymm>(m, mstride, n, o);
 }
+void wino_group_gemm_avx2(const WinoGroupGemm& a) {
+  wino::group_gemm<Ymm, 6>(a);
+}
 
 }  // namespace tessera::kernels::x86

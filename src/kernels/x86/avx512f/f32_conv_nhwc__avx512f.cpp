@@ -487,5 +487,8 @@ void wino43_in_avx512f(const float* const* src, int64_t c, float* v, int64_t str
 void wino43_out_avx512f(const float* m, int64_t mstride, int64_t n, const WinoOut& o) {
   wino::out43<Zmm>(m, mstride, n, o);
 }
+void wino_group_gemm_avx512f(const WinoGroupGemm& a) {
+  wino::group_gemm<Zmm, 12>(a);
+}
 
 }  // namespace tessera::kernels::x86
