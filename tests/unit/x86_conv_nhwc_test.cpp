@@ -360,6 +360,13 @@ TEST(X86ConvNhwc, GroupedMatchesReference) {
       mk(2, 96, 9, 7, 96, 3, 3, 1, 1, 1, 1, 1, 1, 6),
       mk(1, 64, 13, 11, 64, 3, 3, 2, 2, 2, 0, 1, 2, 4),
       mk(1, 128, 7, 7, 128, 3, 3, 1, 1, 1, 1, 1, 1, 4),
+      // 16 a group (the unrolled slots) at stride 2, rows in near-equal tiles: 16 as 8 + 8, 13 as 7 + 6,
+      // 11 as 6 + 5, and 3; a band of 7-wide rows
+      mk(1, 64, 31, 32, 64, 3, 3, 2, 1, 1, 1, 1, 1, 4),
+      mk(1, 48, 9, 26, 48, 3, 3, 2, 1, 1, 1, 1, 1, 3),
+      mk(2, 32, 5, 21, 32, 3, 3, 2, 1, 0, 1, 1, 1, 2),
+      mk(1, 32, 6, 6, 32, 3, 3, 2, 1, 1, 1, 1, 1, 2),
+      mk(1, 160, 14, 14, 160, 3, 3, 2, 1, 1, 1, 1, 1, 10),
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)

@@ -345,6 +345,9 @@ TEST(X86Gemm, StrassenMatchesReference) {
   EXPECT_FALSE(StrassenB::worthwhile(197, 767, 3072));
   EXPECT_TRUE(StrassenB::worthwhile(500, 384, 1536));
   EXPECT_FALSE(StrassenB::worthwhile(3136, 128, 256));
+  EXPECT_FALSE(StrassenB::worthwhile(196, 320, 320));  // two sides of 256-320
+  EXPECT_FALSE(StrassenB::worthwhile(1024, 256, 256));
+  EXPECT_TRUE(StrassenB::worthwhile(784, 256, 512));
 }
 
 // Coded weights: lossless (every element reads back bit for bit, escapes included), and the GEMM over them

@@ -115,11 +115,11 @@ void sgemm_packed(int64_t m, const float* a, int64_t lda, bool trans_a, const Pa
                   int64_t ldc, const GemmEpilogue& ep = {}, ThreadPool* pool = nullptr);
 
 // One level of Strassen-Winograd over a B packed once (weights): 7 products of the quadrants instead of 8,
-// 12.5% fewer FLOPs, for products the FMA peak bounds (M of 128+, K and N of 512+; see worthwhile). B's
-// quadrants and the sums the algorithm needs (T1 = B12 - B11, T2 = B22 - T1, T3 = B22 - B12, T4 = T2 - B21)
-// are packed at pack(): 7/4 of B's floats. A's sums are formed per call. The rounding differs from the
-// classical product's (sums of quadrants are rounded before they are multiplied): measured 1-3e-6 of the
-// output's largest magnitude at K = 768-3072, against ~1e-6 classically.
+// 12.5% fewer FLOPs, for products the FMA peak bounds (M of 128+ with K and N of 256+ adding to 768+, or
+// fewer rows of a large B; see worthwhile). B's quadrants and the sums the algorithm needs (T1 = B12 - B11,
+// T2 = B22 - T1, T3 = B22 - B12, T4 = T2 - B21) are packed at pack(): 7/4 of B's floats. A's sums are formed
+// per call. The rounding differs from the classical product's (sums of quadrants are rounded before they are
+// multiplied): measured 1-3e-6 of the output's largest magnitude at K = 768-3072, against ~1e-6 classically.
 class StrassenB {
  public:
   StrassenB() = default;

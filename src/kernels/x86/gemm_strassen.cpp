@@ -140,11 +140,16 @@ float StrassenB::at(const float* data, int64_t k, int64_t n, int64_t kc, int64_t
 // 500 x 384 x 384 0.90-0.91, 784 x 256 x 512 0.93-0.94, 784 x 512 x 256 0.93-0.95, 196 x 1024 x 512
 // 0.89-0.91; a side of 128 gains nothing (3136 x 256 x 128 and 3136 x 128 x 256: 0.98-1.06). Fewer rows
 // gain where B is large (/tmp/w/cs.cpp against the dense 1x1 conv kernel, one thread / two: 49 x 2048 x 1024
-// 0.93-0.96 / 0.92-0.95, 49 x 1024 x 2048 0.91-0.93 / 0.93, 49 x 3072 x 768 0.90-0.92 / 0.94-0.97, 32 x 2048 x
-// 1024 0.92-0.93 / 0.94; 49 x 1024 x 512 0.94-0.95 / 0.98-0.99, so not from 2^19 weights).
+// 0.93-0.96 / 0.92-0.95, 49 x 1024 x 2048 0.91-0.93 / 0.93, 49 x 3072 x 768 0.90-0.92 / 0.94-0.97, 32 x 2048
+// x 1024 0.92-0.93 / 0.94; 49 x 1024 x 512 0.94-0.95 / 0.98-0.99, so not from 2^19 weights). Two sides of
+// 256-320 lose (/tmp/w/cs2.cpp, one thread / two: 196 x 320 x 320 1.00 / 1.05, 512 x 256 x 256 1.04 / 1.09,
+// 1024 x 256 x 256 1.04 / 1.12; RegNetY's fourteen 14 x 14 x 320 1x1 convs 0.385 -> 0.367 ms at one thread,
+// 0.21-0.32 -> 0.205 at two), so K + N of 768 at least (196 x 384 x 384 0.96 / 0.96, 784 x 256 x 512 0.93 /
+// 0.98).
 bool StrassenB::worthwhile(int64_t m, int64_t k, int64_t n) {
   if (k % 2 != 0 || n % 2 != 0) return false;
-  return (m >= 128 && k >= 256 && n >= 256) || (m >= 32 && k >= 512 && n >= 512 && k * n >= (int64_t(1) << 20));
+  return (m >= 128 && k >= 256 && n >= 256 && k + n >= 768) ||
+         (m >= 32 && k >= 512 && n >= 512 && k * n >= (int64_t(1) << 20));
 }
 
 namespace {

@@ -16,7 +16,9 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <utility>
 
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/vec_masked.h"
@@ -27,11 +29,14 @@ namespace tessera::kernels::x86::grouped {
 // outside the image read `zeros` (at least max(16, cpg_in) floats), so the row's edge pixels go in tiles too.
 // BAND: ox counts the pixels of a.rows rows one after another, so a tile may span rows (each pixel its own
 // input row).
-template <class V, int PX, int NB, bool PERMUTE, bool FULL, bool BAND = false>
+// SL: the slots (a group's inputs) as a constant, 0 where a.cpg_in says: the broadcast kind's slot loop then
+// unrolls, its inputs and weights at constant offsets from the pixels' pointers (with a loop index the
+// pointers of an 8-pixel tile spilled to the stack; 16 slots: 77 -> 89% of peak, RegNetY's stride-2 convs).
+template <class V, int PX, int NB, bool PERMUTE, bool FULL, bool BAND = false, int SL = 0>
 inline __attribute__((always_inline)) void tile(const GroupedRowArgs& a, int64_t ox, int64_t blk,
                                                 const float* zeros, const dw3::Epilogue<V>& ep) {
   constexpr int W = V::kWidth, S = 16 / W;
-  const int64_t c = a.c, cb = blk * 16, slots = a.cpg_in, taps = a.kh * a.kw;
+  const int64_t c = a.c, cb = blk * 16, slots = SL ? SL : a.cpg_in, taps = a.kh * a.kw;
   // the input channels the block reads: its own 16 (permute), or its group's (broadcast)
   const int64_t in0 = PERMUTE ? cb : cb / a.cpg_out * a.cpg_in;
   const float* wb = a.wp + blk * taps * slots * 16;
@@ -87,6 +92,7 @@ inline __attribute__((always_inline)) void tile(const GroupedRowArgs& a, int64_t
           }
         }
       } else {
+#pragma GCC unroll 32
         for (int64_t j = 0; j < slots; ++j) {
           typename V::vec wv[NB][S];
 #pragma GCC unroll 2
@@ -180,20 +186,25 @@ void row_blocks3(const GroupedRowArgs& a, int64_t blk, const float* zeros, const
   for (; ox < a.ow; ++ox) tile3<V, 1, SW, FULL>(a, ox, blk, zeros, ep);
 }
 
-// NB blocks from blk over the whole row (BAND: the a.rows rows' pixels in a run): tiles of PX pixels, then of
-// PX / 2 ... 1.
-template <class V, int PX, int NB, bool PERMUTE, bool FULL, bool BAND = false>
+// NB blocks from blk over the whole row (BAND: the a.rows rows' pixels in a run), in near-equal tiles of at
+// most PX pixels (14 as 7 + 7): a tile's pixels are its independent FMA chains, and a short last tile (the
+// 2 of 8 + 4 + 2) had too few to cover the FMA latency (RegNetY's 14-wide stride-2 rows spent 17% of their
+// time in 2-pixel tiles).
+template <class V, int PX, int NB, bool PERMUTE, bool FULL, bool BAND = false, int SL = 0>
 void row_blocks(const GroupedRowArgs& a, int64_t blk, const float* zeros, const dw3::Epilogue<V>& ep) {
-  const int64_t n = BAND ? a.rows * a.ow : a.ow;
-  int64_t ox = 0;
-  for (; ox + PX <= n; ox += PX) tile<V, PX, NB, PERMUTE, FULL, BAND>(a, ox, blk, zeros, ep);
-  if constexpr (PX >= 4) {
-    if (ox + PX / 2 <= n) tile<V, PX / 2, NB, PERMUTE, FULL, BAND>(a, ox, blk, zeros, ep), ox += PX / 2;
+  using Fn = void (*)(const GroupedRowArgs&, int64_t, int64_t, const float*, const dw3::Epilogue<V>&);
+  static constexpr auto kTile = []<int... I>(std::integer_sequence<int, I...>) {
+    return std::array<Fn, sizeof...(I)>{
+        [](const GroupedRowArgs& a, int64_t ox, int64_t blk, const float* zeros, const dw3::Epilogue<V>& ep) {
+          tile<V, I + 1, NB, PERMUTE, FULL, BAND, SL>(a, ox, blk, zeros, ep);
+        }...};
   }
-  if constexpr (PX >= 2) {
-    if (ox + 2 <= n) tile<V, 2, NB, PERMUTE, FULL, BAND>(a, ox, blk, zeros, ep), ox += 2;
+  (std::make_integer_sequence<int, PX>{});
+  const int64_t n = BAND ? a.rows * a.ow : a.ow, tiles = (n + PX - 1) / PX;
+  for (int64_t q = 0; q < tiles; ++q) {
+    const int64_t ox = q * n / tiles;
+    kTile[size_t((q + 1) * n / tiles - ox - 1)](a, ox, blk, zeros, ep);
   }
-  for (; ox < n; ++ox) tile<V, 1, NB, PERMUTE, FULL, BAND>(a, ox, blk, zeros, ep);
 }
 
 // One output row: blocks of 16 output channels outermost (a block's weights stay in L1 across the row); the
@@ -203,18 +214,17 @@ void row(const GroupedRowArgs& a, const float* zeros) {
   constexpr int PX = V::kWidth == 16 ? 8 : 4, PX2 = V::kWidth == 16 ? 8 : 2;
   const dw3::Epilogue<V> ep{a.act, V::set1(a.clip_min), V::set1(a.clip_max)};
   const int64_t nb = (a.oc + 15) / 16;
-  if (!a.permute && a.rows > 1) {  // a band of short rows (see conv_grouped): tiles span rows
-    int64_t blk = 0;
-    if (a.cpg_out % 32 == 0)
-      for (; blk + 2 <= nb; blk += 2) row_blocks<V, PX2, 2, false, true, true>(a, blk, zeros, ep);
-    for (; blk < nb; ++blk) row_blocks<V, PX, 1, false, true, true>(a, blk, zeros, ep);
-    return;
-  }
-  if (!a.permute) {
-    int64_t blk = 0;
-    if (a.cpg_out % 32 == 0)
-      for (; blk + 2 <= nb; blk += 2) row_blocks<V, PX2, 2, false, true>(a, blk, zeros, ep);
-    for (; blk < nb; ++blk) row_blocks<V, PX, 1, false, true>(a, blk, zeros, ep);
+  if (!a.permute) {  // (a.rows > 1: a band of short rows, see conv_grouped: tiles span rows)
+    auto blocks = [&]<bool BAND, int SL>() {
+      int64_t blk = 0;
+      if (a.cpg_out % 32 == 0)
+        for (; blk + 2 <= nb; blk += 2) row_blocks<V, PX2, 2, false, true, BAND, SL>(a, blk, zeros, ep);
+      for (; blk < nb; ++blk) row_blocks<V, PX, 1, false, true, BAND, SL>(a, blk, zeros, ep);
+    };
+    if (a.rows > 1)
+      a.cpg_in == 16 ? blocks.template operator()<true, 16>() : blocks.template operator()<true, 0>();
+    else
+      a.cpg_in == 16 ? blocks.template operator()<false, 16>() : blocks.template operator()<false, 0>();
     return;
   }
   if constexpr (V::kWidth == 16) {
