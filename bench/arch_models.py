@@ -1153,6 +1153,173 @@ def r3d_18(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 400])])
 
 
+def squeezenet1_1(small: bool = False) -> onnx.ModelProto:
+    g = Graph(31)
+    side = 64 if small else 224
+    f = (lambda c: max(4, c // 4)) if small else (lambda c: c)
+
+    def pool(x):  # MaxPool2d(3, 2, ceil_mode=True)
+        return g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+
+    def fire(x, cin, sq, e):  # squeeze 1x1, then 1x1 and 3x3 expands side by side
+        s_ = g.op("Relu", [g.conv(x, cin, sq, 1)])
+        return g.op("Concat", [g.op("Relu", [g.conv(s_, sq, e, 1)]), g.op("Relu", [g.conv(s_, sq, e, 3)])], axis=1)
+
+    x = pool(g.op("Relu", [g.op("Conv", ["input", g.weight(f(64), 3, 3, 3, fan_in=27), g.bias(f(64))],
+                                kernel_shape=[3, 3], strides=[2, 2])]))
+    cin = f(64)
+    for i, (sq, e) in enumerate([(16, 64), (16, 64), (32, 128), (32, 128), (48, 192), (48, 192), (64, 256),
+                                 (64, 256)]):
+        x = fire(x, cin, f(sq), f(e))
+        cin = 2 * f(e)
+        if i in (1, 3):
+            x = pool(x)
+    # the classifier: a 1x1 conv to the classes, Relu, global average pool, flatten
+    x = g.op("Relu", [g.conv(x, cin, 1000, 1)])
+    y = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+
+
+def googlenet(small: bool = False) -> onnx.ModelProto:
+    g = Graph(32)
+    side = 64 if small else 224
+    f = (lambda c: max(4, c // 8)) if small else (lambda c: c)
+
+    def cbr(x, cin, cout, k, stride=1):
+        return g.op("Relu", [g.conv(x, cin, cout, k, stride)])
+
+    def pool(x, stride=2):  # MaxPool2d(3, stride, ceil_mode=True)
+        return g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[stride, stride], pads=[1, 1, 1, 1] if
+                    stride == 1 else [0, 0, 0, 0], ceil_mode=1)
+
+    def inception(x, cin, c1, c3r, c3, c5r, c5, pp):  # torchvision's: the "5x5" branch is a 3x3
+        b1 = cbr(x, cin, f(c1), 1)
+        b2 = cbr(cbr(x, cin, f(c3r), 1), f(c3r), f(c3), 3)
+        b3 = cbr(cbr(x, cin, f(c5r), 1), f(c5r), f(c5), 3)
+        b4 = cbr(pool(x, 1), cin, f(pp), 1)
+        return g.op("Concat", [b1, b2, b3, b4], axis=1), f(c1) + f(c3) + f(c5) + f(pp)
+
+    x = pool(cbr("input", 3, f(64), 7, 2))
+    x = pool(cbr(cbr(x, f(64), f(64), 1), f(64), f(192), 3))
+    cin = f(192)
+    cfg = [(64, 96, 128, 16, 32, 32), (128, 128, 192, 32, 96, 64), "pool", (192, 96, 208, 16, 48, 64),
+           (160, 112, 224, 24, 64, 64), (128, 128, 256, 24, 64, 64), (112, 144, 288, 32, 64, 64),
+           (256, 160, 320, 32, 128, 128), "pool", (256, 160, 320, 32, 128, 128), (384, 192, 384, 48, 128, 128)]
+    for c in cfg:
+        if c == "pool":
+            x = pool(x)
+        else:
+            x, cin = inception(x, cin, *c)
+    return g.classifier(x, cin, side)
+
+
+def efficientnet_v2_s(small: bool = False) -> onnx.ModelProto:
+    g = Graph(33)
+    side = 64 if small else 384
+    x = g.silu(g.conv("input", 3, 24, 3, 2))
+    cin = 24
+    # block kind, expand ratio, stride, out channels, layers (torchvision's EfficientNetV2-S): Fused-MBConv (a
+    # dense 3x3 expansion, SiLU, then a 1x1 projection; none where the ratio is 1) in the first three stages,
+    # MBConv with squeeze-and-excitation after
+    stages = [("fused", 1, 1, 24, 2), ("fused", 4, 2, 48, 4), ("fused", 4, 2, 64, 4), ("mb", 4, 2, 128, 6),
+              ("mb", 6, 1, 160, 9), ("mb", 6, 2, 256, 15)]
+    if small:
+        stages = [("fused", 1, 1, 24, 1), ("fused", 4, 2, 32, 2), ("mb", 4, 2, 48, 2)]
+    for kind, t, s, cout, n in stages:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            exp = cin * t
+            if kind == "fused":
+                h = g.silu(g.conv(x, cin, exp if t != 1 else cout, 3, stride))
+                if t != 1:
+                    h = g.conv(h, exp, cout, 1)
+            else:
+                h = g.silu(g.conv(x, cin, exp, 1))
+                h = g.silu(g.conv(h, exp, exp, 3, stride, groups=exp))
+                sq = max(1, cin // 4)
+                se = g.op("Sigmoid", [g.conv(g.silu(g.conv(g.op("GlobalAveragePool", [h]), exp, sq, 1)), sq, exp,
+                                             1)])
+                h = g.conv(g.op("Mul", [h, se]), exp, cout, 1)
+            x = g.op("Add", [h, x]) if stride == 1 and cin == cout else h
+            cin = cout
+    head = 64 if small else 1280
+    return g.classifier(g.silu(g.conv(x, cin, head, 1)), head, side)
+
+
+def regnetx_400mf(small: bool = False) -> onnx.ModelProto:
+    g = Graph(34)
+    side = 64 if small else 224
+    # torchvision's RegNetX-400MF: widths 32 / 64 / 160 / 400, depths 1 / 2 / 7 / 12, groups of 16, no SE
+    widths, depths, gw = ([16, 32, 48, 64], [1, 1, 2, 2], 16) if small else ([32, 64, 160, 400], [1, 2, 7, 12], 16)
+    x = g.op("Relu", [g.conv("input", 3, 32, 3, 2)])
+    cin = 32
+    for w, n in zip(widths, depths):
+        for i in range(n):
+            s = 2 if i == 0 else 1
+            h = g.op("Relu", [g.conv(x, cin, w, 1)])
+            h = g.op("Relu", [g.conv(h, w, w, 3, s, groups=w // gw)])
+            h = g.conv(h, w, w, 1)
+            sc = g.conv(x, cin, w, 1, s) if i == 0 else x
+            x = g.op("Relu", [g.op("Add", [h, sc])])
+            cin = w
+    return g.classifier(x, cin, side)
+
+
+def mlp_mixer(small: bool = False) -> onnx.ModelProto:
+    g = Graph(35)
+    side, d, tok_h, ch_h, layers = (64, 64, 32, 128, 2) if small else (224, 768, 384, 3072, 12)
+    p = 16
+    n = (side // p) ** 2
+    x = g.op("Conv", ["input", g.weight(d, 3, p, p, fan_in=3 * p * p), g.bias(d)], kernel_shape=[p, p],
+             strides=[p, p])
+    x = g.op("Transpose", [g.op("Reshape", [x, g.const([1, d, n], np.int64)])], perm=[0, 2, 1])  # [1, n, d]
+    for _ in range(layers):
+        # token mixing: the MLP runs over the patches, the channels transposed to the rows
+        h = g.op("Transpose", [g.layer_norm(x, d)], perm=[0, 2, 1])  # [1, d, n]
+        h = g.linear(g.gelu(g.linear(h, n, tok_h)), tok_h, n)
+        x = g.op("Add", [x, g.op("Transpose", [h], perm=[0, 2, 1])])
+        x = g.op("Add", [x, g.linear(g.gelu(g.linear(g.layer_norm(x, d), d, ch_h)), ch_h, d)])
+    y = g.gemm(g.op("ReduceMean", [g.layer_norm(x, d), g.const([1], np.int64)], keepdims=0), d, 1000)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])], opset=18)
+
+
+def clip_text(small: bool = False) -> onnx.ModelProto:
+    g = Graph(36)
+    d, heads, layers, vocab, seq = (64, 4, 2, 100, 16) if small else (512, 8, 12, 49408, 77)
+    hd = d // heads
+    emb = g.const(g.rng.standard_normal((vocab, d)) * 0.02)
+    x = g.op("Add", [g.op("Gather", [emb, "input_ids"]), g.const(g.rng.standard_normal((1, seq, d)) * 0.01)])
+    mask = g.const(np.triu(np.full((seq, seq), -np.inf, np.float32), 1))  # CLIP's causal mask, added
+
+    def heads_of(t):
+        return g.op("Transpose", [g.op("Reshape", [t, g.const([1, seq, heads, hd], np.int64)])], perm=[0, 2, 1, 3])
+
+    def quick_gelu(t):  # x * sigmoid(1.702 x)
+        return g.op("Mul", [t, g.op("Sigmoid", [g.op("Mul", [t, g.const(1.702)])])])
+
+    for _ in range(layers):
+        h = g.layer_norm(x, d, 1e-5)
+        q = heads_of(g.op("Mul", [g.linear(h, d, d), g.const(hd ** -0.5)]))
+        k, v = heads_of(g.linear(h, d, d)), heads_of(g.linear(h, d, d))
+        sc = g.op("Add", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])]), mask])
+        a = g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v])
+        a = g.op("Reshape", [g.op("Transpose", [a], perm=[0, 2, 1, 3]), g.const([1, seq, d], np.int64)])
+        x = g.op("Add", [x, g.linear(a, d, d)])
+        x = g.op("Add", [x, g.linear(quick_gelu(g.linear(g.layer_norm(x, d, 1e-5), d, 4 * d)), 4 * d, d)])
+    x = g.layer_norm(x, d, 1e-5)
+    # the pooled output: the features at the end-of-text token (the largest id), projected
+    eot = g.op("ArgMax", ["input_ids"], axis=-1, keepdims=0)  # [1]
+    pooled = g.op("Gather", [g.op("Reshape", [x, g.const([seq, d], np.int64)]), eot], axis=0)  # [1, d]
+    y = g.op("MatMul", [pooled, g.weight(d, d, fan_in=d)])
+    g.nodes.append(helper.make_node("Identity", [y], ["text_embeds"]))
+    return g.model([helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, seq])],
+                   [helper.make_tensor_value_info("text_embeds", TensorProto.FLOAT, [1, d])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
@@ -1161,7 +1328,9 @@ BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, 
             "wav2vec2_base": wav2vec2_base, "inception_v3": inception_v3,
             "mobilevit_s": mobilevit_s, "detr_r50": detr_r50, "regnety_800mf": regnety_800mf,
             "conformer": conformer, "dlrm": dlrm, "vgg16": vgg16, "deeplabv3": deeplabv3,
-            "fast_neural_style": fast_neural_style, "espcn": espcn, "gru_lm": gru_lm, "r3d_18": r3d_18}
+            "fast_neural_style": fast_neural_style, "espcn": espcn, "gru_lm": gru_lm, "r3d_18": r3d_18,
+            "squeezenet1_1": squeezenet1_1, "googlenet": googlenet, "efficientnet_v2_s": efficientnet_v2_s,
+            "regnetx_400mf": regnetx_400mf, "mlp_mixer": mlp_mixer, "clip_text": clip_text}
 
 
 def main() -> None:

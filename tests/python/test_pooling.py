@@ -53,3 +53,34 @@ def test_pool_matches_onnxruntime(op, extra, shape, attrs, threads):
     assert got.shape == want.shape
     assert np.array_equal(np.isnan(got), np.isnan(want))
     assert np.nanmax(np.abs(got - want)) <= 1e-6 * max(1.0, np.nanmax(np.abs(want)))
+
+
+CEIL_CASES = [
+    ([1, 8, 111, 111], dict(kernel_shape=[3, 3], strides=[2, 2])),                      # SqueezeNet's
+    ([1, 8, 28, 28], dict(kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])),       # GoogLeNet's branch
+    ([1, 4, 14, 15], dict(kernel_shape=[2, 2], strides=[2, 2])),                        # one odd side
+    ([1, 3, 13, 11], dict(kernel_shape=[3, 2], strides=[3, 2], pads=[1, 0, 0, 0])),
+    ([1, 2, 12, 17], dict(kernel_shape=[3, 3], strides=[2, 3], dilations=[2, 1])),
+    ([2, 5, 21], dict(kernel_shape=[4], strides=[3], pads=[1, 0])),                     # 1-D
+    ([1, 2, 7, 9, 11], dict(kernel_shape=[2, 3, 2], strides=[2, 2, 2])),                # 3-D
+]
+
+
+@pytest.mark.parametrize("op,extra", [("MaxPool", {}), ("AveragePool", {}),
+                                      ("AveragePool", dict(count_include_pad=1))])
+@pytest.mark.parametrize("shape,attrs", CEIL_CASES)
+def test_ceil_mode_pool_matches_onnxruntime(op, extra, shape, attrs):
+    """ceil_mode = 1 (PyTorch's ceil_mode=True) over known sizes: pool_ceil_pads makes it ceil_mode 0 with
+    the end pads grown (not for an AveragePool that counts its padding, where the last windows' divisor
+    differs), so it runs on the tuned kernels; the values match onnxruntime's either way."""
+    b = _model(op, shape, {**attrs, **extra, "ceil_mode": 1})
+    x = RNG.standard_normal(shape).astype(np.float32)
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    sess = tessera.InferenceSession(b)
+    ir = sess.graph_text()
+    if not (op == "AveragePool" and extra.get("count_include_pad")):  # (that one stays where a pad grows)
+        assert "ceil_mode=1" not in ir, ir
+    for threads in (1, 2):
+        got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})[0]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
