@@ -56,6 +56,18 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
 - dlrm: a DLRM-style recommender at a serving batch of 128 (a bottom MLP of 13 dense features, 26 embedding
   tables of 64 gathered by index, pairwise dot products by a batched MatMul of the features with their
   transpose, the upper triangle gathered from the flattened [27, 27] products, a top MLP to a Sigmoid).
+- squeezenet1_1: torchvision's SqueezeNet 1.1 (fire modules: a 1x1 squeeze, 1x1 and 3x3 expands joined by
+  Concat; MaxPool with ceil_mode; a 1x1 conv classifier before the global pool), 224 x 224.
+- googlenet: torchvision's GoogLeNet (Inception v1: four-branch blocks with a 3x3 max pool of stride 1, ceil_mode
+  max pools between stages), 224 x 224.
+- efficientnet_v2_s: torchvision's EfficientNetV2-S (Fused-MBConv: dense 3x3 expansions at high resolution; then
+  MBConv with squeeze-and-excitation; SiLU), 384 x 384.
+- regnetx_400mf: torchvision's RegNetX-400MF (grouped 3x3 convs of 16 channels a group, no squeeze-and-excitation,
+  widths 32 / 64 / 160 / 400), 224 x 224.
+- mlp_mixer: MLP-Mixer B/16 (16 x 16 patch conv, 12 blocks of a token-mixing MLP over the transposed patches and
+  a channel MLP, GELU, LayerNorm), 224 x 224.
+- clip_text: CLIP's text encoder (12 pre-LayerNorm layers of 512, 8 heads, an additive causal mask, QuickGELU as
+  x * Sigmoid(1.702 x), the end-of-text token's features gathered by ArgMax), 77 tokens.
 - whisper_encoder: a Whisper-style audio encoder (two Conv1d + GELU, 4 pre-LayerNorm transformer layers of 384,
   6 heads, over 500 frames), 80 mel bins x 1000 frames.
 """
