@@ -33,6 +33,7 @@ struct ConvShape {
   const char* name;
   int64_t h, w, c, oc, k, stride, groups;  // square kernel, "same" padding (k / 2)
   int wino = 0;  // Tessera runs it as Winograd F(m x m, 3x3), m = 2 or 4 (as the runtime does)
+  int64_t dilation = 1;
 };
 
 // A pw+dw pair: 1x1 c -> e, then 3x3 depthwise over e with the given stride.
@@ -83,6 +84,12 @@ const ConvShape kConvs[] = {
     {"regnety 3x3 7x7x784 g49", 7, 7, 784, 784, 3, 1, 49},
     {"regnety 3x3 7x7x784 g49 wino2", 7, 7, 784, 784, 3, 1, 49, 2},
     {"regnety 3x3 7x7x784 g49 wino4", 7, 7, 784, 784, 3, 1, 49, 4},
+    {"deeplab 3x3 28x28x256 d2", 28, 28, 256, 256, 3, 1, 1, 0, 2},
+    {"deeplab 3x3 28x28x256 d2 wino4", 28, 28, 256, 256, 3, 1, 1, 4, 2},
+    {"deeplab 3x3 28x28x256 d2 wino2", 28, 28, 256, 256, 3, 1, 1, 2, 2},
+    {"deeplab 3x3 28x28x512 d4", 28, 28, 512, 512, 3, 1, 1, 0, 4},
+    {"deeplab 3x3 28x28x512 d4 wino4", 28, 28, 512, 512, 3, 1, 1, 4, 4},
+    {"deeplab 3x3 28x28x512 d4 wino2", 28, 28, 512, 512, 3, 1, 1, 2, 4},
     {"resnext 3x3 28x28x256 g32", 28, 28, 256, 256, 3, 1, 32},
     {"resnext 3x3 14x14x512 g32", 14, 14, 512, 512, 3, 1, 32},
     {"resnext 3x3 14x14x512 g32 wino2", 14, 14, 512, 512, 3, 1, 32, 2},
@@ -125,7 +132,8 @@ Floats random_floats(size_t n, unsigned seed) {
 x86::Conv2dParams params(const ConvShape& s) {
   x86::Conv2dParams p;
   p.c = s.c, p.h = s.h, p.w = s.w, p.oc = s.oc, p.kh = p.kw = s.k, p.sh = p.sw = s.stride;
-  p.pad_t = p.pad_l = p.pad_b = p.pad_r = s.k / 2;
+  p.pad_t = p.pad_l = p.pad_b = p.pad_r = s.k / 2 * s.dilation;
+  p.dh = p.dw = s.dilation;
   p.groups = s.groups;
   return p;
 }

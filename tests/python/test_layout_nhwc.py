@@ -185,6 +185,34 @@ def test_winograd_tile_size_follows_the_map(side, variant, tmp_path):
         assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
 
 
+@pytest.mark.parametrize("side,dilation,variant", [(28, 2, "winograd=4"), (16, 2, "winograd=2"), (28, 4, "winograd=2"),
+                                                   (28, 12, None)])
+def test_dilated_winograd(side, dilation, variant):
+    # DeepLab's dilated 3x3 convs as Winograd over the dilation's phases (space-to-batch without the copies):
+    # the phases' sub-grids decide the tile (28 / 2 = 14: F(4x4) on 64 tiles; 16 / 2 = 8: 16 tiles of F(4x4),
+    # so F(2x2); 28 / 4 = 7: F(2x2)); an atrous rate whose sub-grids are under 4 x 4 stays direct. Against
+    # onnxruntime at one and two threads.
+    pad = dilation
+    inits = [_w("w0", 24, 8, 3, 3), _w("b0", 24)]
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[pad] * 4, dilations=[dilation] * 2),
+             helper.make_node("Relu", ["c0"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, side, side])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    b = m.SerializeToString()
+    ir = tessera.InferenceSession(b).graph_text()
+    assert ir.count("winograd=") == (1 if variant else 0), ir
+    if variant:
+        assert variant in ir, ir
+    x = RNG.standard_normal((1, 8, side, side)).astype(np.float32)
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})[0]
+        assert got.shape == want.shape
+        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
+
+
 @pytest.mark.parametrize("side,cg,variant", [(28, 16, "winograd=4"), (7, 16, "winograd=4"), (3, 8, "winograd=4"),
                                              (2, 16, "winograd=2"), (1, 16, None), (14, 4, None)])
 def test_grouped_winograd(side, cg, variant, tmp_path):

@@ -243,6 +243,12 @@ TEST(X86ConvNhwc, WinogradMatchesReference) {
       // ResNet's 14 x 14 x 256 (F(2x2): 4 MiB of weights): one group of all 49 tiles, its four panels
       // shared out over the threads
       mk(1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1),
+      // dilated (DeepLab's layers 3 and 4): the phases' sub-grids, uneven ones (13 = 7 + 6 at dilation 2),
+      // a dilation of 3 with asymmetric padding, two images
+      mk(1, 24, 16, 16, 32, 3, 3, 1, 2, 2, 2, 2, 2),
+      mk(2, 20, 13, 11, 40, 3, 3, 1, 2, 2, 2, 2, 2),
+      mk(1, 16, 17, 19, 16, 3, 3, 1, 3, 3, 1, 2, 4),
+      mk(1, 64, 28, 28, 64, 3, 3, 1, 4, 4, 4, 4, 4),
   };
   ThreadPool pool3(3);  // groups that do not divide evenly over the threads
   for (ConvIsa isa : isas())
@@ -254,8 +260,10 @@ TEST(X86ConvNhwc, WinogradMatchesReference) {
           if (HasFatalFailure()) return;
         }
     }
-  EXPECT_FALSE(wino_applies(mk(1, 4, 5, 5, 4, 3, 3, 2, 1, 1, 1, 1, 1)));
-  EXPECT_FALSE(wino_applies(mk(1, 4, 5, 5, 4, 3, 3, 1, 2, 1, 1, 1, 1)));
+  EXPECT_FALSE(wino_applies(mk(1, 4, 5, 5, 4, 3, 3, 2, 1, 1, 1, 1, 1)));  // stride 2
+  // a dilation whose sub-grids are under 4 x 4 (an atrous pyramid's rate 12 on 28 x 28): the direct kernel
+  EXPECT_EQ(wino_tile_for(mk(1, 64, 28, 28, 64, 3, 3, 1, 12, 12, 12, 12, 12), 1, 28, 28), 0);
+  EXPECT_EQ(wino_tile_for(mk(1, 64, 28, 28, 64, 3, 3, 1, 2, 2, 2, 2, 2), 1, 28, 28), 4);
 }
 
 // Grouped Winograd: each conv group's GEMMs over its own input channels and output columns, blocks of
@@ -270,6 +278,7 @@ TEST(X86ConvNhwc, GroupedWinogradMatchesReference) {
       mk(1, 256, 7, 7, 256, 3, 3, 1, 1, 1, 1, 1, 1, 2),     // 128 a group: two weight panels each
       mk(1, 24, 10, 10, 48, 3, 3, 1, 1, 1, 1, 1, 1, 3),     // 8 inputs, 16 outputs a group
       mk(1, 1200, 4, 4, 32, 3, 3, 1, 1, 1, 1, 1, 1, 2),     // 600 inputs a group: K blocks
+      mk(1, 64, 15, 14, 64, 3, 3, 1, 2, 2, 2, 2, 2, 4),     // dilation 2
   };
   ThreadPool pool3(3);
   for (ConvIsa isa : isas())

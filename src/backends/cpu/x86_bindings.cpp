@@ -191,7 +191,7 @@ void fused_conv_nhwc_x86(KernelContext& ctx) {
   ctx.check(ws[1] == p.c / p.groups && ws[2] == p.kh && ws[3] == p.kw,
             "weight_shape does not match the input");
   ctx.check(wino == 0 || ((wino == 2 || wino == 4) && kernels::x86::wino_applies(p)),
-            "winograd = 2 or 4 needs a 3x3 conv of stride 1 and dilation 1, dense or in groups it takes");
+            "winograd = 2 or 4 needs a 3x3 conv of stride 1, dense or in groups it takes");
   const size_t want = wino    ? kernels::x86::wino_packed_floats(p.oc, p.c / p.groups, int(wino), p.groups)
                       : dense ? kernels::x86::conv_nhwc_packed_floats(p.oc, p.c * p.kh * p.kw)
                       : p.is_depthwise() ? size_t(p.c * p.kh * p.kw)
@@ -372,7 +372,7 @@ void fused_conv3d_x86(KernelContext& ctx) {
                 ws[3] == p.s.kh && ws[4] == p.s.kw,
             "weight_shape does not match the input ", x0.text(), " with group ", p.s.groups);
   ctx.check(wino == 0 || ((wino == 2 || wino == 4) && kernels::x86::wino_applies(p.s)),
-            "winograd = 2 or 4 needs 3x3 taps of stride 1 and dilation 1, dense or in groups it takes");
+            "winograd = 2 or 4 needs 3x3 taps of stride 1, dense or in groups it takes");
   const size_t want = size_t(p.kd) * kernels::x86::conv3d_slice_floats(p, int(wino));
   ctx.check(size_t(w0.numel()) == want, "packed weights have ", w0.numel(), " floats, not ", want);
   ctx.check(p.od() > 0 && p.s.oh() > 0 && p.s.ow() > 0, "output would be empty");

@@ -225,9 +225,9 @@ void fused_conv(KernelContext& ctx) {
   const bool wino = wino_m != 0;
   ctx.check(x_nhwc || !nhwc || (g == 1 && !wino), "input_layout NCHW needs a dense direct conv");
   if (wino) {
-    ctx.check((wino_m == 2 || wino_m == 4) && x86::wino_applies(gp) && ks[0] == 3 && ks[1] == 3 &&
-                  st[0] == 1 && st[1] == 1 && dl[0] == 1 && dl[1] == 1,
-              "winograd = 2 or 4 needs a 3x3 conv of stride 1 and dilation 1, dense or in groups it takes");
+    gp.sh = st[0], gp.sw = st[1], gp.dh = dl[0], gp.dw = dl[1];
+    ctx.check((wino_m == 2 || wino_m == 4) && x86::wino_applies(gp),
+              "winograd = 2 or 4 needs a 3x3 conv of stride 1, dense or in groups it takes");
     ctx.check(size_t(w.numel()) == x86::wino_packed_floats(oc, cg, int(wino_m), g),
               "Winograd weights have the wrong size");
   } else if (nhwc) {

@@ -825,7 +825,7 @@ thread_local AlignedScratch tl_wino_v, tl_wino_m;
 }  // namespace
 
 bool wino_applies(const Conv2dParams& p) {
-  if (p.kh != 3 || p.kw != 3 || p.sh != 1 || p.sw != 1 || p.dh != 1 || p.dw != 1 || p.groups < 1 ||
+  if (p.kh != 3 || p.kw != 3 || p.sh != 1 || p.sw != 1 || p.dh < 1 || p.dw < 1 || p.groups < 1 ||
       p.c % p.groups != 0 || p.oc % p.groups != 0)
     return false;
   if (p.groups == 1) return true;
@@ -847,6 +847,15 @@ int wino_tile_for(const Conv2dParams& p, int64_t images, int64_t oh, int64_t ow)
   constexpr int64_t kWinoMinTiles = 32;
   if (!wino_applies(p)) return 0;
   const bool known = oh > 0 && ow > 0;
+  // Dilated: the phases' sub-grids (dh x dw maps of oh / dh x ow / dw) count, each needing 4 x 4 outputs or
+  // more: a dilation near the map's size (DeepLab's atrous pyramid, rates 12-36 on 28 x 28) leaves most taps
+  // in the padding, which the direct kernel skips and Winograd would compute.
+  if (p.dh > 1 || p.dw > 1) {
+    if (!known) return 0;
+    images = std::max<int64_t>(images, 1) * p.dh * p.dw;
+    oh = (oh + p.dh - 1) / p.dh, ow = (ow + p.dw - 1) / p.dw;
+    if (oh < 4 || ow < 4) return 0;
+  }
   // Grouped: a block's transformed weights are its own few groups' (36 KiB a 16-channel group as F(4x4)),
   // read from L2 whatever the tile count, so the tile with fewer points (tiles x (m+2)^2: the GEMMs' rows
   // and the transforms' work) wins wherever it halves the direct conv's multiplies. F(4x4) on RegNetY-800MF's
@@ -923,7 +932,18 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
   if (!conv_isa_available(isa)) isa = ConvIsa::portable;
   const int MT = mt_ == 4 ? 4 : 2, A = MT + 2, NX = A * A;
   const int64_t C = p.c, OC = p.oc, oh = p.oh(), ow = p.ow();
-  const int64_t th = (oh + MT - 1) / MT, tw = (ow + MT - 1) / MT, per_img = th * tw, ntiles = p.n * per_img;
+  // A dilated conv is dh x dw undilated ones, one per phase (oy mod dh, ox mod dw) over the sub-grid of its
+  // inputs dh rows and dw columns apart (space-to-batch): a tile reads its (m+2)^2 pixels and writes its m^2
+  // outputs at those strides, so nothing is copied. Tiles go phase by phase within an image.
+  const int64_t dh = p.dh, dw = p.dw, gh = (oh + dh - 1) / dh, gw = (ow + dw - 1) / dw;
+  const int64_t th = (gh + MT - 1) / MT, tw = (gw + MT - 1) / MT, per_phase = th * tw,
+                per_img = dh * dw * per_phase, ntiles = p.n * per_img;
+  // tile t: its image, phase and position on the phase's sub-grid
+  auto tile_at = [&](int64_t t, int64_t& img, int64_t& py, int64_t& px, int64_t& ty, int64_t& tx) {
+    img = t / per_img;
+    const int64_t ph = t % per_img / per_phase, q = t % per_phase;
+    py = ph / dw, px = ph % dw, ty = q / tw, tx = q % tw;
+  };
   const int64_t threads = pool ? pool->num_threads() : 1;
   // Tasks take a block of output channels over a group of tiles. Dense: block j is weight panel j, and
   // reads every input channel (the group's transformed input V serves all its blocks). Grouped: block j is
@@ -1030,12 +1050,13 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
       const int64_t mw = grouped ? ng * og : conv_nhwc_panel_width(OC, j);
       if (have != (grouped ? task : q)) {
         for (int64_t tl = 0; tl < nt; ++tl) {
-          const int64_t t = t0 + tl, img = t / per_img, ty = t % per_img / tw, tx = t % tw;
+          int64_t img, py, px, ty, tx;
+          tile_at(t0 + tl, img, py, px, ty, tx);
           const float* xi = x + img * p.h * p.w * C;
           const float* src[36];
           for (int r = 0; r < A; ++r)
             for (int s = 0; s < A; ++s) {
-              const int64_t iy = ty * MT - p.pad_t + r, ix = tx * MT - p.pad_l + s;
+              const int64_t iy = py + dh * (ty * MT + r) - p.pad_t, ix = px + dw * (tx * MT + s) - p.pad_l;
               src[r * A + s] =
                   (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) ? xi + (iy * p.w + ix) * C + c0 : zeros;
             }
@@ -1096,13 +1117,14 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
           }
       }
       for (int64_t tl = 0; tl < nt; ++tl) {
-        const int64_t t = t0 + tl, img = t / per_img, ty = t % per_img / tw, tx = t % tw;
+        int64_t img, py, px, ty, tx;
+        tile_at(t0 + tl, img, py, px, ty, tx);
         WinoOut o{};
         o.bias = ep.bias ? ep.bias + col : nullptr;
         o.act = ep.act, o.clip_min = ep.clip_min, o.clip_max = ep.clip_max;
         for (int i = 0; i < MT; ++i)
           for (int k = 0; k < MT; ++k) {
-            const int64_t oy = ty * MT + i, ox = tx * MT + k;
+            const int64_t oy = py + dh * (ty * MT + i), ox = px + dw * (tx * MT + k);
             const bool in = oy < oh && ox < ow;
             const int64_t off = ((img * oh + oy) * ow + ox) * OC + col;
             o.y[i * MT + k] = in ? y + off : nullptr;
