@@ -84,7 +84,8 @@ inline void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const 
   conv2d_pw_dw_nhwc_f32(pw, x, w1, ep1, dw, w2, ep2, y, pool, conv_isa(), proj);
 }
 
-// Winograd F(m x m, 3x3), m = 2 or 4, for 3x3 convs of stride 1 and dilation 1 (any padding):
+// Winograd F(m x m, 3x3), m = 2 or 4, for 3x3 convs of stride 1 (any padding; a dilation runs as its
+// phases' undilated convs over strided sub-grids):
 // (m+2)^2 GEMMs of [tiles x C] x [C x OC] replace the 9*C-deep one (2.25x / 4x fewer multiplies).
 // Weights U = G g G^T (computed in double) are packed like a dense packing with K = (m+2)^2 * C
 // (row xi*C + ci). Grouped convs too (RegNet's and ResNeXt's 16-channel groups): each group's
