@@ -947,15 +947,23 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
   const int64_t threads = pool ? pool->num_threads() : 1;
   // Tasks take a block of output channels over a group of tiles. Dense: block j is weight panel j, and
   // reads every input channel (the group's transformed input V serves all its blocks). Grouped: block j is
-  // gpb whole conv groups (about kConvBlock channels), and reads only their input channels (V per task);
-  // each conv group's GEMMs are cg deep over its og columns of the products M.
+  // up to gpb whole conv groups (about kConvBlock channels), and reads only their input channels (V per
+  // task); each conv group's GEMMs are cg deep over its og columns of the products M. Small maps (a few tile
+  // groups) take smaller blocks, enough tasks to go round the threads four times, the groups spread evenly
+  // over the blocks: RegNetX's 14 x 14 x 160 conv (10 groups, 16 tiles) made blocks of 4, 4 and 2 groups,
+  // three tasks for two threads.
   const int64_t G = p.groups, cg = C / G, og = OC / G, P = conv_panel();
   const bool grouped = G > 1;
-  const int64_t gpb = grouped ? std::max<int64_t>(1, kConvBlock / og) : 1;
-  const int64_t np = grouped ? (G + gpb - 1) / gpb : (OC + P - 1) / P;
-  const int64_t K = NX * C;                       // dense
-  const int64_t mw_max = grouped ? gpb * og : P;  // M's row width (a block's columns)
-  const int64_t vc_max = grouped ? gpb * cg : C;  // V's row width (a block's input channels)
+  const int64_t tile_groups = (ntiles + (MT == 4 ? 24 : 48) - 1) / (MT == 4 ? 24 : 48);  // grouped, below
+  const int64_t np = grouped ? std::clamp<int64_t>((4 * threads + tile_groups - 1) / tile_groups,
+                                                   (G + std::max<int64_t>(1, kConvBlock / og) - 1) /
+                                                       std::max<int64_t>(1, kConvBlock / og),
+                                                   G)
+                             : (OC + P - 1) / P;
+  const int64_t gpb = grouped ? (G + np - 1) / np : 1;  // groups in the largest block
+  const int64_t K = NX * C;                             // dense
+  const int64_t mw_max = grouped ? gpb * og : P;        // M's row width (a block's columns)
+  const int64_t vc_max = grouped ? gpb * cg : C;        // V's row width (a block's input channels)
   // Tiles per task (a multiple of every MR). A task streams its panel's transformed weights (NX x C x 64
   // floats) once for its T tiles, so each group of tiles streams all of them. Where they reach half of L2
   // they come from L3 or memory for every group, so groups then take as many tiles as keep their
@@ -998,8 +1006,7 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
   } else if (grouped) {
     // Near-equal groups of at most 24 tiles (F(2x2): 48): a block's V and M hold only its ~64 channels, and
     // the group GEMMs split a group's tiles into near-equal strips. Enough tasks to go round the threads.
-    const int64_t cap = MT == 4 ? 24 : 48;
-    ngroups = (ntiles + cap - 1) / cap;
+    ngroups = tile_groups;
     while (ngroups * np < 4 * threads && 6 * (ngroups + 1) <= ntiles) ++ngroups;
   } else {
     while (T > 6 && ((ntiles + T - 1) / T) * np < 4 * threads) T -= 6;
@@ -1043,10 +1050,11 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
       const int64_t t0 = g0(q), nt = g0(q + 1) - t0;
       if (nt <= 0) continue;
       // block j: output channels [col, col + ncols) from input channels [c0, c0 + vc)
-      const int64_t ng = grouped ? std::min(gpb, G - j * gpb) : 1;
-      const int64_t col = grouped ? j * gpb * og : j * P;
+      const int64_t gb = j * G / np,
+                    ng = grouped ? (j + 1) * G / np - gb : 1;  // grouped: groups [gb, gb + ng)
+      const int64_t col = grouped ? gb * og : j * P;
       const int64_t ncols_blk = grouped ? ng * og : std::min(P, OC - col);
-      const int64_t c0 = grouped ? j * gpb * cg : 0, vc = grouped ? ng * cg : C;
+      const int64_t c0 = grouped ? gb * cg : 0, vc = grouped ? ng * cg : C;
       const int64_t mw = grouped ? ng * og : conv_nhwc_panel_width(OC, j);
       if (have != (grouped ? task : q)) {
         for (int64_t tl = 0; tl < nt; ++tl) {
@@ -1067,7 +1075,7 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
       if (grouped) {
         // each point's GEMMs over the block's groups (the packing: group, point, input, output)
         for (int xi = 0; xi < NX; ++xi)
-          group_gemm(WinoGroupGemm{V + xi * T * vc, vc, up + (j * gpb * NX + xi) * cg * og, og, NX * cg * og,
+          group_gemm(WinoGroupGemm{V + xi * T * vc, vc, up + (gb * NX + xi) * cg * og, og, NX * cg * og,
                                    M + xi * T * mw, mw, nt, ng, cg, og});
       } else {
         const int64_t pw = mw, ncols = ncols_blk;
