@@ -140,6 +140,23 @@ def test_leaky_relu_and_prelu_stream_as_programs(kind):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("op,attrs", [("Elu", {}), ("Elu", dict(alpha=0.3)), ("Selu", {}),
+                                      ("Selu", dict(alpha=1.2, gamma=0.9)), ("Celu", {}), ("Celu", dict(alpha=2.5))])
+def test_elu_family_streams_as_programs(op, attrs):
+    """Elu, Selu and Celu become Relu(x) - a Relu(1 - e^x) (Celu: e^(x / a); Selu scaled by gamma): one
+    FusedElementwise, against onnxruntime, including values far below zero, near it and large."""
+    model = _model([helper.make_node(op, ["x"], ["y"], **attrs)], [_f("x", [2, 8, 5, 7])], [_f("y", [2, 8, 5, 7])],
+                   [], opset=17)
+    text = tessera.InferenceSession(model).graph_text()
+    assert op + "(" not in text and "tessera.FusedElementwise(" in text, text
+    _check_vs_ort(model)
+    x = RNG.standard_normal((2, 8, 5, 7)).astype(np.float32)
+    x.flat[:9] = [-100, -20, -1, -1e-3, 0, 1e-3, 1, 20, 80]
+    got = tessera.InferenceSession(model).run(None, {"x": x})[0]
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("variant", ["pow", "mul", "no_affine", "opset18", "d_read_outside"])
 def test_decomposed_layer_norm_fuses(variant):
     """LayerNorm as exporters before opset 17 write it (ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div,

@@ -344,6 +344,40 @@ TEST(X86Eltwise, SoftmaxMatchesRef) {
   }
 }
 
+// LogSoftmax: x - max - log(sum(exp(x - max))) per row, against the reference (in double): every tail length,
+// rows in fours and singly, a NaN row, a +inf row, an all -inf row (NaN), -inf entries beside finite ones
+// (-inf), a 32000-word vocabulary whose tail lies far below FLT_MIN as a probability; other axes and legacy
+// opsets through the reference.
+TEST(X86Eltwise, LogSoftmaxMatchesRef) {
+  std::mt19937 g(13);
+  for (EltIsa isa : isas()) {
+    ForceIsa f(isa);
+    std::vector<int64_t> lens(std::begin(kSizes), std::end(kSizes));
+    lens.push_back(32000);
+    for (int64_t len : lens)
+      for (int64_t rows : {1, 3, 6, 9}) {
+        Tensor x = rand_f32({rows, len}, g, len == 32000 ? -120.0f : -20.0f, 20.0f);
+        float* p = x.data<float>();
+        if (rows >= 3) p[len + len / 2] = std::numeric_limits<float>::quiet_NaN();
+        if (rows >= 3 && len > 1) p[2 * len + 1] = std::numeric_limits<float>::infinity();
+        if (rows >= 6)
+          for (int64_t i = 0; i < len; ++i) p[4 * len + i] = -std::numeric_limits<float>::infinity();
+        if (rows >= 6 && len > 2) p[5 * len] = p[5 * len + len - 1] = -std::numeric_limits<float>::infinity();
+        const auto want = tessera::testing::run_ref("LogSoftmax", {x});
+        const auto got = run_tuned("LogSoftmax", {x}, {}, 1, 23, rows == 9);
+        expect_close(got[0].tensor, want[0].tensor, 1e-6, 2e-5,
+                     "LogSoftmax " + x.describe() + " " + x86::eltwise_isa_name(isa));
+      }
+    const Tensor x = rand_f32({3, 4, 5}, g);
+    for (int64_t axis : {0, 1, -1, 2})
+      for (int opset : {11, 13}) {
+        const auto want = tessera::testing::run_ref("LogSoftmax", {x}, {{"axis", attr_i(axis)}}, 1, opset);
+        const auto got = run_tuned("LogSoftmax", {x}, {{"axis", attr_i(axis)}}, 1, opset);
+        expect_close(got[0].tensor, want[0].tensor, 1e-6, 2e-6, "LogSoftmax axis " + std::to_string(axis));
+      }
+  }
+}
+
 TEST(X86Eltwise, LayerNormMatchesRef) {
   std::mt19937 g(4);
   for (EltIsa isa : isas()) {

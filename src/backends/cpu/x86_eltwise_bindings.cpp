@@ -121,6 +121,7 @@ int64_t prod(const Shape& s, size_t b, size_t e) {
   return p;
 }
 
+template <bool LOG>
 void softmax_x86(KernelContext& ctx) {
   const Tensor* x0 = ctx.input(0);
   if (!is_f32(x0) || x0->rank() == 0) return run_ref(ctx);
@@ -135,7 +136,8 @@ void softmax_x86(KernelContext& ctx) {
   const int64_t len = prod(x.shape(), size_t(axis), size_t(r));
   Tensor& y = ctx.output_for_overwrite(0, DType::f32, x.shape());
   if (x.numel() == 0 || len == 0) return;
-  x86::softmax_f32(x.data<float>(), y.data<float>(), x.numel() / len, len, ctx.pool());
+  (LOG ? x86::log_softmax_f32 : x86::softmax_f32)(x.data<float>(), y.data<float>(), x.numel() / len, len,
+                                                  ctx.pool());
 }
 
 void layernorm_x86(KernelContext& ctx) {
@@ -317,7 +319,8 @@ const Entry kEntries[] = {
     {"Sub", binary_x86<x86::BinaryOp::sub>, 2, 2},
     {"Mul", binary_x86<x86::BinaryOp::mul>, 2, 2},
     {"Div", binary_x86<x86::BinaryOp::div>, 2, 2},
-    {"Softmax", softmax_x86, 1, 1},
+    {"Softmax", softmax_x86<false>, 1, 1},
+    {"LogSoftmax", softmax_x86<true>, 1, 1},
     {"LayerNormalization", layernorm_x86, 2, 3},
     {"InstanceNormalization", [](KernelContext& c) { groupnorm_x86(c, true); }, 3, 3},
     {"GroupNormalization", [](KernelContext& c) { groupnorm_x86(c, false); }, 3, 3},

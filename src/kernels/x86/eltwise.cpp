@@ -165,9 +165,22 @@ void online_softmax_portable(float* s, int64_t lds, int64_t rows, int64_t len, f
   }
 }
 
-const EltwiseKernels kPortable = {unary_portable,      binary_portable,         softmax_portable,
-                                  layernorm_portable,  online_softmax_portable, transpose_tile16_portable,
-                                  interleave3_portable};
+void log_softmax_portable(const float* x, float* y, int64_t rows, int64_t len, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * ld;
+    float* yr = y + r * ld;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < len; ++i) mx = std::max(mx, xr[i]);
+    double sum = 0;
+    for (int64_t i = 0; i < len; ++i) sum += std::exp(double(xr[i]) - mx);
+    const float off = std::isfinite(mx) ? float(mx + std::log(sum)) : std::numeric_limits<float>::quiet_NaN();
+    for (int64_t i = 0; i < len; ++i) yr[i] = xr[i] - off;
+  }
+}
+
+const EltwiseKernels kPortable = {unary_portable,       binary_portable,         softmax_portable,
+                                  layernorm_portable,   online_softmax_portable, transpose_tile16_portable,
+                                  interleave3_portable, log_softmax_portable};
 
 std::atomic<int> g_forced{-1};
 
@@ -288,6 +301,12 @@ void softmax_f32(const float* x, float* y, int64_t rows, int64_t len, ThreadPool
   const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
   parallel_for(pool, rows, row_grain(len),
                [&](int64_t b, int64_t e) { k.softmax_rows(x + b * len, y + b * len, e - b, len, len); });
+}
+
+void log_softmax_f32(const float* x, float* y, int64_t rows, int64_t len, ThreadPool* pool) {
+  const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
+  parallel_for(pool, rows, row_grain(len),
+               [&](int64_t b, int64_t e) { k.log_softmax_rows(x + b * len, y + b * len, e - b, len, len); });
 }
 
 void layernorm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t len,

@@ -77,6 +77,8 @@ struct EltwiseKernels {
   void (*transpose_tile16)(const float* x, int64_t ldx, float* y, int64_t ldy);
   // Three planes interleaved (an image's NCHW -> NHWC with 3 channels): y[3 a + b] = x[b * ldx + a], a < n.
   void (*interleave3)(const float* x, int64_t ldx, float* y, int64_t n);
+  // LogSoftmax of each row, as softmax_rows: x - max - log(sum(exp(x - max))).
+  void (*log_softmax_rows)(const float* x, float* y, int64_t rows, int64_t len, int64_t ld);
 };
 // The kernels of `isa` (must be available).
 const EltwiseKernels& eltwise_kernels(EltIsa isa);
@@ -89,6 +91,7 @@ void unary_f32(UnaryOp op, const float* x, float* y, int64_t n, ThreadPool* pool
 void binary_f32(BinaryOp op, const float* a, Bcast ka, const float* b, Bcast kb, float* y, int64_t outer,
                 int64_t inner, ThreadPool* pool);
 void softmax_f32(const float* x, float* y, int64_t rows, int64_t len, ThreadPool* pool);
+void log_softmax_f32(const float* x, float* y, int64_t rows, int64_t len, ThreadPool* pool);
 void layernorm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t len,
                    float eps, ThreadPool* pool);
 // Group and instance normalization: x [n, groups, len] normalized per (n, g) row over its len values, then

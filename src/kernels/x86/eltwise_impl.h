@@ -395,6 +395,57 @@ inline void softmax_row_group(const float* x, float* y, int64_t len, int64_t ld)
       O::storen(y + r * ld + i, O::mul(O::loadn(y + r * ld + i, len - i, 0.0f), inv[r]), len - i);
 }
 
+// LogSoftmax per row: max, the sum of exp(x - max), then x - (max + log(sum)) — not the log of softmax's
+// quotients, which underflow to -inf where a probability falls below FLT_MIN (a vocabulary's tail). A row
+// whose max is not finite is NaN, as softmax's.
+template <class O, int R>
+inline void log_softmax_row_group(const float* x, float* y, int64_t len, int64_t ld) {
+  using V = typename O::V;
+  const float ninf = -__builtin_inff();
+  V m[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) m[r] = O::set1(ninf);
+  int64_t i = 0;
+  for (; i + O::W <= len; i += O::W)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) m[r] = O::max(m[r], O::load(x + r * ld + i));
+  if (i < len)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) m[r] = O::max(m[r], O::loadn(x + r * ld + i, len - i, ninf));
+  float mxs[R];
+  V mx[R], s[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) mxs[r] = O::hmax(m[r]), mx[r] = O::set1(mxs[r]), s[r] = O::set1(0.0f);
+  for (i = 0; i + O::W <= len; i += O::W)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) s[r] = O::add(s[r], Math<O>::exp_ftz(O::sub(O::load(x + r * ld + i), mx[r])));
+  if (i < len)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+      s[r] = O::add(s[r], Math<O>::exp_ftz(O::sub(O::loadn(x + r * ld + i, len - i, ninf), mx[r])));
+  V off[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    float o = mxs[r] + std::log(O::hsum(s[r]));
+    if (!(mxs[r] > ninf && mxs[r] < -ninf)) o = __builtin_nanf("");
+    off[r] = O::set1(o);
+  }
+  for (i = 0; i + O::W <= len; i += O::W)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) O::store(y + r * ld + i, O::sub(O::load(x + r * ld + i), off[r]));
+  if (i < len)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+      O::storen(y + r * ld + i, O::sub(O::loadn(x + r * ld + i, len - i, 0.0f), off[r]), len - i);
+}
+
+template <class O>
+void log_softmax_rows_kernel(const float* x, float* y, int64_t rows, int64_t len, int64_t ld) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) log_softmax_row_group<O, 4>(x + r * ld, y + r * ld, len, ld);
+  for (; r < rows; ++r) log_softmax_row_group<O, 1>(x + r * ld, y + r * ld, len, ld);
+}
+
 template <class O>
 void softmax_rows_kernel(const float* x, float* y, int64_t rows, int64_t len, int64_t ld) {
   int64_t r = 0;

@@ -79,6 +79,7 @@ const EltwiseKernels kEltwiseKernelsAvx2 = {unary_kernel<O256>,
                                             layernorm_rows_kernel<O256>,
                                             online_softmax_rows_kernel<O256>,
                                             transpose_tile16,
-                                            interleave3};
+                                            interleave3,
+                                            log_softmax_rows_kernel<O256>};
 
 }  // namespace tessera::kernels::x86

@@ -83,6 +83,7 @@ const EltwiseKernels kEltwiseKernelsAvx512f = {unary_kernel<O512>,
                                                layernorm_rows_kernel<O512>,
                                                online_softmax_rows_kernel<O512>,
                                                transpose_tile16,
-                                               interleave3};
+                                               interleave3,
+                                               log_softmax_rows_kernel<O512>};
 
 }  // namespace tessera::kernels::x86
