@@ -393,6 +393,8 @@ void fused_conv3d_x86(KernelContext& ctx) {
   kernels::x86::conv3d_f32(p, int(wino), x.data<float>(), w.data<float>(), ep, y.data<float>(), ctx.pool());
 }
 
+void conv_nchw_x86(KernelContext& ctx, bool fused);
+
 void fused_conv_x86(KernelContext& ctx) {
   const std::string layout = ctx.attr_string("layout", "NCHW");
   if (layout == "NHWC") {
@@ -403,16 +405,30 @@ void fused_conv_x86(KernelContext& ctx) {
     fused_conv3d_x86(ctx);
     return;
   }
+  conv_nchw_x86(ctx, true);
+}
+
+// An NCHW 2-D conv on the im2col kernel (kernels/x86/conv2d.h): tessera.FusedConv outside conv regions, and
+// an ONNX Conv that no pass fused — its weights an input or computed at run time (dynamic filters; 137x
+// onnxruntime's time on the reference kernel). Anything else goes to the reference.
+void conv_nchw_x86(KernelContext& ctx, bool fused) {
+  const char* domain = fused ? "tessera" : "";
   const Tensor& x0 = ctx.required_input(0);
   const Tensor& w0 = ctx.required_input(1);
   const Tensor* b = ctx.input(2);
-  const Tensor* r = ctx.input(3);
-  if (x0.dtype() != DType::f32 || x0.rank() != 4 || w0.rank() != 4) {
-    run_ref(ctx, "tessera");
+  const Tensor* r = fused ? ctx.input(3) : nullptr;
+  if (x0.dtype() != DType::f32 || w0.dtype() != DType::f32 || x0.rank() != 4 || w0.rank() != 4 ||
+      (b && b->dtype() != DType::f32)) {
+    run_ref(ctx, domain);
     return;
   }
-  const auto ks = ctx.attr_ints("kernel_shape"), st = ctx.attr_ints("strides", {1, 1}),
-             dl = ctx.attr_ints("dilations", {1, 1}), pd = ctx.attr_ints("pads", {0, 0, 0, 0});
+  const auto ks = ctx.attr_ints("kernel_shape", {w0.dim(2), w0.dim(3)}),
+             st = ctx.attr_ints("strides", {1, 1}), dl = ctx.attr_ints("dilations", {1, 1}),
+             pd = ctx.attr_ints("pads", {0, 0, 0, 0});
+  if (ks.size() != 2 || st.size() != 2 || dl.size() != 2 || pd.size() != 4) {
+    run_ref(ctx, domain);
+    return;
+  }
   kernels::x86::Conv2dParams p;
   p.n = x0.dim(0), p.c = x0.dim(1), p.h = x0.dim(2), p.w = x0.dim(3);
   p.oc = w0.dim(0), p.kh = ks[0], p.kw = ks[1], p.sh = st[0], p.sw = st[1], p.dh = dl[0], p.dw = dl[1];
@@ -433,7 +449,7 @@ void fused_conv_x86(KernelContext& ctx) {
   kernels::x86::ConvEpilogue ep;
   ep.bias = b ? b->data<float>() : nullptr;
   ep.residual = r ? rc.data<float>() : nullptr;
-  ep.act = conv_activation(ctx, ep.clip_min, ep.clip_max);
+  ep.act = fused ? conv_activation(ctx, ep.clip_min, ep.clip_max) : kernels::x86::Activation::none;
   const size_t need = kernels::x86::conv2d_scratch_floats(p);
   kernels::x86::conv2d_f32(p, x.data<float>(), w.data<float>(), ep, y.data<float>(),
                            tl_conv_scratch.get(need), ctx.pool());
@@ -462,6 +478,12 @@ bool claims_pool(const ir::Node& n) {
   const Attribute* ks = n.attr("kernel_shape");
   return (!cm || cm->i == 0) && (!ap || ap->s.empty() || ap->s == "NOTSET") && (!so || so->i == 0) && ks &&
          !ks->ints.empty() && ks->ints.size() <= 3;
+}
+
+// An ONNX Conv with explicit pads (or none): 2-D at run time, else the reference.
+bool claims_conv(const ir::Node& n) {
+  const Attribute* ap = n.attr("auto_pad");
+  return !ap || ap->s.empty() || ap->s == "NOTSET" || ap->s == "VALID";
 }
 
 // ConvTranspose as kernels/x86/conv2d.h takes it: 2-D, group 1, pads given (or VALID), no output_shape.
@@ -847,6 +869,7 @@ void register_x86_bindings() {
   add_tuned_kernel("", "MaxPool", claims_pool, max_pool_nchw_x86);
   add_tuned_kernel("", "AveragePool", claims_pool, [](KernelContext& c) { pool_separable_x86(c, false); });
   add_tuned_kernel("", "ConvTranspose", claims_conv_transpose, conv_transpose_x86);
+  add_tuned_kernel("", "Conv", claims_conv, [](KernelContext& c) { conv_nchw_x86(c, false); });
   add_tuned_kernel("", "Resize", {}, resize_x86);
   add_tuned_kernel("", "Upsample", {}, resize_x86);  // opsets 7-9: the same plan (kernels/ref/resize.h)
   add_tuned_kernel(
