@@ -859,6 +859,30 @@ void reduce_x86(KernelContext& ctx, kernels::x86::ReduceKind kind) {
   kernels::x86::reduce_f32(kind, x.data<float>(), outer, r, inner, y.data<float>(), ctx.pool());
 }
 
+// CumSum of f32 along one axis (kernels/x86/reduce.h); other types and bad axes go to the reference (which
+// reports them).
+void cumsum_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  const Tensor* at = ctx.input(1);
+  if (x0.dtype() != DType::f32 || x0.rank() < 1 || !at ||
+      (at->dtype() != DType::i64 && at->dtype() != DType::i32) || at->numel() != 1)
+    return run_ref(ctx, "");
+  const int64_t rank = x0.rank();
+  int64_t axis = at->at_int(0);
+  if (axis < -rank || axis >= rank) return run_ref(ctx, "");
+  if (axis < 0) axis += rank;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d < axis)
+      outer *= x0.dim(d);
+    else if (d > axis)
+      inner *= x0.dim(d);
+  const Tensor x = x0.contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, x.shape());
+  kernels::x86::cumsum_f32(x.data<float>(), outer, x.dim(axis), inner, ctx.attr_int("exclusive", 0) != 0,
+                           ctx.attr_int("reverse", 0) != 0, y.data<float>(), ctx.pool());
+}
+
 void register_x86_bindings() {
   add_tuned_kernel("tessera", "FusedGemm", {}, fused_gemm_x86);
   add_tuned_kernel("tessera", "FusedConv", {}, fused_conv_x86);
@@ -885,6 +909,7 @@ void register_x86_bindings() {
                    [](KernelContext& c) { global_pool_x86(c, ReduceKind::mean); });
   add_tuned_kernel("", "GlobalMaxPool", {}, [](KernelContext& c) { global_pool_x86(c, ReduceKind::max); });
   add_tuned_kernel("", "ReduceSum", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::sum); });
+  add_tuned_kernel("", "CumSum", {}, cumsum_x86);
   add_tuned_kernel("", "ReduceMean", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::mean); });
   add_tuned_kernel("", "ReduceSumSquare", {},
                    [](KernelContext& c) { reduce_x86(c, ReduceKind::sum_square); });

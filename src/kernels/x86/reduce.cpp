@@ -139,7 +139,51 @@ void extreme(const float* x, int64_t outer, int64_t r, int64_t inner, float* y, 
   });
 }
 
+// Running sums of `lanes` independent sequences of len values, element j of sequence l at
+// x[l * ls + j * js]: the block's sums in double, one element of each sequence per step.
+template <int B>
+void scan_block(const float* x, float* y, int64_t lanes, int64_t ls, int64_t len, int64_t js, bool exclusive,
+                bool reverse) {
+  double acc[B] = {};
+  for (int64_t s = 0; s < len; ++s) {
+    const int64_t j = reverse ? len - 1 - s : s;
+    const float* xr = x + j * js;
+    float* yr = y + j * js;
+    if (exclusive)
+      for (int64_t l = 0; l < lanes; ++l) {
+        const double v = xr[l * ls];
+        yr[l * ls] = float(acc[l]);
+        acc[l] += v;
+      }
+    else
+      for (int64_t l = 0; l < lanes; ++l) yr[l * ls] = float(acc[l] += xr[l * ls]);
+  }
+}
+
 }  // namespace
+
+void cumsum_f32(const float* x, int64_t outer, int64_t len, int64_t inner, bool exclusive, bool reverse, float* y,
+                ThreadPool* pool) {
+  if (outer <= 0 || len <= 0 || inner <= 0) return;
+  constexpr int64_t kBlock = 64;  // inner values a task's running sums cover
+  const bool rows = inner == 1;   // the last axis: sequences are rows, kLanes at a time
+  constexpr int64_t kLanes = 4;
+  const int64_t per_outer = rows ? 1 : (inner + kBlock - 1) / kBlock;
+  const int64_t tasks = rows ? (outer + kLanes - 1) / kLanes : outer * per_outer;
+  const bool parallel = double(outer) * double(len) * double(inner) >= double(1 << 16);
+  parallel_for(parallel ? pool : nullptr, tasks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      if (rows) {
+        const int64_t r0 = t * kLanes, n = std::min(kLanes, outer - r0);
+        scan_block<kLanes>(x + r0 * len, y + r0 * len, n, len, len, 1, exclusive, reverse);
+      } else {
+        const int64_t o = t / per_outer, i0 = t % per_outer * kBlock, n = std::min(kBlock, inner - i0);
+        const int64_t off = o * len * inner + i0;
+        scan_block<kBlock>(x + off, y + off, n, 1, len, inner, exclusive, reverse);
+      }
+    }
+  });
+}
 
 void reduce_f32(ReduceKind kind, const float* x, int64_t outer, int64_t r, int64_t inner, float* y,
                 ThreadPool* pool) {
