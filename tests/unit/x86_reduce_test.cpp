@@ -78,3 +78,39 @@ TEST(X86Reduce, MaxMinPropagateNaN) {
       }
     }
 }
+
+// CumSum against a double-precision scan: inclusive and exclusive, forward and reverse, along the last axis
+// (rows, four at a time: 1-6 rows) and inner ones (blocks of 64 values: 1, 63, 64, 65, 130), one and two
+// threads; each output within a float rounding of the double sum.
+TEST(X86Reduce, CumSumMatchesDoubleScan) {
+  ThreadPool pool(2);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> d(0.3f, 2.0f);
+  struct Case {
+    int64_t outer, len, inner;
+  };
+  const Case cases[] = {{1, 1, 1},  {1, 17, 1},  {3, 100, 1}, {6, 999, 1},  {5, 2, 1},    {1, 5, 63},
+                        {2, 9, 64}, {1, 33, 65}, {3, 7, 130}, {1, 4096, 3}, {2, 300, 512}};
+  int idx = 0;
+  for (const Case& c : cases)
+    for (bool exclusive : {false, true})
+      for (bool reverse : {false, true}) {
+        std::vector<float> x(size_t(c.outer * c.len * c.inner)), y(x.size(), -7.0f);
+        for (auto& v : x) v = d(rng);
+        cumsum_f32(x.data(), c.outer, c.len, c.inner, exclusive, reverse, y.data(),
+                   (idx++ % 2) ? &pool : nullptr);
+        for (int64_t o = 0; o < c.outer; ++o)
+          for (int64_t i = 0; i < c.inner; ++i) {
+            double acc = 0;
+            for (int64_t s = 0; s < c.len; ++s) {
+              const int64_t j = reverse ? c.len - 1 - s : s;
+              const size_t at = size_t((o * c.len + j) * c.inner + i);
+              const double before = acc;
+              acc += x[at];
+              const double want = exclusive ? before : acc;
+              ASSERT_NEAR(y[at], want, 1e-6 * (1 + std::fabs(want)))
+                  << c.outer << "x" << c.len << "x" << c.inner << " excl " << exclusive << " rev " << reverse;
+            }
+          }
+      }
+}

@@ -162,8 +162,8 @@ void scan_block(const float* x, float* y, int64_t lanes, int64_t ls, int64_t len
 
 }  // namespace
 
-void cumsum_f32(const float* x, int64_t outer, int64_t len, int64_t inner, bool exclusive, bool reverse, float* y,
-                ThreadPool* pool) {
+void cumsum_f32(const float* x, int64_t outer, int64_t len, int64_t inner, bool exclusive, bool reverse,
+                float* y, ThreadPool* pool) {
   if (outer <= 0 || len <= 0 || inner <= 0) return;
   constexpr int64_t kBlock = 64;  // inner values a task's running sums cover
   const bool rows = inner == 1;   // the last axis: sequences are rows, kLanes at a time

@@ -18,7 +18,7 @@ void reduce_f32(ReduceKind kind, const float* x, int64_t outer, int64_t r, int64
 // CumSum of x viewed as [outer, len, inner] along len (exclusive: each sum leaves its own element out;
 // reverse: from the end), in double as the reference: rows of inner values stream through a block of
 // running sums; along the last axis (inner 1), four rows' chains at once.
-void cumsum_f32(const float* x, int64_t outer, int64_t len, int64_t inner, bool exclusive, bool reverse, float* y,
-                ThreadPool* pool = nullptr);
+void cumsum_f32(const float* x, int64_t outer, int64_t len, int64_t inner, bool exclusive, bool reverse,
+                float* y, ThreadPool* pool = nullptr);
 
 }  // namespace tessera::kernels::x86
