@@ -17,6 +17,7 @@
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/eltwise.h"
 #include "kernels/x86/gemm.h"
+#include "kernels/x86/grid_sample.h"
 #include "kernels/x86/pool_separable.h"
 #include "kernels/x86/reduce.h"
 #include "kernels/x86/resize.h"
@@ -859,6 +860,33 @@ void reduce_x86(KernelContext& ctx, kernels::x86::ReduceKind kind) {
   kernels::x86::reduce_f32(kind, x.data<float>(), outer, r, inner, y.data<float>(), ctx.pool());
 }
 
+// GridSample of a 4-D f32 input, bilinear or nearest, zeros or border padding (kernels/x86/grid_sample.h);
+// anything else (bicubic, reflection, N-D, other types, mismatched shapes) goes to the reference.
+bool claims_grid_sample(const ir::Node& n) {
+  const Attribute* m = n.attr("mode");
+  const Attribute* pm = n.attr("padding_mode");
+  return (!m || m->s == "bilinear" || m->s == "linear" || m->s == "nearest") &&
+         (!pm || pm->s == "zeros" || pm->s == "border");
+}
+
+void grid_sample_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  const Tensor& g0 = ctx.required_input(1);
+  if (x0.dtype() != DType::f32 || g0.dtype() != DType::f32 || x0.rank() != 4 || g0.rank() != 4 ||
+      g0.dim(0) != x0.dim(0) || g0.dim(3) != 2 || x0.dim(2) * x0.dim(3) >= (int64_t(1) << 31) ||
+      x0.dim(2) == 0 || x0.dim(3) == 0)
+    return run_ref(ctx, "");
+  kernels::x86::GridSampleParams p;
+  p.n = x0.dim(0), p.c = x0.dim(1), p.h = x0.dim(2), p.w = x0.dim(3), p.oh = g0.dim(1), p.ow = g0.dim(2);
+  const std::string mode = ctx.attr_string("mode", ctx.opset() < 20 ? "bilinear" : "linear");
+  p.nearest = mode == "nearest";
+  p.border = ctx.attr_string("padding_mode", "zeros") == "border";
+  p.align_corners = ctx.attr_int("align_corners", 0) != 0;
+  const Tensor x = x0.contiguous(), g = g0.contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {p.n, p.c, p.oh, p.ow});
+  kernels::x86::grid_sample_f32(p, x.data<float>(), g.data<float>(), y.data<float>(), ctx.pool());
+}
+
 // CumSum of f32 along one axis (kernels/x86/reduce.h); other types and bad axes go to the reference (which
 // reports them).
 void cumsum_x86(KernelContext& ctx) {
@@ -910,6 +938,7 @@ void register_x86_bindings() {
   add_tuned_kernel("", "GlobalMaxPool", {}, [](KernelContext& c) { global_pool_x86(c, ReduceKind::max); });
   add_tuned_kernel("", "ReduceSum", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::sum); });
   add_tuned_kernel("", "CumSum", {}, cumsum_x86);
+  add_tuned_kernel("", "GridSample", claims_grid_sample, grid_sample_x86);
   add_tuned_kernel("", "ReduceMean", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::mean); });
   add_tuned_kernel("", "ReduceSumSquare", {},
                    [](KernelContext& c) { reduce_x86(c, ReduceKind::sum_square); });
