@@ -84,3 +84,28 @@ def test_ceil_mode_pool_matches_onnxruntime(op, extra, shape, attrs):
         got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})[0]
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("storage_order", [0, 1])
+@pytest.mark.parametrize("attrs", [dict(kernel_shape=[2, 2], strides=[2, 2]),                       # SegNet's
+                                   dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+                                   dict(kernel_shape=[3, 2], strides=[1, 2], pads=[2, 0, 0, 1], dilations=[2, 1]),
+                                   dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)])
+def test_max_pool_indices_match_onnxruntime(attrs, storage_order):
+    """MaxPool's indices output (SegNet / ENet keep it for MaxUnpool) on the tuned kernel: the first maximum
+    of each window, its flat index over the input (row- or column-major), with padding, dilation and ceil
+    mode; values and indices equal to onnxruntime's at one and two threads."""
+    shape = [2, 3, 13, 10]
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], storage_order=storage_order, **attrs)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("i", TensorProto.INT64, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 12)])
+    m.ir_version = 7
+    b = m.SerializeToString()
+    x = RNG.standard_normal(shape).astype(np.float32)
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for threads in (1, 2):
+        got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])

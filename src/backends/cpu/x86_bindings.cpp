@@ -18,6 +18,7 @@
 #include "kernels/x86/eltwise.h"
 #include "kernels/x86/gemm.h"
 #include "kernels/x86/grid_sample.h"
+#include "kernels/x86/pool_indices.h"
 #include "kernels/x86/pool_separable.h"
 #include "kernels/x86/reduce.h"
 #include "kernels/x86/resize.h"
@@ -468,11 +469,11 @@ void nhwc_gap_x86(KernelContext& ctx) {
                                          y.data<float>(), ctx.pool());
 }
 
-// ONNX MaxPool / AveragePool over channels-first tensors of 1 to 3 spatial axes, ceil_mode 0, explicit pads,
-// without MaxPool's indices output: 2-D MaxPool on the NHWC pool kernel with N*C one-channel images, the rest
-// as separable passes (pool_separable.h). Anything else goes to the reference kernel.
+// ONNX MaxPool / AveragePool over channels-first tensors of 1 to 3 spatial axes, ceil_mode 0, explicit pads:
+// 2-D MaxPool on the NHWC pool kernel with N*C one-channel images (with its indices output, on
+// pool_indices.h), the rest as separable passes (pool_separable.h). Anything else goes to the reference.
 bool claims_pool(const ir::Node& n) {
-  if (n.outputs.size() > 1 && n.outputs[1]) return false;
+  if (n.outputs.size() > 1 && n.outputs[1] && n.op_type != "MaxPool") return false;  // (MaxPool: 2-D only)
   const Attribute* cm = n.attr("ceil_mode");
   const Attribute* ap = n.attr("auto_pad");
   const Attribute* so = n.attr("storage_order");
@@ -736,8 +737,9 @@ void max_pool_nchw_x86(KernelContext& ctx) {
     pool_separable_x86(ctx, true);
     return;
   }
-  if (x0.dtype() != DType::f32 || x0.rank() != 4 || ks.size() != 2 || ctx.num_outputs() > 1 ||
-      ctx.attr_int("ceil_mode", 0) != 0) {
+  const bool indices = ctx.num_outputs() > 1 && ctx.output_requested(1);
+  if (x0.dtype() != DType::f32 || x0.rank() != 4 || ks.size() != 2 || (ctx.num_outputs() > 1 && !indices) ||
+      ctx.attr_int("ceil_mode", 0) != 0 || (indices && ctx.attr_int("storage_order", 0) > 1)) {
     run_ref(ctx, "");
     return;
   }
@@ -748,6 +750,12 @@ void max_pool_nchw_x86(KernelContext& ctx) {
   ctx.check(pp.oh > 0 && pp.ow > 0, "output would be empty");
   const Tensor x = x0.contiguous();
   Tensor& y = ctx.output_for_overwrite(0, DType::f32, {x0.dim(0), x0.dim(1), pp.oh, pp.ow});
+  if (indices) {  // SegNet / ENet: the maxima's places for MaxUnpool (kernels/x86/pool_indices.h)
+    Tensor& ix = ctx.output_for_overwrite(1, DType::i64, {x0.dim(0), x0.dim(1), pp.oh, pp.ow});
+    kernels::x86::max_pool2d_indices_f32(pp, x.data<float>(), y.data<float>(), ix.data<int64_t>(),
+                                         ctx.attr_int("storage_order", 0) == 1, ctx.pool());
+    return;
+  }
   kernels::x86::pool2d_nhwc_f32(pp, x.data<float>(), y.data<float>(), ctx.pool());
 }
 
