@@ -3,15 +3,18 @@
 // blocks, primes, one and two threads (rows split in parts when there are fewer rows than threads).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/x86/eltwise.h"
 #include "kernels/x86/reduce.h"
 
 using namespace tessera;
 using namespace tessera::kernels::x86;
+using tessera::kernels::x86::EltIsa;
 
 TEST(X86Reduce, MatchesDoubleReference) {
   ThreadPool pool(2);
@@ -65,18 +68,40 @@ TEST(X86Reduce, MatchesDoubleReference) {
   }
 }
 
+// Max and min keep a NaN wherever it lies, on the portable loops and the AVX2 ones (rows of 32+ in four
+// vectors, the 8-wide column fold), and find the extreme exactly in rows and columns of every tail length.
 TEST(X86Reduce, MaxMinPropagateNaN) {
-  for (const int64_t inner : {int64_t(1), int64_t(5)})
-    for (const int64_t at : {int64_t(0), int64_t(17), int64_t(99)}) {
-      std::vector<float> x(size_t(100 * inner), 1.0f);
-      x[size_t(at * inner)] = std::nanf("");
-      std::vector<float> y(static_cast<size_t>(inner));
-      for (const ReduceKind k : {ReduceKind::max, ReduceKind::min}) {
-        reduce_f32(k, x.data(), 1, 100, inner, y.data());
-        EXPECT_TRUE(std::isnan(y[0])) << "inner " << inner << " NaN at " << at;
-        if (inner > 1) EXPECT_EQ(y[1], 1.0f);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> d(0.0f, 3.0f);
+  for (EltIsa isa : {EltIsa::portable, EltIsa::avx2}) {
+    if (!eltwise_isa_available(isa)) continue;
+    force_eltwise_isa(isa);
+    for (const int64_t inner : {int64_t(1), int64_t(5), int64_t(19)})
+      for (const int64_t at : {int64_t(0), int64_t(17), int64_t(40), int64_t(99)}) {
+        std::vector<float> x(size_t(100 * inner), 1.0f);
+        x[size_t(at * inner)] = std::nanf("");
+        std::vector<float> y(static_cast<size_t>(inner));
+        for (const ReduceKind k : {ReduceKind::max, ReduceKind::min}) {
+          reduce_f32(k, x.data(), 1, 100, inner, y.data());
+          EXPECT_TRUE(std::isnan(y[0])) << "inner " << inner << " NaN at " << at;
+          if (inner > 1) EXPECT_EQ(y[1], 1.0f);
+        }
+      }
+    for (const int64_t n :
+         {int64_t(31), int64_t(32), int64_t(33), int64_t(47), int64_t(100), int64_t(1001)}) {
+      std::vector<float> x(size_t(n * 3));
+      for (auto& v : x) v = d(rng);
+      std::vector<float> rows(3), cols(3);
+      for (const bool mx : {true, false}) {
+        reduce_f32(mx ? ReduceKind::max : ReduceKind::min, x.data(), 3, n, 1, rows.data());
+        for (int64_t o = 0; o < 3; ++o) {
+          const auto b = x.begin() + o * n;
+          EXPECT_EQ(rows[size_t(o)], mx ? *std::max_element(b, b + n) : *std::min_element(b, b + n)) << n;
+        }
       }
     }
+    force_eltwise_isa(isa, true);
+  }
 }
 
 // CumSum against a double-precision scan: inclusive and exclusive, forward and reverse, along the last axis

@@ -2,9 +2,13 @@
 // the compiler vectorizes without reassociating: the reductions are bound by memory, not by the lanes' width.
 #include "kernels/x86/reduce.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
+
+#include "kernels/x86/eltwise.h"
 
 namespace tessera::kernels::x86 {
 namespace {
@@ -98,23 +102,75 @@ float pick(float a, float v) {
   return (v != v || (Max ? v > a : v < a)) ? v : a;
 }
 
+// The max (min) of p[0 : n], a NaN winning, in 16 lanes: the portable loop (the compiler keeps pick's
+// branches: 13-14 GB/s over a 32000-float row, a third of onnxruntime's speed), and AVX2 compares and blends,
+// taken where the CPU has AVX2 (eltwise_isa()).
+template <bool Max>
+inline __attribute__((always_inline)) float row_extreme(const float* p, int64_t n) {
+  constexpr int64_t kLanes = 16;
+  float lane[kLanes];
+  std::fill(lane, lane + kLanes, p[0]);
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) lane[l] = pick<Max>(lane[l], p[j + l]);
+  float m = p[0];
+  for (; j < n; ++j) m = pick<Max>(m, p[j]);
+  for (int64_t l = 0; l < kLanes; ++l) m = pick<Max>(m, lane[l]);
+  return m;
+}
+template <bool Max>
+float row_extreme_base(const float* p, int64_t n) {
+  return row_extreme<Max>(p, n);
+}
+// a where b does not win, else b (b wins: b > a, or b < a for min, or b is NaN)
+template <bool Max>
+__attribute__((target("avx2"), always_inline)) inline __m256 pick8(__m256 a, __m256 b) {
+  const __m256 wins =
+      _mm256_or_ps(_mm256_cmp_ps(b, a, Max ? _CMP_GT_OQ : _CMP_LT_OQ), _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
+  return _mm256_blendv_ps(a, b, wins);
+}
+template <bool Max>
+__attribute__((target("avx2"))) float row_extreme_avx2(const float* p, int64_t n) {
+  if (n < 32) return row_extreme<Max>(p, n);
+  __m256 m0 = _mm256_loadu_ps(p), m1 = _mm256_loadu_ps(p + 8), m2 = m0, m3 = m1;
+  int64_t j = 16;
+  for (; j + 32 <= n; j += 32) {
+    m0 = pick8<Max>(m0, _mm256_loadu_ps(p + j)), m1 = pick8<Max>(m1, _mm256_loadu_ps(p + j + 8));
+    m2 = pick8<Max>(m2, _mm256_loadu_ps(p + j + 16)), m3 = pick8<Max>(m3, _mm256_loadu_ps(p + j + 24));
+  }
+  float lane[32];
+  _mm256_storeu_ps(lane, m0), _mm256_storeu_ps(lane + 8, m1), _mm256_storeu_ps(lane + 16, m2);
+  _mm256_storeu_ps(lane + 24, m3);
+  float m = lane[0];
+  for (int l = 1; l < 32; ++l) m = pick<Max>(m, lane[l]);
+  for (; j < n; ++j) m = pick<Max>(m, p[j]);
+  return m;
+}
+// out[i] = pick(out[i], row[i]), i < w
+template <bool Max>
+inline __attribute__((always_inline)) void fold_row(float* out, const float* row, int64_t w) {
+  for (int64_t i = 0; i < w; ++i) out[i] = pick<Max>(out[i], row[i]);
+}
+template <bool Max>
+void fold_row_base(float* out, const float* row, int64_t w) {
+  fold_row<Max>(out, row, w);
+}
+template <bool Max>
+__attribute__((target("avx2"))) void fold_row_avx2(float* out, const float* row, int64_t w) {
+  int64_t i = 0;
+  for (; i + 8 <= w; i += 8)
+    _mm256_storeu_ps(out + i, pick8<Max>(_mm256_loadu_ps(out + i), _mm256_loadu_ps(row + i)));
+  fold_row<Max>(out + i, row + i, w - i);
+}
+
 // Max / min: exact in float, threads over rows or runs of columns as the sums.
 template <bool Max>
 void extreme(const float* x, int64_t outer, int64_t r, int64_t inner, float* y, ThreadPool* pool) {
   const int threads = pool ? pool->num_threads() : 1;
   const bool parallel = threads > 1 && double(outer) * double(r) * double(inner) * sizeof(float) >= 256e3;
-  constexpr int64_t kLanes = 16;
-  auto row = [&](const float* p, int64_t n) {
-    float lane[kLanes];
-    std::fill(lane, lane + kLanes, p[0]);
-    int64_t j = 0;
-    for (; j + kLanes <= n; j += kLanes)
-      for (int64_t l = 0; l < kLanes; ++l) lane[l] = pick<Max>(lane[l], p[j + l]);
-    float m = p[0];
-    for (; j < n; ++j) m = pick<Max>(m, p[j]);
-    for (int64_t l = 0; l < kLanes; ++l) m = pick<Max>(m, lane[l]);
-    return m;
-  };
+  const bool avx2 = eltwise_isa() != EltIsa::portable;
+  auto row = avx2 ? row_extreme_avx2<Max> : row_extreme_base<Max>;
+  auto fold = avx2 ? fold_row_avx2<Max> : fold_row_base<Max>;
   if (inner == 1) {
     parallel_for(parallel ? pool : nullptr, outer, std::max<int64_t>(1, (int64_t(64) << 10) / r),
                  [&](int64_t o0, int64_t o1) {
@@ -131,10 +187,7 @@ void extreme(const float* x, int64_t outer, int64_t r, int64_t inner, float* y, 
       float* out = y + o * inner + i0;
       const float* first = x + o * r * inner + i0;
       std::copy(first, first + w, out);
-      for (int64_t p = 1; p < r; ++p) {
-        const float* rowp = first + p * inner;
-        for (int64_t i = 0; i < w; ++i) out[i] = pick<Max>(out[i], rowp[i]);
-      }
+      for (int64_t p = 1; p < r; ++p) fold(out, first + p * inner, w);
     }
   });
 }
