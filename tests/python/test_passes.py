@@ -92,8 +92,9 @@ def test_fuse_elementwise(build):
     elif build is gelu_tanh:  # a GELU after no GEMM: one Gelu node
         assert text.count("Gelu(") == 1 and 'approximate="tanh"' in text, text
     else:
-        # t feeds two consumers (the gate and Abs), so it is materialized: two groups.
-        assert text.count("tessera.FusedElementwise(") == 2, text
+        # t feeds two consumers (the gate and Abs), so it is materialized: two groups, and the Abs of it alone
+        # a one-instruction program (no tuned kernel of its own).
+        assert text.count("tessera.FusedElementwise(") == 3 and "Abs(" not in text, text
     assert text.count("Erf(") + text.count("Tanh(") + text.count("Sigmoid(") + text.count(" Mul(") == 0, text
     _check_vs_ort(model)
 
@@ -138,6 +139,21 @@ def test_leaky_relu_and_prelu_stream_as_programs(kind):
         xd = x.flat[:10].astype(np.float64)
         want = xd * np.tanh(np.logaddexp(0, xd))
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["Sqrt", "Abs", "Neg"])
+def test_lone_program_ops_stream(op):
+    """Sqrt, Abs and Neg alone (no tuned kernel of their own) become one-instruction programs: vectorized, the
+    same values as onnxruntime, NaN where it has NaN (Sqrt of a negative)."""
+    model = _model([helper.make_node(op, ["x"], ["y"])], [_f("x", [2, 8, 5, 7])], [_f("y", [2, 8, 5, 7])], [],
+                   opset=17)
+    text = tessera.InferenceSession(model).graph_text()
+    assert "tessera.FusedElementwise(" in text and op + "(" not in text, text
+    x = RNG.standard_normal((2, 8, 5, 7)).astype(np.float32)
+    x.flat[:5] = [-0.0, 0.0, np.inf, -np.inf, np.nan]
+    got = tessera.InferenceSession(model).run(None, {"x": x})[0]
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("op,attrs", [("Elu", {}), ("Elu", dict(alpha=0.3)), ("Selu", {}),

@@ -1,5 +1,7 @@
 #include "kernels/x86/eltwise_program.h"
 
+#include <xmmintrin.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -137,6 +139,14 @@ void ew_program_f32(const std::vector<EwInstr>& program, int64_t num_registers,
         }
         if (as_unary(ins.op, uop)) {
           K.unary(uop, a, dst, n);
+        } else if (ins.op == EwOp::sqrt) {  // sqrtps (std::sqrt of a negative went through libm for errno)
+          int64_t i = 0;
+          for (; i + 4 <= n; i += 4) _mm_storeu_ps(dst + i, _mm_sqrt_ps(_mm_loadu_ps(a + i)));
+          for (; i < n; ++i) dst[i] = _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(a[i])));
+        } else if (ins.op == EwOp::abs) {  // (these two the compiler vectorizes)
+          for (int64_t i = 0; i < n; ++i) dst[i] = std::fabs(a[i]);
+        } else if (ins.op == EwOp::neg) {
+          for (int64_t i = 0; i < n; ++i) dst[i] = -a[i];
         } else {
           for (int64_t i = 0; i < n; ++i) dst[i] = ew_apply(ins.op, a[i], 0.0f);
         }
