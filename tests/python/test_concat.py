@@ -1,12 +1,12 @@
 """Concat through a session, the tuned f32 kernel included (x86_concat_bindings.cpp): outputs large
 enough to be split between two threads, every axis position, an empty input, and a non-f32 Concat that
-stays on the reference kernel. A copy must be exact."""
+stays on the reference kernel; Tile of any element type (x86_tile_bindings.cpp). A copy must be exact."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
-from onnx import helper
+from onnx import helper, numpy_helper
 
 import tessera
 
@@ -43,3 +43,24 @@ def test_concat_matches_numpy(case, threads):
     want = np.concatenate(list(feeds.values()), axis=axis)
     assert y.dtype == want.dtype and y.shape == want.shape
     np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_, np.float16, np.uint8])
+@pytest.mark.parametrize("shape,reps", [((3, 5), (2, 3)), ((2, 1, 4, 3), (1, 3, 2, 1)), ((7,), (4,)),
+                                        ((2, 3, 4), (2, 0, 1)), ((1, 8, 1, 16), (1, 1, 4, 1)), ((4, 6), (1, 1))])
+def test_tile_matches_numpy(dtype, shape, reps):
+    """Tile on the tuned copy kernel (innermost runs copied whole, outer repeats replayed from the output) for
+    several element types, repeats of 0 and 1, ranks 1-4: exactly numpy's tile."""
+    x = (np.random.default_rng(9).standard_normal(shape) * 10).astype(dtype)
+    ttype = {np.float32: TP.FLOAT, np.int64: TP.INT64, np.bool_: TP.BOOL, np.float16: TP.FLOAT16,
+             np.uint8: TP.UINT8}[dtype]
+    node = helper.make_node("Tile", ["x", "r"], ["y"])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", ttype, list(shape))],
+                          [helper.make_tensor_value_info("y", ttype, None)],
+                          [numpy_helper.from_array(np.array(reps, np.int64), "r")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    for threads in (1, 2):
+        got = tessera.InferenceSession(m.SerializeToString(), tessera.SessionOptions(threads=threads)).run(
+            None, {"x": x})[0]
+        np.testing.assert_array_equal(got, np.tile(x, reps))

@@ -958,6 +958,8 @@ void register_x86_bindings() {
   register_x86_eltwise_bindings();  // kfast: until cpu_backend.cpp calls it
   void register_x86_concat_bindings();
   register_x86_concat_bindings();
+  void register_x86_tile_bindings();
+  register_x86_tile_bindings();
   void register_x86_pad_bindings();
   register_x86_pad_bindings();
 }
