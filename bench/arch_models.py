@@ -914,11 +914,10 @@ def detr_r50(small: bool = False) -> onnx.ModelProto:
                     helper.make_tensor_value_info("pred_boxes", TensorProto.FLOAT, [queries, 1, 4])])
 
 
-def regnety_800mf(small: bool = False) -> onnx.ModelProto:
-    g = Graph(24)
-    side = 64 if small else 224
-    # widths, depths, group width (torchvision's RegNetY-800MF: 64 / 144 / 320 / 784, 1 / 3 / 8 / 2, 16)
-    widths, depths, gw = ([16, 32, 48, 64], [1, 1, 2, 1], 8) if small else ([64, 144, 320, 784], [1, 3, 8, 2], 16)
+def _regnet(g: Graph, side: int, widths, depths, gw: int, se: bool) -> onnx.ModelProto:
+    """torchvision's RegNet: a 3x3 stride-2 stem of 32, then per stage blocks of a 1x1 conv, a grouped 3x3 of
+    `gw` channels a group (stride 2 in a stage's first block), squeeze-and-excitation on the block's input
+    width (RegNetY), a 1x1 conv, and the residual (a strided 1x1 in a stage's first block)."""
     x = g.op("Relu", [g.conv("input", 3, 32, 3, 2)])
     cin = 32
     for w, n in zip(widths, depths):
@@ -926,14 +925,21 @@ def regnety_800mf(small: bool = False) -> onnx.ModelProto:
             s = 2 if i == 0 else 1
             h = g.op("Relu", [g.conv(x, cin, w, 1)])
             h = g.op("Relu", [g.conv(h, w, w, 3, s, groups=w // gw)])
-            se = max(1, cin // 4)  # squeeze-and-excitation on the block's input width
-            z = g.op("Relu", [g.conv(g.op("GlobalAveragePool", [h]), w, se, 1)])
-            h = g.op("Mul", [h, g.op("Sigmoid", [g.conv(z, se, w, 1)])])
+            if se:
+                sq = max(1, cin // 4)
+                z = g.op("Relu", [g.conv(g.op("GlobalAveragePool", [h]), w, sq, 1)])
+                h = g.op("Mul", [h, g.op("Sigmoid", [g.conv(z, sq, w, 1)])])
             h = g.conv(h, w, w, 1)
             sc = g.conv(x, cin, w, 1, s) if i == 0 else x
             x = g.op("Relu", [g.op("Add", [h, sc])])
             cin = w
     return g.classifier(x, cin, side)
+
+
+def regnety_800mf(small: bool = False) -> onnx.ModelProto:
+    # widths, depths, group width (torchvision's RegNetY-800MF: 64 / 144 / 320 / 784, 1 / 3 / 8 / 2, 16)
+    widths, depths, gw = ([16, 32, 48, 64], [1, 1, 2, 1], 8) if small else ([64, 144, 320, 784], [1, 3, 8, 2], 16)
+    return _regnet(Graph(24), 64 if small else 224, widths, depths, gw, se=True)
 
 
 def conformer(small: bool = False) -> onnx.ModelProto:
@@ -1261,22 +1267,9 @@ def efficientnet_v2_s(small: bool = False) -> onnx.ModelProto:
 
 
 def regnetx_400mf(small: bool = False) -> onnx.ModelProto:
-    g = Graph(34)
-    side = 64 if small else 224
     # torchvision's RegNetX-400MF: widths 32 / 64 / 160 / 400, depths 1 / 2 / 7 / 12, groups of 16, no SE
     widths, depths, gw = ([16, 32, 48, 64], [1, 1, 2, 2], 16) if small else ([32, 64, 160, 400], [1, 2, 7, 12], 16)
-    x = g.op("Relu", [g.conv("input", 3, 32, 3, 2)])
-    cin = 32
-    for w, n in zip(widths, depths):
-        for i in range(n):
-            s = 2 if i == 0 else 1
-            h = g.op("Relu", [g.conv(x, cin, w, 1)])
-            h = g.op("Relu", [g.conv(h, w, w, 3, s, groups=w // gw)])
-            h = g.conv(h, w, w, 1)
-            sc = g.conv(x, cin, w, 1, s) if i == 0 else x
-            x = g.op("Relu", [g.op("Add", [h, sc])])
-            cin = w
-    return g.classifier(x, cin, side)
+    return _regnet(Graph(34), 64 if small else 224, widths, depths, gw, se=False)
 
 
 def mlp_mixer(small: bool = False) -> onnx.ModelProto:

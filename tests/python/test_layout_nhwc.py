@@ -185,6 +185,24 @@ def test_winograd_tile_size_follows_the_map(side, variant, tmp_path):
         assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
 
 
+def _check_one_winograd(g, variant, x_shape):
+    """The graph's one 3x3 conv runs as Winograd `variant` ("winograd=m", or None: direct), and its output
+    matches onnxruntime's at one and two threads."""
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    b = m.SerializeToString()
+    ir = tessera.InferenceSession(b).graph_text()
+    assert ir.count("winograd=") == (1 if variant else 0), ir
+    if variant:
+        assert variant in ir, ir
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})[0]
+        assert got.shape == want.shape
+        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
+
+
 @pytest.mark.parametrize("side,dilation,variant", [(28, 2, "winograd=4"), (16, 2, "winograd=2"), (28, 4, "winograd=2"),
                                                    (28, 12, None)])
 def test_dilated_winograd(side, dilation, variant):
@@ -198,19 +216,7 @@ def test_dilated_winograd(side, dilation, variant):
              helper.make_node("Relu", ["c0"], ["y"])]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, side, side])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    b = m.SerializeToString()
-    ir = tessera.InferenceSession(b).graph_text()
-    assert ir.count("winograd=") == (1 if variant else 0), ir
-    if variant:
-        assert variant in ir, ir
-    x = RNG.standard_normal((1, 8, side, side)).astype(np.float32)
-    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    for threads in (1, 2):
-        got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})[0]
-        assert got.shape == want.shape
-        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
+    _check_one_winograd(g, variant, (1, 8, side, side))
 
 
 @pytest.mark.parametrize("side,cg,variant", [(28, 16, "winograd=4"), (7, 16, "winograd=4"), (3, 8, "winograd=4"),
@@ -226,19 +232,7 @@ def test_grouped_winograd(side, cg, variant, tmp_path):
              helper.make_node("Conv", ["r0", "w1", "b1"], ["y"], pads=[1, 1, 1, 1], group=groups)]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, side, side])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    b = m.SerializeToString()
-    ir = tessera.InferenceSession(b).graph_text()
-    assert ir.count("winograd=") == (1 if variant else 0), ir
-    if variant:
-        assert variant in ir, ir
-    x = RNG.standard_normal((2, 8, side, side)).astype(np.float32)
-    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    for threads in (1, 2):
-        got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})[0]
-        assert got.shape == want.shape
-        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
+    _check_one_winograd(g, variant, (2, 8, side, side))
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -340,14 +340,10 @@ void binary_kernel(tessera::kernels::x86::BinaryOp op, const float* a, int64_t s
   }
 }
 
-// Softmax per row: max, exp(x - max) with the sum, then scale by 1 / sum. A NaN
-// or +inf in a row makes the sum NaN, so the whole row is NaN (as the reference).
-// R rows at once, so the reductions and the division between passes overlap across rows.
-// The exponentials flush results below FLT_MIN to zero (exp_ftz): the -inf a tail is filled with made
-// denormals, each a microcode assist — 197-float rows cost as much as 400-float ones (Xeon: 0.77 ns an
-// element against 0.38 at 192; flushed, 0.41; by four rows, another 6%).
+// The first pass of softmax and log-softmax: the max of each of R rows, as a float and broadcast.
 template <class O, int R>
-inline void softmax_row_group(const float* x, float* y, int64_t len, int64_t ld) {
+inline __attribute__((always_inline)) void rows_max(const float* x, int64_t len, int64_t ld, float* mxs,
+                                                    typename O::V* mx) {
   using V = typename O::V;
   const float ninf = -__builtin_inff();
   V m[R];
@@ -360,10 +356,26 @@ inline void softmax_row_group(const float* x, float* y, int64_t len, int64_t ld)
   if (i < len)
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) m[r] = O::max(m[r], O::loadn(x + r * ld + i, len - i, ninf));
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) mxs[r] = O::hmax(m[r]), mx[r] = O::set1(mxs[r]);
+}
+
+// Softmax per row: max, exp(x - max) with the sum, then scale by 1 / sum. A NaN
+// or +inf in a row makes the sum NaN, so the whole row is NaN (as the reference).
+// R rows at once, so the reductions and the division between passes overlap across rows.
+// The exponentials flush results below FLT_MIN to zero (exp_ftz): the -inf a tail is filled with made
+// denormals, each a microcode assist — 197-float rows cost as much as 400-float ones (Xeon: 0.77 ns an
+// element against 0.38 at 192; flushed, 0.41; by four rows, another 6%).
+template <class O, int R>
+inline void softmax_row_group(const float* x, float* y, int64_t len, int64_t ld) {
+  using V = typename O::V;
+  const float ninf = -__builtin_inff();
   float mxs[R];
   V mx[R], s[R];
+  rows_max<O, R>(x, len, ld, mxs, mx);
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) mxs[r] = O::hmax(m[r]), mx[r] = O::set1(mxs[r]), s[r] = O::set1(0.0f);
+  for (int r = 0; r < R; ++r) s[r] = O::set1(0.0f);
+  int64_t i = 0;
   for (i = 0; i + O::W <= len; i += O::W)
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
@@ -402,20 +414,12 @@ template <class O, int R>
 inline void log_softmax_row_group(const float* x, float* y, int64_t len, int64_t ld) {
   using V = typename O::V;
   const float ninf = -__builtin_inff();
-  V m[R];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) m[r] = O::set1(ninf);
-  int64_t i = 0;
-  for (; i + O::W <= len; i += O::W)
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) m[r] = O::max(m[r], O::load(x + r * ld + i));
-  if (i < len)
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) m[r] = O::max(m[r], O::loadn(x + r * ld + i, len - i, ninf));
   float mxs[R];
   V mx[R], s[R];
+  rows_max<O, R>(x, len, ld, mxs, mx);
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) mxs[r] = O::hmax(m[r]), mx[r] = O::set1(mxs[r]), s[r] = O::set1(0.0f);
+  for (int r = 0; r < R; ++r) s[r] = O::set1(0.0f);
+  int64_t i = 0;
   for (i = 0; i + O::W <= len; i += O::W)
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) s[r] = O::add(s[r], Math<O>::exp_ftz(O::sub(O::load(x + r * ld + i), mx[r])));
