@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -94,6 +95,18 @@ inline float ew_apply(EwOp op, float a, float b) {
       const float s = 1.0f / (1.0f + std::exp(-a));
       return a * s;
     }
+    case EwOp::max:
+      return a != a || b != b ? std::numeric_limits<float>::quiet_NaN() : a < b ? b : a;
+    case EwOp::min:
+      return a != a || b != b ? std::numeric_limits<float>::quiet_NaN() : b < a ? b : a;
+    case EwOp::floor:
+      return std::floor(a);
+    case EwOp::ceil:
+      return std::ceil(a);
+    case EwOp::round:
+      return std::nearbyint(a);
+    case EwOp::reciprocal:
+      return 1.0f / a;
   }
   return 0;
 }

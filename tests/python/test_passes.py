@@ -141,19 +141,60 @@ def test_leaky_relu_and_prelu_stream_as_programs(kind):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("op", ["Sqrt", "Abs", "Neg"])
-def test_lone_program_ops_stream(op):
-    """Sqrt, Abs and Neg alone (no tuned kernel of their own) become one-instruction programs: vectorized, the
-    same values as onnxruntime, NaN where it has NaN (Sqrt of a negative)."""
-    model = _model([helper.make_node(op, ["x"], ["y"])], [_f("x", [2, 8, 5, 7])], [_f("y", [2, 8, 5, 7])], [],
+_LONE = {"Sqrt": np.sqrt, "Abs": np.abs, "Neg": np.negative, "Floor": np.floor, "Ceil": np.ceil,
+         "Round": np.round, "Reciprocal": lambda x: np.float32(1) / x, "Max": np.maximum, "Min": np.minimum}
+
+
+@pytest.mark.parametrize("op", list(_LONE))
+@pytest.mark.parametrize("bcast", [False, True])
+def test_lone_program_ops_stream(op, bcast):
+    """Sqrt, Abs, Neg, Floor, Ceil, Round, Reciprocal and two-input Max / Min alone (no tuned kernel of their own)
+    become one-instruction programs: vectorized, numpy's values bit for bit — NaN propagated (Max / Min too),
+    signed zeros, infinities, Round's halves to even, Max / Min against a broadcast scalar or row."""
+    binary = op in ("Max", "Min")
+    if bcast and not binary:
+        pytest.skip("unary")
+    shape, bshape = [2, 8, 5, 7], ([1] if bcast else [2, 8, 5, 7])
+    ins = [_f("x", shape)] + ([_f("b", bshape)] if binary else [])
+    model = _model([helper.make_node(op, ["x", "b"] if binary else ["x"], ["y"])], ins, [_f("y", shape)], [],
                    opset=17)
     text = tessera.InferenceSession(model).graph_text()
-    assert "tessera.FusedElementwise(" in text and op + "(" not in text, text
-    x = RNG.standard_normal((2, 8, 5, 7)).astype(np.float32)
-    x.flat[:5] = [-0.0, 0.0, np.inf, -np.inf, np.nan]
-    got = tessera.InferenceSession(model).run(None, {"x": x})[0]
-    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    np.testing.assert_array_equal(got, want)
+    assert "tessera.FusedElementwise(" in text and " " + op + "(" not in text, text
+    x = (RNG.standard_normal(shape) * 3).astype(np.float32)
+    x.flat[:9] = [-0.0, 0.0, np.inf, -np.inf, np.nan, 2.5, -2.5, 0.5, 1.5]
+    feeds = {"x": x}
+    if binary:
+        b = (RNG.standard_normal(bshape) * 3).astype(np.float32)
+        if not bcast:
+            b.flat[:12] = [0.0, -0.0, 1.0, np.inf, 3.0, np.nan, -2.5, 0.5, 1.5, np.nan, 0.0, -0.0]
+        feeds["b"] = b
+    with np.errstate(all="ignore"):
+        want = _LONE[op](*feeds.values()).astype(np.float32)
+    for threads in (1, 2):
+        got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
+        np.testing.assert_array_equal(got, want)
+        if op not in ("Max", "Min"):  # (signed zeros: numpy's maximum of 0 and -0 is either)
+            assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all()
+
+
+def test_rounding_and_extremes_join_programs():
+    """Max / Min / Floor / Round join a chain's program (ReLU6 written as Min(Max(x, 0), 6), a quantize-like
+    Round(x / s) * s): one FusedElementwise, numpy's values; the Reciprocal of the per-channel scale, which the
+    chain broadcasts, is a program of its own (not recomputed per element)."""
+    nodes = [helper.make_node("Mul", ["x", "two"], ["a"]), helper.make_node("Max", ["a", "zero"], ["m"]),
+             helper.make_node("Min", ["m", "six"], ["c"]), helper.make_node("Reciprocal", ["s"], ["rs"]),
+             helper.make_node("Mul", ["c", "rs"], ["q"]), helper.make_node("Round", ["q"], ["r"]),
+             helper.make_node("Floor", ["r"], ["f"]), helper.make_node("Mul", ["f", "s"], ["y"])]
+    inits = [_c("two", 2.0), _c("zero", 0.0), _c("six", 6.0)]
+    model = _model(nodes, [_f("x", [4, 6, 9]), _f("s", [9])], [_f("y", [4, 6, 9])], inits, opset=17)
+    text = tessera.InferenceSession(model).graph_text()
+    assert text.count("tessera.FusedElementwise(") == 2 and "Max(" not in text and "Round(" not in text, text
+    assert "tessera.FusedElementwise(%s)" in text, text
+    x = (RNG.standard_normal((4, 6, 9)) * 4).astype(np.float32)
+    sc = RNG.uniform(0.1, 0.5, 9).astype(np.float32)
+    want = np.floor(np.round(np.minimum(np.maximum(x * np.float32(2), 0), 6) * (np.float32(1) / sc))) * sc
+    got = tessera.InferenceSession(model).run(None, {"x": x, "s": sc})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("op,attrs", [("Elu", {}), ("Elu", dict(alpha=0.3)), ("Selu", {}),

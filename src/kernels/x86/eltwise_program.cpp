@@ -1,6 +1,6 @@
 #include "kernels/x86/eltwise_program.h"
 
-#include <xmmintrin.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -60,6 +60,45 @@ bool as_unary(EwOp op, UnaryOp& u) {
   }
 }
 
+// Max / min of two runs, NaN-propagating (the reference's): the portable loop (SSE2 compares and masks), or
+// AVX2's where the CPU has it.
+__attribute__((target("avx2"))) void minmax_avx2(bool is_max, const float* a, const float* b, float* y,
+                                                 int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(a + i), z = _mm256_loadu_ps(b + i);
+    const __m256 nan = _mm256_cmp_ps(x, z, _CMP_UNORD_Q);  // either is NaN
+    // a < b ? b : a (max), b < a ? b : a (min): ties keep a, as the reference
+    const __m256 take_b = is_max ? _mm256_cmp_ps(x, z, _CMP_LT_OQ) : _mm256_cmp_ps(z, x, _CMP_LT_OQ);
+    const __m256 r = _mm256_blendv_ps(x, z, take_b);
+    _mm256_storeu_ps(y + i, _mm256_blendv_ps(r, _mm256_set1_ps(__builtin_nanf("")), nan));
+  }
+  for (; i < n; ++i) y[i] = ew_apply(is_max ? EwOp::max : EwOp::min, a[i], b[i]);
+}
+
+void minmax(bool is_max, const float* a, const float* b, float* y, int64_t n, bool avx2) {
+  if (avx2) return minmax_avx2(is_max, a, b, y, n);
+  for (int64_t i = 0; i < n; ++i) y[i] = ew_apply(is_max ? EwOp::max : EwOp::min, a[i], b[i]);
+}
+
+// Floor, Ceil, Round (half to even): vroundps on AVX2, the libm calls elsewhere.
+__attribute__((target("avx2"))) void round_avx2(EwOp op, const float* a, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(a + i);
+    _mm256_storeu_ps(y + i, op == EwOp::floor ? _mm256_round_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+                            : op == EwOp::ceil
+                                ? _mm256_round_ps(x, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC)
+                                : _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  for (; i < n; ++i) y[i] = ew_apply(op, a[i], 0.0f);
+}
+
+void round_to(EwOp op, const float* a, float* y, int64_t n, bool avx2) {
+  if (avx2) return round_avx2(op, a, y, n);
+  for (int64_t i = 0; i < n; ++i) y[i] = ew_apply(op, a[i], 0.0f);
+}
+
 }  // namespace
 
 void ew_program_f32(const std::vector<EwInstr>& program, int64_t num_registers,
@@ -67,6 +106,7 @@ void ew_program_f32(const std::vector<EwInstr>& program, int64_t num_registers,
                     ThreadPool* pool) {
   if (outer <= 0 || inner <= 0) return;
   const EltwiseKernels& K = eltwise_kernels(eltwise_isa());
+  const bool avx2 = eltwise_isa() != EltIsa::portable;
   const int64_t n_in = int64_t(inputs.size());
   // A block is a run of up to kBlock floats of one row, or whole rows when rows are shorter (channels-last
   // maps scaled per channel: rows of 32-96 floats, one row a block ran at half speed): a row operand is
@@ -82,9 +122,10 @@ void ew_program_f32(const std::vector<EwInstr>& program, int64_t num_registers,
     thread_local AlignedScratch regs;
     // registers, the broadcast scratch, then (whole rows) a spread block per input
     const size_t spread = rows > 1 ? size_t(n_in) : 0;
-    float* const reg0 = regs.get((size_t(num_registers + 1) + spread) * size_t(span));
+    float* const reg0 = regs.get((size_t(num_registers + 2) + spread) * size_t(span));
     float* tmp = reg0 + size_t(num_registers) * size_t(span);
-    float* spread0 = tmp + span;
+    float* tmp2 = tmp + span;
+    float* spread0 = tmp2 + span;
     if (rows > 1)  // row operands repeated over a block once per task
       for (int64_t k = 0; k < n_in; ++k)
         if (inputs[size_t(k)].kind == Bcast::row)
@@ -137,6 +178,15 @@ void ew_program_f32(const std::vector<EwInstr>& program, int64_t num_registers,
           std::fill(tmp, tmp + n, *a);
           a = tmp;
         }
+        if (ew_arity(ins.op) == 2) {  // Max, Min: a broadcast b spread over the block first
+          const float* b = operand(ins.b, sb);
+          if (sb == 0) {
+            std::fill(tmp2, tmp2 + n, *b);
+            b = tmp2;
+          }
+          minmax(ins.op == EwOp::max, a, b, dst, n, avx2);
+          continue;
+        }
         if (as_unary(ins.op, uop)) {
           K.unary(uop, a, dst, n);
         } else if (ins.op == EwOp::sqrt) {  // sqrtps (std::sqrt of a negative went through libm for errno)
@@ -147,6 +197,10 @@ void ew_program_f32(const std::vector<EwInstr>& program, int64_t num_registers,
           for (int64_t i = 0; i < n; ++i) dst[i] = std::fabs(a[i]);
         } else if (ins.op == EwOp::neg) {
           for (int64_t i = 0; i < n; ++i) dst[i] = -a[i];
+        } else if (ins.op == EwOp::reciprocal) {
+          for (int64_t i = 0; i < n; ++i) dst[i] = 1.0f / a[i];
+        } else if (ins.op == EwOp::floor || ins.op == EwOp::ceil || ins.op == EwOp::round) {
+          round_to(ins.op, a, dst, n, avx2);
         } else {
           for (int64_t i = 0; i < n; ++i) dst[i] = ew_apply(ins.op, a[i], 0.0f);
         }
