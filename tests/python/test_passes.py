@@ -804,3 +804,20 @@ def test_elementwise_group_with_inputs_no_single_view_fits(b_shape, m_shape, thr
     want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
     assert got.shape == want.shape and rel_err(got, want) <= 1e-6
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("keepdims,last", [(1, 0), (0, 0), (1, 1)])
+def test_arg_extreme_last_axis_matches_onnxruntime(op, keepdims, last):
+    """ArgMax / ArgMin over the last axis (a greedy decoder's token choice) on the tuned kernel: ties among
+    small integers (first or, with select_last_index, last), rows of a vocabulary's length; onnxruntime's
+    indices at one and two threads."""
+    x = RNG.integers(-20, 20, (3, 5, 5003)).astype(np.float32)
+    model = _model([helper.make_node(op, ["x"], ["y"], axis=-1, keepdims=keepdims, select_last_index=last)],
+                   [_f("x", [3, 5, 5003])],
+                   [helper.make_tensor_value_info("y", TensorProto.INT64, [3, 5, 1] if keepdims else [3, 5])], [],
+                   opset=13)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, {"x": x})[0]
+        np.testing.assert_array_equal(got, want)

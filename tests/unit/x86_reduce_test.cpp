@@ -139,3 +139,44 @@ TEST(X86Reduce, CumSumMatchesDoubleScan) {
           }
       }
 }
+
+// ArgMax / ArgMin along rows against the reference's rule (the first NaN; else the first, or with `last` the
+// last, extreme), on the portable and AVX2 paths: rows shorter and longer than the 32-float vector loop,
+// ties (small integers), a NaN early or late, all-equal rows, one and two threads.
+TEST(X86Reduce, ArgExtremeMatchesTheReferenceRule) {
+  ThreadPool pool(2);
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> small(-4, 4);
+  for (EltIsa isa : {EltIsa::portable, EltIsa::avx2}) {
+    if (!eltwise_isa_available(isa)) continue;
+    force_eltwise_isa(isa);
+    for (const int64_t len :
+         {int64_t(1), int64_t(7), int64_t(31), int64_t(32), int64_t(33), int64_t(100), int64_t(4099)})
+      for (const bool max : {true, false})
+        for (const bool last : {false, true}) {
+          const int64_t rows = 6;
+          std::vector<float> x(size_t(rows * len));
+          for (auto& v : x) v = float(small(rng));
+          x[size_t(1 * len + len / 3)] = std::nanf("");               // row 1: a NaN
+          if (len > 1) x[size_t(2 * len + len - 1)] = std::nanf("");  // row 2: a NaN at the end
+          std::fill(x.begin() + 3 * len, x.begin() + 4 * len, 2.0f);  // row 3: all equal
+          std::vector<int64_t> y(size_t(rows), -1);
+          arg_extreme_f32(max, x.data(), rows, len, last, y.data(), len > 1000 ? &pool : nullptr);
+          for (int64_t r = 0; r < rows; ++r) {
+            const float* p = x.data() + r * len;
+            int64_t best = 0;
+            for (int64_t k = 1; k < len; ++k) {
+              const float v = p[k], b = p[best];
+              const bool better = std::isnan(b)   ? false
+                                  : std::isnan(v) ? true
+                                  : max           ? (last ? v >= b : v > b)
+                                                  : (last ? v <= b : v < b);
+              if (better) best = k;
+            }
+            EXPECT_EQ(y[size_t(r)], best)
+                << "len " << len << " row " << r << " max " << max << " last " << last;
+          }
+        }
+    force_eltwise_isa(isa, true);
+  }
+}

@@ -895,6 +895,33 @@ void grid_sample_x86(KernelContext& ctx) {
   kernels::x86::grid_sample_f32(p, x.data<float>(), g.data<float>(), y.data<float>(), ctx.pool());
 }
 
+// ArgMax / ArgMin of f32 along the last axis (a decoder's token choice over its vocabulary), or any axis of
+// a tensor whose later axes are all 1 (kernels/x86/reduce.h); other axes and types go to the reference.
+void arg_extreme_x86(KernelContext& ctx, bool max) {
+  const Tensor& x0 = ctx.required_input(0);
+  const int64_t rank = x0.rank();
+  int64_t axis = ctx.attr_int("axis", 0);
+  if (x0.dtype() != DType::f32 || rank < 1 || axis < -rank || axis >= rank) return run_ref(ctx, "");
+  if (axis < 0) axis += rank;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d < axis)
+      outer *= x0.dim(d);
+    else if (d > axis)
+      inner *= x0.dim(d);
+  if (inner != 1 || x0.dim(axis) == 0) return run_ref(ctx, "");
+  Shape ys;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      ys.push_back(x0.dim(d));
+    else if (ctx.attr_int("keepdims", 1) != 0)
+      ys.push_back(1);
+  const Tensor x = x0.contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::i64, ys);
+  kernels::x86::arg_extreme_f32(max, x.data<float>(), outer, x.dim(axis),
+                                ctx.attr_int("select_last_index", 0) != 0, y.data<int64_t>(), ctx.pool());
+}
+
 // CumSum of f32 along one axis (kernels/x86/reduce.h); other types and bad axes go to the reference (which
 // reports them).
 void cumsum_x86(KernelContext& ctx) {
@@ -946,6 +973,8 @@ void register_x86_bindings() {
   add_tuned_kernel("", "GlobalMaxPool", {}, [](KernelContext& c) { global_pool_x86(c, ReduceKind::max); });
   add_tuned_kernel("", "ReduceSum", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::sum); });
   add_tuned_kernel("", "CumSum", {}, cumsum_x86);
+  add_tuned_kernel("", "ArgMax", {}, [](KernelContext& c) { arg_extreme_x86(c, true); });
+  add_tuned_kernel("", "ArgMin", {}, [](KernelContext& c) { arg_extreme_x86(c, false); });
   add_tuned_kernel("", "GridSample", claims_grid_sample, grid_sample_x86);
   add_tuned_kernel("", "ReduceMean", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::mean); });
   add_tuned_kernel("", "ReduceSumSquare", {},

@@ -215,6 +215,33 @@ void scan_block(const float* x, float* y, int64_t lanes, int64_t ls, int64_t len
 
 }  // namespace
 
+void arg_extreme_f32(bool max, const float* x, int64_t rows, int64_t len, bool last, int64_t* y,
+                     ThreadPool* pool) {
+  const bool avx2 = eltwise_isa() != EltIsa::portable;
+  auto extreme_of = [&](const float* p) {
+    return max ? (avx2 ? row_extreme_avx2<true>(p, len) : row_extreme_base<true>(p, len))
+               : (avx2 ? row_extreme_avx2<false>(p, len) : row_extreme_base<false>(p, len));
+  };
+  const bool parallel = double(rows) * double(len) >= double(1 << 16);
+  const int64_t grain = std::max<int64_t>(1, (int64_t(64) << 10) / std::max<int64_t>(1, len));
+  parallel_for(parallel ? pool : nullptr, rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* p = x + r * len;
+      const float m = extreme_of(p);
+      int64_t at = 0;
+      if (m != m) {  // the first NaN wins, whatever `last` says (as the reference)
+        while (at < len && p[at] == p[at]) ++at;
+      } else if (last) {
+        at = len - 1;
+        while (at > 0 && p[at] != m) --at;
+      } else {
+        while (at < len - 1 && p[at] != m) ++at;
+      }
+      y[r] = at;
+    }
+  });
+}
+
 void cumsum_f32(const float* x, int64_t outer, int64_t len, int64_t inner, bool exclusive, bool reverse,
                 float* y, ThreadPool* pool) {
   if (outer <= 0 || len <= 0 || inner <= 0) return;

@@ -15,6 +15,13 @@ enum class ReduceKind : uint8_t { sum, mean, sum_square, l1, l2, max, min };  //
 void reduce_f32(ReduceKind kind, const float* x, int64_t outer, int64_t r, int64_t inner, float* y,
                 ThreadPool* pool = nullptr);
 
+// ArgMax / ArgMin of each of `rows` contiguous rows of len floats (the last axis): the index of the first
+// NaN if the row has one, else of the first (`last`: the last) maximum (minimum), as the reference. The
+// extreme first (AVX2 where the CPU has it), then the index of its first (last) occurrence: a greedy
+// decoder's ArgMax over a 50k-word vocabulary reads its row twice, the second time from L2.
+void arg_extreme_f32(bool max, const float* x, int64_t rows, int64_t len, bool last, int64_t* y,
+                     ThreadPool* pool = nullptr);
+
 // CumSum of x viewed as [outer, len, inner] along len (exclusive: each sum leaves its own element out;
 // reverse: from the end), in double as the reference: rows of inner values stream through a block of
 // running sums; along the last axis (inner 1), four rows' chains at once.
