@@ -895,30 +895,39 @@ void grid_sample_x86(KernelContext& ctx) {
   kernels::x86::grid_sample_f32(p, x.data<float>(), g.data<float>(), y.data<float>(), ctx.pool());
 }
 
+// x viewed as [outer, len, inner] around `axis` (negative counts from the end), or nullopt for an axis out
+// of range.
+struct AxisView {
+  int64_t axis, outer, len, inner;
+};
+std::optional<AxisView> axis_view(const Tensor& x, int64_t axis) {
+  const int64_t rank = x.rank();
+  if (rank < 1 || axis < -rank || axis >= rank) return std::nullopt;
+  if (axis < 0) axis += rank;
+  AxisView v{axis, 1, x.dim(axis), 1};
+  for (int64_t d = 0; d < rank; ++d)
+    if (d < axis)
+      v.outer *= x.dim(d);
+    else if (d > axis)
+      v.inner *= x.dim(d);
+  return v;
+}
+
 // ArgMax / ArgMin of f32 along the last axis (a decoder's token choice over its vocabulary), or any axis of
 // a tensor whose later axes are all 1 (kernels/x86/reduce.h); other axes and types go to the reference.
 void arg_extreme_x86(KernelContext& ctx, bool max) {
   const Tensor& x0 = ctx.required_input(0);
-  const int64_t rank = x0.rank();
-  int64_t axis = ctx.attr_int("axis", 0);
-  if (x0.dtype() != DType::f32 || rank < 1 || axis < -rank || axis >= rank) return run_ref(ctx, "");
-  if (axis < 0) axis += rank;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d < axis)
-      outer *= x0.dim(d);
-    else if (d > axis)
-      inner *= x0.dim(d);
-  if (inner != 1 || x0.dim(axis) == 0) return run_ref(ctx, "");
+  const auto v = axis_view(x0, ctx.attr_int("axis", 0));
+  if (x0.dtype() != DType::f32 || !v || v->inner != 1 || v->len == 0) return run_ref(ctx, "");
   Shape ys;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != axis)
+  for (int64_t d = 0; d < x0.rank(); ++d)
+    if (d != v->axis)
       ys.push_back(x0.dim(d));
     else if (ctx.attr_int("keepdims", 1) != 0)
       ys.push_back(1);
   const Tensor x = x0.contiguous();
   Tensor& y = ctx.output_for_overwrite(0, DType::i64, ys);
-  kernels::x86::arg_extreme_f32(max, x.data<float>(), outer, x.dim(axis),
+  kernels::x86::arg_extreme_f32(max, x.data<float>(), v->outer, v->len,
                                 ctx.attr_int("select_last_index", 0) != 0, y.data<int64_t>(), ctx.pool());
 }
 
@@ -927,22 +936,14 @@ void arg_extreme_x86(KernelContext& ctx, bool max) {
 void cumsum_x86(KernelContext& ctx) {
   const Tensor& x0 = ctx.required_input(0);
   const Tensor* at = ctx.input(1);
-  if (x0.dtype() != DType::f32 || x0.rank() < 1 || !at ||
-      (at->dtype() != DType::i64 && at->dtype() != DType::i32) || at->numel() != 1)
+  if (x0.dtype() != DType::f32 || !at || (at->dtype() != DType::i64 && at->dtype() != DType::i32) ||
+      at->numel() != 1)
     return run_ref(ctx, "");
-  const int64_t rank = x0.rank();
-  int64_t axis = at->at_int(0);
-  if (axis < -rank || axis >= rank) return run_ref(ctx, "");
-  if (axis < 0) axis += rank;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d < axis)
-      outer *= x0.dim(d);
-    else if (d > axis)
-      inner *= x0.dim(d);
+  const auto v = axis_view(x0, at->at_int(0));
+  if (!v) return run_ref(ctx, "");
   const Tensor x = x0.contiguous();
   Tensor& y = ctx.output_for_overwrite(0, DType::f32, x.shape());
-  kernels::x86::cumsum_f32(x.data<float>(), outer, x.dim(axis), inner, ctx.attr_int("exclusive", 0) != 0,
+  kernels::x86::cumsum_f32(x.data<float>(), v->outer, v->len, v->inner, ctx.attr_int("exclusive", 0) != 0,
                            ctx.attr_int("reverse", 0) != 0, y.data<float>(), ctx.pool());
 }
 
