@@ -821,3 +821,33 @@ def test_arg_extreme_last_axis_matches_onnxruntime(op, keepdims, last):
     for threads in (1, 2):
         got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, {"x": x})[0]
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("qtype", [TensorProto.UINT8, TensorProto.INT8])
+@pytest.mark.parametrize("with_zp", [True, False])
+@pytest.mark.parametrize("n", [7, 64, 1003, 70001])
+def test_quantize_dequantize_per_tensor_match_onnxruntime(qtype, with_zp, n):
+    """QuantizeLinear and DequantizeLinear with one scale (a QDQ model's activations) on the tuned kernels:
+    ties to even, clamping, infinities, lengths with and without a vector tail, two threads past the grain;
+    onnxruntime's bytes and floats exactly — but a NaN, which quantizes to the zero point (the reference's
+    round(NaN) = 0, plus the zero point; onnxruntime's gives 0)."""
+    np_q = np.uint8 if qtype == TensorProto.UINT8 else np.int8
+    scale = np.float32(0.05)
+    x = (RNG.standard_normal(n) * 4).astype(np.float32)
+    x[:8] = [0.025, 0.075, -0.025, 1e9, -1e9, np.inf, -np.inf, np.nan][: min(8, n)] if n >= 8 else x[:8]
+    zp = [numpy_helper.from_array(np.array(3 if qtype == TensorProto.UINT8 else -5, np_q), "z")] if with_zp else []
+    zin = ["z"] if with_zp else []
+    if not with_zp and qtype == TensorProto.INT8:
+        pytest.skip("without a zero point QuantizeLinear makes uint8")
+    q = _model([helper.make_node("QuantizeLinear", ["x", "s"] + zin, ["y"])], [_f("x", [n])],
+               [helper.make_tensor_value_info("y", qtype, [n])], [_c("s", scale)] + zp, opset=13)
+    d = _model([helper.make_node("DequantizeLinear", ["x", "s"] + zin, ["y"])],
+               [helper.make_tensor_value_info("x", qtype, [n])], [_f("y", [n])], [_c("s", scale)] + zp, opset=13)
+    xq = np.random.default_rng(n).integers(np.iinfo(np_q).min, np.iinfo(np_q).max + 1, n).astype(np_q)
+    for model, feed in ((q, x), (d, xq)):
+        want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": feed})[0]
+        if model is q:
+            want[np.isnan(x)] = 3 if with_zp and qtype == TensorProto.UINT8 else -5 if with_zp else 0
+        for threads in (1, 2):
+            got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, {"x": feed})[0]
+            np.testing.assert_array_equal(got, want)

@@ -20,6 +20,7 @@
 #include "kernels/x86/grid_sample.h"
 #include "kernels/x86/pool_indices.h"
 #include "kernels/x86/pool_separable.h"
+#include "kernels/x86/quantize.h"
 #include "kernels/x86/reduce.h"
 #include "kernels/x86/resize.h"
 #include "kernels/x86/rnn.h"
@@ -931,6 +932,41 @@ void arg_extreme_x86(KernelContext& ctx, bool max) {
                                 ctx.attr_int("select_last_index", 0) != 0, y.data<int64_t>(), ctx.pool());
 }
 
+// QuantizeLinear / DequantizeLinear between f32 and u8 / i8 with one scale and zero point (a QDQ model's
+// activations; kernels/x86/quantize.h). Per-axis and blocked parameters, other types, `precision` and
+// `output_dtype` go to the reference.
+void quantize_linear_x86(KernelContext& ctx, bool quantize) {
+  const Tensor& x0 = ctx.required_input(0);
+  const Tensor& s = ctx.required_input(1);
+  const Tensor* zp = ctx.input(2);
+  const DType q = zp ? zp->dtype() : (quantize ? DType::u8 : x0.dtype());
+  const bool ok =
+      (quantize ? x0.dtype() == DType::f32 : (x0.dtype() == DType::u8 || x0.dtype() == DType::i8)) &&
+      (q == DType::u8 || q == DType::i8) && (quantize || q == x0.dtype()) && s.dtype() == DType::f32 &&
+      s.numel() == 1 && (!zp || zp->numel() == 1) && ctx.attr_int("output_dtype", 0) == 0 &&
+      ctx.attr_int("precision", 0) == 0;
+  if (!ok) return run_ref(ctx, "");
+  const float scale = s.contiguous().data<float>()[0];
+  const int32_t z = !zp              ? 0
+                    : q == DType::u8 ? int32_t(zp->contiguous().data<uint8_t>()[0])
+                                     : int32_t(zp->contiguous().data<int8_t>()[0]);
+  const Tensor x = x0.contiguous();
+  const int64_t n = x.numel();
+  if (quantize) {
+    Tensor& y = ctx.output_for_overwrite(0, q, x.shape());
+    if (q == DType::u8)
+      kernels::x86::quantize_u8_f32(x.data<float>(), n, scale, z, y.data<uint8_t>(), ctx.pool());
+    else
+      kernels::x86::quantize_i8_f32(x.data<float>(), n, scale, z, y.data<int8_t>(), ctx.pool());
+  } else {
+    Tensor& y = ctx.output_for_overwrite(0, DType::f32, x.shape());
+    if (q == DType::u8)
+      kernels::x86::dequantize_u8_f32(x.data<uint8_t>(), n, scale, z, y.data<float>(), ctx.pool());
+    else
+      kernels::x86::dequantize_i8_f32(x.data<int8_t>(), n, scale, z, y.data<float>(), ctx.pool());
+  }
+}
+
 // CumSum of f32 along one axis (kernels/x86/reduce.h); other types and bad axes go to the reference (which
 // reports them).
 void cumsum_x86(KernelContext& ctx) {
@@ -974,6 +1010,8 @@ void register_x86_bindings() {
   add_tuned_kernel("", "GlobalMaxPool", {}, [](KernelContext& c) { global_pool_x86(c, ReduceKind::max); });
   add_tuned_kernel("", "ReduceSum", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::sum); });
   add_tuned_kernel("", "CumSum", {}, cumsum_x86);
+  add_tuned_kernel("", "QuantizeLinear", {}, [](KernelContext& c) { quantize_linear_x86(c, true); });
+  add_tuned_kernel("", "DequantizeLinear", {}, [](KernelContext& c) { quantize_linear_x86(c, false); });
   add_tuned_kernel("", "ArgMax", {}, [](KernelContext& c) { arg_extreme_x86(c, true); });
   add_tuned_kernel("", "ArgMin", {}, [](KernelContext& c) { arg_extreme_x86(c, false); });
   add_tuned_kernel("", "GridSample", claims_grid_sample, grid_sample_x86);
