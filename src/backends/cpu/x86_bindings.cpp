@@ -1030,6 +1030,8 @@ void register_x86_bindings() {
   register_x86_tile_bindings();
   void register_x86_pad_bindings();
   register_x86_pad_bindings();
+  void register_x86_qlinear_bindings();
+  register_x86_qlinear_bindings();
 }
 
 }  // namespace tessera::backends::cpu

@@ -173,6 +173,20 @@ void infer_fused_attention(InferenceContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), permute_dims(out, ctx.attr_ints("out_perm")));
 }
 
+// tessera.QLinearConvPacked: QLinearConv's inputs with the weights packed; the output as QLinearConv's.
+void infer_qlinear_conv_packed(InferenceContext& ctx) {
+  const DType out = ctx.has_input(7) ? ctx.input_dtype(7) : ctx.input_dtype(0);
+  const auto& x = ctx.input_shape(0);
+  const auto ws = ctx.attr_ints("weight_shape");
+  if (!x || x->size() != 4 || ws.size() != 4) {
+    ctx.set_output(0, out, std::nullopt);
+    return;
+  }
+  std::vector<Dim> o{(*x)[0], Dim(ws[0])};
+  for (const Dim& d : spatial_out(ctx, {(*x)[2], (*x)[3]})) o.push_back(d);
+  ctx.set_output(0, out, o);
+}
+
 }  // namespace
 
 void register_fused_schemas(OpRegistry& r) {
@@ -207,6 +221,17 @@ void register_fused_schemas(OpRegistry& r) {
                            "tessera");
   c.family = "fused";
   r.add(c);
+  OpSchema qc = make_schema("QLinearConvPacked", 8, 9, 1, 1, infer_qlinear_conv_packed,
+                            {{"kernel_shape", K::ints},
+                             {"strides", K::ints},
+                             {"dilations", K::ints},
+                             {"pads", K::ints},
+                             {"group", K::i},
+                             {"weight_shape", K::ints},
+                             {"w_type", K::i}},
+                            "tessera");
+  qc.family = "fused";
+  r.add(qc);
   OpSchema pd =
       make_schema("FusedPwDwConv", 4, 8, 1, 1, infer_fused_pw_dw_conv,
                   {{"channels", K::i},        {"pw_activation", K::s},   {"pw_clip_min", K::f},

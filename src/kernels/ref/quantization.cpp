@@ -7,6 +7,7 @@
 #include "kernels/ref/misc_conv.h"
 #include "kernels/ref/misc_util.h"
 #include "kernels/ref/registry.h"
+#include "kernels/x86/qgemm.h"
 
 namespace tessera::kernels::ref {
 namespace {
@@ -312,9 +313,9 @@ void conv_integer(KernelContext& ctx) {
   for (size_t i = 0; i < r.size(); ++i) yp[i] = int32_t(r[i]);
 }
 
-void qlinear_conv(KernelContext& ctx) {
+// QLinearConv with the weights `w` (input 3, or tessera.QLinearConvPacked's unpacked).
+void qlinear_conv_with(KernelContext& ctx, const Tensor& w) {
   const Tensor& x = ctx.required_input(0);
-  const Tensor& w = ctx.required_input(3);
   ctx.check(is_int8ish(x.dtype()) && is_int8ish(w.dtype()), "inputs must be int8/uint8");
   ConvGeometry g = conv_geometry(ctx, x.shape(), w.shape());
   const float xs = scalar_of(ctx, 1, "x_scale"), ys = scalar_of(ctx, 6, "y_scale");
@@ -351,6 +352,37 @@ void qlinear_conv(KernelContext& ctx) {
   from_doubles(y, res);
 }
 
+void qlinear_conv(KernelContext& ctx) {
+  qlinear_conv_with(ctx, ctx.required_input(3));
+}
+
+// tessera.QLinearConvPacked (pass pack_qconv): QLinearConv over weights packed for the int8 kernels
+// (x86::QConvPackedW), unpacked here to their weight_shape and w_type.
+void qlinear_conv_packed(KernelContext& ctx) {
+  const Tensor& pk = ctx.required_input(3);
+  const auto ws = ctx.attr_ints("weight_shape");
+  const DType wt = dtype_from_type_code(ctx.attr_int("w_type", 0));
+  ctx.check(ws.size() == 4 && ws[0] > 0 && ws[1] > 0 && ws[2] > 0 && ws[3] > 0,
+            "weight_shape must be 4 positive sizes");
+  ctx.check(wt == DType::u8 || wt == DType::i8, "w_type must be uint8 or int8");
+  using x86::QConvPackedW;
+  ctx.check(pk.dtype() == DType::u8 && pk.rank() == 1 &&
+                size_t(pk.numel()) == QConvPackedW::bytes(ws[0], ws[1], ws[2], ws[3]),
+            "packed weights ", pk.text(), " do not match weight_shape");
+  const Tensor pc = pk.contiguous();
+  Tensor w(wt, Shape(ws.begin(), ws.end()));
+  uint8_t* wp = static_cast<uint8_t*>(w.raw_data());
+  int64_t i = 0;
+  for (int64_t o = 0; o < ws[0]; ++o)
+    for (int64_t c = 0; c < ws[1]; ++c)
+      for (int64_t a = 0; a < ws[2]; ++a)
+        for (int64_t b = 0; b < ws[3]; ++b, ++i) {
+          const int32_t v = QConvPackedW::at(pc.data<uint8_t>(), ws[0], ws[1], ws[2], ws[3], o, c, a, b);
+          wp[i] = uint8_t(wt == DType::u8 ? v + 128 : v);
+        }
+  qlinear_conv_with(ctx, w);
+}
+
 }  // namespace
 
 void register_quantization_kernels(KernelTable& t) {
@@ -361,6 +393,7 @@ void register_quantization_kernels(KernelTable& t) {
   t.add("QLinearMatMul", qlinear_matmul);
   t.add("ConvInteger", conv_integer);
   t.add("QLinearConv", qlinear_conv);
+  t.add("QLinearConvPacked", qlinear_conv_packed, "tessera");
 }
 
 }  // namespace tessera::kernels::ref

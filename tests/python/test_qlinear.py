@@ -1,0 +1,260 @@
+"""The 8-bit integer GEMM ops on the int8 kernels (kernels/x86/qgemm.h) against numpy in int64 and float64,
+written as the ONNX definitions read: MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv over every
+u8 / s8 pairing, zero points per tensor and per column / channel, K below, at and above the 4-byte groups,
+rows and columns around the 6 x 64 tile, pads, strides, dilations and groups, at one and two threads, with
+the portable kernel (TESSERA_ISA=portable in a child process) as well as the dispatched one; and the
+requantized outputs against onnxruntime's within one step."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tessera
+
+RNG = np.random.default_rng(23)
+NP = {TensorProto.UINT8: np.uint8, TensorProto.INT8: np.int8}
+
+
+def _model(nodes, inputs, outputs, inits, opset=13):
+    g = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def _q(t, shape):
+    info = np.iinfo(NP[t])
+    return RNG.integers(info.min, info.max + 1, shape).astype(NP[t])
+
+
+def _requant(acc, f, yz, yt):
+    info = np.iinfo(NP[yt])
+    return np.clip(np.rint(acc.astype(np.int32).astype(np.float64) * f + yz), info.min, info.max).astype(NP[yt])
+
+
+def _run(model, feeds, threads):
+    return tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
+
+
+def _matmul_case(at, bt, m, k, n, per_col, qlinear):
+    a, b = _q(at, (m, k)), _q(bt, (k, n))
+    az = _q(at, ())
+    bz = _q(bt, (n,)) if per_col else _q(bt, ())
+    acc = (a.astype(np.int64) - int(az)) @ (b.astype(np.int64) - bz.astype(np.int64))
+    inits = [numpy_helper.from_array(b, "b"), numpy_helper.from_array(az, "az"), numpy_helper.from_array(bz, "bz")]
+    if not qlinear:
+        node = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])
+        model = _model([node], [helper.make_tensor_value_info("a", at, [m, k])],
+                       [helper.make_tensor_value_info("y", TensorProto.INT32, None)], inits)
+        return model, {"a": a}, acc.astype(np.int32)
+    yt = at
+    sa, sb, sy = np.float32(0.02), np.float32(0.013), np.float32(0.37 * np.sqrt(k))
+    yz = _q(yt, ())
+    inits += [numpy_helper.from_array(np.array(v, np.float32), nm) for nm, v in (("as", sa), ("bs", sb), ("ys", sy))]
+    inits.append(numpy_helper.from_array(yz, "yz"))
+    node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+    model = _model([node], [helper.make_tensor_value_info("a", at, [m, k])],
+                   [helper.make_tensor_value_info("y", yt, None)], inits)
+    f = np.float64(np.float32(np.float32(sa * sb) / sy))
+    return model, {"a": a}, _requant(acc, f, float(yz), yt)
+
+
+PAIRS = [(TensorProto.UINT8, TensorProto.INT8), (TensorProto.UINT8, TensorProto.UINT8),
+         (TensorProto.INT8, TensorProto.INT8), (TensorProto.INT8, TensorProto.UINT8)]
+
+
+@pytest.mark.parametrize("at,bt", PAIRS)
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (5, 3, 17), (6, 4, 16), (7, 5, 65), (13, 64, 64), (197, 96, 130),
+                                   (2, 768, 200), (64, 301, 1)])
+@pytest.mark.parametrize("qlinear", [False, True])
+def test_qmatmul_matches_numpy(at, bt, m, k, n, qlinear):
+    model, feeds, want = _matmul_case(at, bt, m, k, n, per_col=not qlinear and n % 2 == 1, qlinear=qlinear)
+    for threads in (1, 2):
+        np.testing.assert_array_equal(_run(model, feeds, threads), want)
+
+
+def _conv_case(xt, wt, n, c, h, w, oc, ks, stride, pad, dil, group, per_oc, qlinear, one_d=False, sym_w=False):
+    kh, ph = (1, 0) if one_d else (ks, pad)
+    x = _q(xt, (n, c, h, w))
+    wts = _q(wt, (oc, c // group, kh, ks))
+    xz = _q(xt, ())
+    wz = _q(wt, (oc,)) if per_oc else _q(wt, ())
+    if sym_w:  # what the quantizers write, and what pack_qconv packs: 0 for s8, 128 for u8
+        wz[...] = 128 if wt == TensorProto.UINT8 else 0
+    xd = np.pad(x.astype(np.int64) - int(xz), ((0, 0), (0, 0), (ph, ph), (pad, pad)))
+    wd = wts.astype(np.int64) - (wz.reshape(-1, 1, 1, 1) if per_oc else int(wz))
+    oh = (h + 2 * ph - dil * (kh - 1) - 1) // stride + 1 if not one_d else 1
+    ow = (w + 2 * pad - dil * (ks - 1) - 1) // stride + 1
+    acc = np.zeros((n, oc, oh, ow), np.int64)
+    cg, og = c // group, oc // group
+    for g in range(group):
+        for i in range(kh):
+            for j in range(ks):
+                patch = xd[:, g * cg:(g + 1) * cg, i * dil:i * dil + stride * (oh - 1) + 1:stride,
+                           j * dil:j * dil + stride * (ow - 1) + 1:stride]
+                acc[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, wd[g * og:(g + 1) * og, :, i, j])
+    attrs = dict(kernel_shape=[ks, ks], strides=[stride, stride], pads=[pad] * 4, dilations=[dil, dil], group=group)
+    xshape, yshape = [n, c, h, w], None
+    if one_d:  # the same conv over [N, C, W] with H = 1
+        attrs = dict(kernel_shape=[ks], strides=[stride], pads=[pad] * 2, dilations=[dil], group=group)
+        x, wts, xshape = x[:, :, 0, :], wts[:, :, 0, :], [n, c, w]
+    inits = [numpy_helper.from_array(wts, "w"), numpy_helper.from_array(xz, "xz"), numpy_helper.from_array(wz, "wz")]
+    if not qlinear:
+        node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], **attrs)
+        model = _model([node], [helper.make_tensor_value_info("x", xt, xshape)],
+                       [helper.make_tensor_value_info("y", TensorProto.INT32, yshape)], inits)
+        want = acc.astype(np.int32)
+        return model, {"x": x}, want[:, :, 0, :] if one_d else want
+    yt = xt
+    sx, sy = np.float32(0.05), np.float32(0.21 * np.sqrt(c // group * ks * ks))
+    sw = (RNG.uniform(0.005, 0.02, oc) if per_oc else RNG.uniform(0.005, 0.02, ())).astype(np.float32)
+    bias = RNG.integers(-5000, 5000, oc).astype(np.int32)
+    yz = _q(yt, ())
+    inits += [numpy_helper.from_array(np.array(sx), "xs"), numpy_helper.from_array(sw, "ws"),
+              numpy_helper.from_array(np.array(sy), "ys"), numpy_helper.from_array(yz, "yz"),
+              numpy_helper.from_array(bias, "bias")]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "bias"], ["y"], **attrs)
+    model = _model([node], [helper.make_tensor_value_info("x", xt, xshape)],
+                   [helper.make_tensor_value_info("y", yt, yshape)], inits)
+    f = (np.float32(sx) * np.atleast_1d(sw) / np.float32(sy)).astype(np.float32).astype(np.float64)
+    acc = acc + bias.reshape(1, -1, 1, 1)
+    want = _requant(acc, f.reshape(1, -1, 1, 1) if per_oc else f[0], float(yz), yt)
+    return model, {"x": x}, want[:, :, 0, :] if one_d else want
+
+
+CONVS = [  # n, c, h, w, oc, ks, stride, pad, dil, group
+    (1, 3, 17, 19, 8, 3, 1, 1, 1, 1),
+    (2, 16, 9, 9, 13, 1, 1, 0, 1, 1),
+    (1, 8, 12, 12, 16, 3, 2, 1, 1, 1),
+    (1, 12, 10, 11, 12, 3, 1, 2, 2, 3),
+    (1, 5, 15, 15, 7, 7, 2, 3, 1, 1),
+    (1, 64, 14, 14, 70, 3, 1, 1, 1, 1),
+    (1, 8, 8, 8, 8, 3, 1, 1, 1, 8),
+]
+
+
+@pytest.mark.parametrize("xt,wt", PAIRS)
+@pytest.mark.parametrize("shape", CONVS)
+@pytest.mark.parametrize("qlinear", [False, True])
+def test_qconv_matches_numpy(xt, wt, shape, qlinear):
+    n, c, h, w, oc, ks, stride, pad, dil, group = shape
+    model, feeds, want = _conv_case(xt, wt, n, c, h, w, oc, ks, stride, pad, dil, group,
+                                    per_oc=oc % 2 == 0, qlinear=qlinear)
+    for threads in (1, 2):
+        np.testing.assert_array_equal(_run(model, feeds, threads), want)
+
+
+@pytest.mark.parametrize("xt,wt", PAIRS)
+@pytest.mark.parametrize("shape", [c for c in CONVS if c[1] > 4 and c[9] == 1] + [(2, 24, 16, 16, 130, 1, 2, 0, 1, 1)])
+@pytest.mark.parametrize("per_oc", [False, True])
+def test_qconv_packed_matches_numpy(xt, wt, shape, per_oc):
+    """pack_qconv's tessera.QLinearConvPacked (weights whose zero point is 0 once flipped to s8): the
+    transposed GEMM over the padded image, output channels past a 64-wide panel, the stores transposed."""
+    model, feeds, want = _conv_case(xt, wt, *shape, per_oc=per_oc, qlinear=True, sym_w=True)
+    assert "tessera.QLinearConvPacked(" in tessera.InferenceSession(model).graph_text()
+    for threads in (1, 2):
+        np.testing.assert_array_equal(_run(model, feeds, threads), want)
+    ref = tessera.InferenceSession(model, tessera.SessionOptions(threads=1, optimization_level=0))
+    np.testing.assert_array_equal(ref.run(None, feeds)[0], want)
+
+
+@pytest.mark.parametrize("qlinear", [False, True])
+def test_qconv_1d_matches_numpy(qlinear):
+    model, feeds, want = _conv_case(TensorProto.UINT8, TensorProto.INT8, 2, 6, 1, 40, 10, 5, 2, 2, 3, 1,
+                                    per_oc=True, qlinear=qlinear, one_d=True)
+    np.testing.assert_array_equal(_run(model, feeds, 2), want)
+
+
+def test_portable_kernel_matches_numpy(tmp_path):
+    """The same checks with the portable tile (no VNNI), in a child process that sets TESSERA_ISA."""
+    cases = [_matmul_case(TensorProto.INT8, TensorProto.UINT8, 7, 37, 70, True, False),
+             _matmul_case(TensorProto.UINT8, TensorProto.INT8, 9, 64, 33, False, True),
+             _conv_case(TensorProto.UINT8, TensorProto.UINT8, *CONVS[3], per_oc=True, qlinear=True),
+             _conv_case(TensorProto.INT8, TensorProto.INT8, *CONVS[2], per_oc=False, qlinear=False),
+             _conv_case(TensorProto.INT8, TensorProto.UINT8, *CONVS[5], per_oc=True, qlinear=True, sym_w=True)]
+    for i, (model, feeds, want) in enumerate(cases):
+        (tmp_path / f"m{i}.onnx").write_bytes(model)
+        np.save(tmp_path / f"x{i}.npy", next(iter(feeds.values())))
+        np.save(tmp_path / f"y{i}.npy", want)
+    script = (
+        "import sys, numpy as np, tessera\n"
+        "d = sys.argv[1]\n"
+        f"for i in range({len(cases)}):\n"
+        "    s = tessera.InferenceSession(f'{d}/m{i}.onnx', tessera.SessionOptions(threads=2))\n"
+        "    got = s.run(None, {s.get_inputs()[0].name: np.load(f'{d}/x{i}.npy')})[0]\n"
+        "    np.testing.assert_array_equal(got, np.load(f'{d}/y{i}.npy'))\n")
+    env = dict(os.environ, TESSERA_ISA="portable")
+    r = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("kind", ["matmul", "conv"])
+def test_requantized_within_one_of_onnxruntime(kind):
+    """onnxruntime requantizes in f32, the reference (and so these kernels) in f64: a value within rounding of
+    a half step may land one apart, never more."""
+    if kind == "matmul":
+        model, feeds, _ = _matmul_case(TensorProto.UINT8, TensorProto.INT8, 128, 768, 96, False, True)
+    else:
+        model, feeds, _ = _conv_case(TensorProto.UINT8, TensorProto.INT8, 1, 32, 28, 28, 64, 3, 1, 1, 1, 1,
+                                     per_oc=True, qlinear=True)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = _run(model, feeds, 2)
+    assert np.max(np.abs(got.astype(np.int32) - want.astype(np.int32))) <= 1
+
+
+def _qdq_conv_matmul_model(per_channel):
+    """x -> Q -> DQ -> Conv(DQ(w), DQ(bias)) -> Q -> DQ -> Flatten-free MatMul(DQ(wm)) via Q / DQ: what
+    onnxruntime's quantize_static writes in its default QDQ format (s8 weights, symmetric; u8 activations)."""
+    c, oc, h = 16, 24, 10
+    w = RNG.integers(-127, 128, (oc, c, 3, 3)).astype(np.int8)
+    sw = (RNG.uniform(0.002, 0.01, oc) if per_channel else RNG.uniform(0.002, 0.01, ())).astype(np.float32)
+    sx, sy = np.float32(0.02), np.float32(0.05)
+    bias_scale = (sx * sw).astype(np.float32)
+    bias = RNG.integers(-3000, 3000, oc).astype(np.int32)
+    wm = RNG.integers(-127, 128, (h, 12)).astype(np.int8)
+    inits = [numpy_helper.from_array(np.array(sx), "sx"), numpy_helper.from_array(np.array(128, np.uint8), "zx"),
+             numpy_helper.from_array(w, "w"), numpy_helper.from_array(sw, "sw"),
+             numpy_helper.from_array(np.zeros(sw.shape, np.int8), "zw"),
+             numpy_helper.from_array(bias, "b"), numpy_helper.from_array(bias_scale, "sb"),
+             numpy_helper.from_array(np.array(sy), "sy"), numpy_helper.from_array(np.array(3, np.uint8), "zy"),
+             numpy_helper.from_array(wm, "wm"), numpy_helper.from_array(np.array(0.004, np.float32), "swm"),
+             numpy_helper.from_array(np.array(0, np.int8), "zwm"),
+             numpy_helper.from_array(np.array(0.2, np.float32), "sz"), numpy_helper.from_array(np.array(128, np.uint8), "zz")]
+    axis = {"axis": 0} if per_channel else {}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["wd"], **axis),
+             helper.make_node("DequantizeLinear", ["b", "sb"], ["bd"], **axis),
+             helper.make_node("Conv", ["xd", "wd", "bd"], ["yc"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["yc", "sy", "zy"], ["yq"]),
+             helper.make_node("DequantizeLinear", ["yq", "sy", "zy"], ["yd"]),
+             helper.make_node("DequantizeLinear", ["wm", "swm", "zwm"], ["wmd"]),
+             helper.make_node("MatMul", ["yd", "wmd"], ["ym"]),
+             helper.make_node("QuantizeLinear", ["ym", "sz", "zz"], ["zq"]),
+             helper.make_node("DequantizeLinear", ["zq", "sz", "zz"], ["z"])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, h])],
+                   [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)], inits)
+    return model, {"x": RNG.standard_normal((1, c, h, h)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_qdq_conv_and_matmul_fuse_and_match_onnxruntime(per_channel):
+    """fuse_qdq turns the QDQ Conv and MatMul into QLinearConv (then packed) and QLinearMatMul, as
+    onnxruntime's QDQ selectors do; the outputs then agree with onnxruntime's to one quantization step
+    (both sum in integers; they requantize in f64 and f32), most exactly."""
+    model, feeds = _qdq_conv_matmul_model(per_channel)
+    text = tessera.InferenceSession(model).graph_text()
+    assert "tessera.QLinearConvPacked(" in text and "QLinearMatMul(" in text, text
+    assert " Conv(" not in text and " MatMul(" not in text, text
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    for threads in (1, 2):
+        got = _run(model, feeds, threads)
+        step = 0.2
+        assert np.max(np.abs(got - want)) <= step * 1.001
+        assert np.mean(got == want) > 0.97
