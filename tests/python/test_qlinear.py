@@ -245,12 +245,12 @@ def _qdq_conv_matmul_model(per_channel):
 
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_qdq_conv_and_matmul_fuse_and_match_onnxruntime(per_channel):
-    """fuse_qdq turns the QDQ Conv and MatMul into QLinearConv (then packed) and QLinearMatMul, as
+    """fuse_qdq turns the QDQ Conv and MatMul into QLinearConv and QLinearMatMul (both then packed), as
     onnxruntime's QDQ selectors do; the outputs then agree with onnxruntime's to one quantization step
     (both sum in integers; they requantize in f64 and f32), most exactly."""
     model, feeds = _qdq_conv_matmul_model(per_channel)
     text = tessera.InferenceSession(model).graph_text()
-    assert "tessera.QLinearConvPacked(" in text and "QLinearMatMul(" in text, text
+    assert "tessera.QLinearConvPacked(" in text and "tessera.QLinearMatMulPacked(" in text, text
     assert " Conv(" not in text and " MatMul(" not in text, text
     want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     for threads in (1, 2):
@@ -258,3 +258,82 @@ def test_qdq_conv_and_matmul_fuse_and_match_onnxruntime(per_channel):
         step = 0.2
         assert np.max(np.abs(got - want)) <= step * 1.001
         assert np.mean(got == want) > 0.97
+
+
+CASTS = [(np.int32, np.float32), (np.float32, np.int32), (np.int64, np.float32), (np.uint8, np.float32),
+         (np.float32, np.uint8), (np.float64, np.int64), (np.int32, np.int8), (np.bool_, np.float32),
+         (np.float32, np.bool_), (np.int64, np.int32), (np.uint32, np.float64), (np.int8, np.int64)]
+TP = {np.dtype(k): v for k, v in [(np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE),
+                                  (np.int8, TensorProto.INT8), (np.uint8, TensorProto.UINT8),
+                                  (np.int32, TensorProto.INT32), (np.uint32, TensorProto.UINT32),
+                                  (np.int64, TensorProto.INT64), (np.bool_, TensorProto.BOOL)]}
+
+
+@pytest.mark.parametrize("src,dst", CASTS)
+def test_cast_matches_onnxruntime(src, dst):
+    """The tuned Cast (x86_cast_bindings.cpp) over the plain numeric types: wrapping, truncation toward
+    zero, nonzero as true, large integers to floats in one rounding; n past the threads' grain."""
+    n = 70001
+    if np.dtype(src).kind == "f":
+        x = (RNG.standard_normal(n) * 100).astype(src)
+        x[:6] = [0.5, -0.5, 2.99, -2.99, 0.0, -0.0]
+    elif src is np.bool_:
+        x = RNG.integers(0, 2, n).astype(np.bool_)
+    else:
+        info = np.iinfo(src)
+        x = RNG.integers(info.min, info.max, n, dtype=np.int64 if src is not np.uint32 else np.uint64).astype(src)
+    if np.dtype(dst).kind in "iu" and np.dtype(src).kind == "f":  # in range: out of range differs by design
+        info = np.iinfo(dst)
+        x = np.clip(x, info.min, info.max).astype(src)
+    node = helper.make_node("Cast", ["x"], ["y"], to=TP[np.dtype(dst)])
+    model = _model([node], [helper.make_tensor_value_info("x", TP[np.dtype(src)], [n])],
+                   [helper.make_tensor_value_info("y", TP[np.dtype(dst)], [n])], [])
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        np.testing.assert_array_equal(_run(model, {"x": x}, threads), want)
+
+
+@pytest.mark.parametrize("n", [1, 17, 70001])
+@pytest.mark.parametrize("kind", ["mixed", "positive", "negative", "zeros"])
+def test_dynamic_quantize_linear_matches_onnxruntime(n, kind):
+    """The tuned DynamicQuantizeLinear: the range (with 0), scale, zero point and bytes as onnxruntime's; for
+    an all-zero input the scale is 1 / 255 as in ONNX's reference implementation (onnxruntime says 1)."""
+    x = (RNG.standard_normal(n) * 3).astype(np.float32)
+    x = {"mixed": x, "positive": np.abs(x) + 0.1, "negative": -np.abs(x) - 0.1, "zeros": 0 * x}[kind]
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])
+    model = _model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+                   [helper.make_tensor_value_info("y", TensorProto.UINT8, [n]),
+                    helper.make_tensor_value_info("s", TensorProto.FLOAT, []),
+                    helper.make_tensor_value_info("z", TensorProto.UINT8, [])], [], opset=13)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    if kind == "zeros":
+        want[1] = np.array(np.float32(1) / np.float32(255))
+    for threads in (1, 2):
+        got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, {"x": x})
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("wtype", [TensorProto.INT8, TensorProto.UINT8])
+@pytest.mark.parametrize("m", [1, 16, 97])
+def test_dynamic_quantized_linear_layer_packs_and_matches(wtype, m):
+    """A linear layer as onnxruntime's quantize_dynamic writes it: DynamicQuantizeLinear, MatMulInteger by
+    constant weights (symmetric: zero point 0 for s8, 128 for u8), Cast, the scales' product. pack_qmatmul
+    packs the weights once; the result is onnxruntime's exactly (integer sums, then the same float ops)."""
+    k, n = 300, 200
+    w = (RNG.integers(-127, 128, (k, n)) + (128 if wtype == TensorProto.UINT8 else 0)).astype(NP[wtype])
+    wz = np.array(128 if wtype == TensorProto.UINT8 else 0, NP[wtype])
+    ws = np.array(0.01, np.float32)
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["xs", "ws"], ["s"]),
+             helper.make_node("Mul", ["accf", "s"], ["y"])]
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(wz, "wz"), numpy_helper.from_array(ws, "ws")]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])], inits)
+    assert "tessera.MatMulIntegerPacked(" in tessera.InferenceSession(model).graph_text()
+    x = RNG.standard_normal((m, k)).astype(np.float32)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        np.testing.assert_allclose(_run(model, {"x": x}, threads), want, rtol=1e-6, atol=1e-6 * np.abs(want).max())

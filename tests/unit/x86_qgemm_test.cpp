@@ -179,5 +179,41 @@ TEST(X86QGemm, PackedConvReferenceMatchesQLinearConv) {
   }
 }
 
+TEST(X86QGemm, PackedMatmulKernelAndReferenceMatchMatMulInteger) {
+  ThreadPool pool(2);
+  for (DType bt : {DType::i8, DType::u8})
+    for (auto [m, k, n] : {std::tuple{1, 5, 3}, {7, 64, 65}, {13, 130, 200}}) {
+      Tensor a(DType::u8, {m, k}), b(bt, {k, n});
+      const auto ab = rand_bytes(size_t(a.numel()), 1), bb = rand_bytes(size_t(b.numel()), 2);
+      std::copy(ab.begin(), ab.end(), a.data<uint8_t>());
+      std::copy(bb.begin(), bb.end(), static_cast<uint8_t*>(b.raw_data()));
+      const Tensor az = Tensor::scalar<uint8_t>(77);
+      const Tensor bz = bt == DType::u8 ? Tensor::scalar<uint8_t>(128) : Tensor::scalar<int8_t>(0);
+      const Tensor want = testing::run_ref("MatMulInteger", {a, b, az, bz})[0].tensor;
+      // B's columns as the packed rows, as pack_qmatmul does
+      std::vector<uint8_t> bt_rows(size_t(k * n));
+      for (int r = 0; r < k; ++r)
+        for (int c = 0; c < n; ++c)
+          bt_rows[size_t(c * k + r)] = static_cast<const uint8_t*>(b.raw_data())[r * n + c];
+      Tensor pk(DType::u8, {int64_t(QConvPackedW::bytes(n, k, 1, 1))});
+      QConvPackedW::pack(bt_rows.data(), bt == DType::i8, n, k, 1, 1, pk.data<uint8_t>());
+      std::vector<int32_t> got(size_t(m * n));
+      QOutput o;
+      o.data = got.data(), o.ldc = n;
+      qmatmul_int8_packed(m, n, k, a.data<uint8_t>(), false, k, 77, pk.data<uint8_t>(), o, &pool);
+      EXPECT_TRUE(std::equal(got.begin(), got.end(), want.data<int32_t>())) << m << "x" << k << "x" << n;
+      AttrMap attrs{{"K", testing::attr_i(k)},
+                    {"N", testing::attr_i(n)},
+                    {"w_type", testing::attr_i(bt == DType::u8 ? 2 : 3)}};
+      KernelFn fn = kernels::ref::KernelTable::instance().find("tessera", "MatMulIntegerPacked");
+      ASSERT_TRUE(fn);
+      testing::TestKernelContext ctx("MatMulIntegerPacked", {a, pk, az, bz}, attrs, 1);
+      fn(ctx);
+      const Tensor& r = ctx.outputs()[0].tensor;
+      ASSERT_EQ(r.shape(), want.shape());
+      EXPECT_TRUE(std::equal(r.data<int32_t>(), r.data<int32_t>() + r.numel(), want.data<int32_t>()));
+    }
+}
+
 }  // namespace
 }  // namespace tessera::kernels::x86

@@ -2,6 +2,7 @@
 // they claim, and how a node's inputs and attributes become a kernel call.
 // Anything a tuned kernel does not cover at run time goes to the reference kernel.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <string_view>
@@ -967,6 +968,24 @@ void quantize_linear_x86(KernelContext& ctx, bool quantize) {
   }
 }
 
+// DynamicQuantizeLinear of f32 (a dynamically quantized model quantizes every int8 GEMM's input with it):
+// the range on one vectorized pass, then the per-tensor quantize kernel; scale and zero point as the
+// reference computes them.
+void dynamic_quantize_x86(KernelContext& ctx) {
+  const Tensor* x0 = ctx.input(0);
+  if (!x0 || x0->dtype() != DType::f32) return run_ref(ctx, "");
+  const Tensor x = x0->contiguous();
+  float mn = 0, mx = 0;
+  kernels::x86::minmax0_f32(x.data<float>(), x.numel(), &mn, &mx);
+  const float scale = (mx == mn ? 1.0f : (mx - mn)) / 255.0f;
+  const float zp = std::nearbyint(std::clamp(0.0f - mn / scale, 0.0f, 255.0f));
+  Tensor& y = ctx.output_for_overwrite(0, DType::u8, x.shape());
+  kernels::x86::quantize_u8_f32(x.data<float>(), x.numel(), scale, int32_t(zp), y.data<uint8_t>(),
+                                ctx.pool());
+  ctx.output(1, DType::f32, {}).data<float>()[0] = scale;
+  ctx.output(2, DType::u8, {}).data<uint8_t>()[0] = uint8_t(zp);
+}
+
 // CumSum of f32 along one axis (kernels/x86/reduce.h); other types and bad axes go to the reference (which
 // reports them).
 void cumsum_x86(KernelContext& ctx) {
@@ -1010,6 +1029,7 @@ void register_x86_bindings() {
   add_tuned_kernel("", "GlobalMaxPool", {}, [](KernelContext& c) { global_pool_x86(c, ReduceKind::max); });
   add_tuned_kernel("", "ReduceSum", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::sum); });
   add_tuned_kernel("", "CumSum", {}, cumsum_x86);
+  add_tuned_kernel("", "DynamicQuantizeLinear", {}, dynamic_quantize_x86);
   add_tuned_kernel("", "QuantizeLinear", {}, [](KernelContext& c) { quantize_linear_x86(c, true); });
   add_tuned_kernel("", "DequantizeLinear", {}, [](KernelContext& c) { quantize_linear_x86(c, false); });
   add_tuned_kernel("", "ArgMax", {}, [](KernelContext& c) { arg_extreme_x86(c, true); });
@@ -1032,6 +1052,8 @@ void register_x86_bindings() {
   register_x86_pad_bindings();
   void register_x86_qlinear_bindings();
   register_x86_qlinear_bindings();
+  void register_x86_cast_bindings();
+  register_x86_cast_bindings();
 }
 
 }  // namespace tessera::backends::cpu

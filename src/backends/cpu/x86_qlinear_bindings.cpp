@@ -212,9 +212,55 @@ void qconv_packed_x86(KernelContext& ctx) {
                                     ctx.pool());
 }
 
+// tessera.MatMulIntegerPacked / QLinearMatMulPacked (pass pack_qmatmul): A by the prepacked B.
+void qmatmul_packed_x86(KernelContext& ctx, bool qlinear) {
+  const auto ref = [&] { run_reference(ctx, "tessera"); };
+  const Tensor* a0 = ctx.input(0);
+  const Tensor* pk = ctx.input(qlinear ? 3 : 1);
+  const int64_t k = ctx.attr_int("K", 0), n = ctx.attr_int("N", 0);
+  const DType wt = dtype_from_type_code(ctx.attr_int("w_type", 0));
+  if (!a0 || !pk || !is_q8(a0->dtype()) || a0->rank() < 1 || k <= 0 || n <= 0 || a0->dim(-1) != k ||
+      !is_q8(wt) || pk->dtype() != DType::u8 || pk->rank() != 1 ||
+      size_t(pk->numel()) != kernels::x86::QConvPackedW::bytes(n, k, 1, 1) ||
+      (reinterpret_cast<uintptr_t>(pk->raw_data()) % 64) != 0)
+    return ref();
+  std::vector<int32_t> za, zb;
+  if (!zero_points(ctx.input(2), a0->dtype(), 0, za) || !zero_points(ctx.input(qlinear ? 5 : 3), wt, n, zb))
+    return ref();
+  for (int32_t z : zb)
+    if (z != (wt == DType::u8 ? 128 : 0)) return ref();  // as pack_qmatmul checked
+  QOutput out;
+  float f = 0;
+  DType yt = DType::i32;
+  if (qlinear) {
+    const auto as = f32_scalar(ctx, 1), bs = f32_scalar(ctx, 4), ys = f32_scalar(ctx, 6);
+    const Tensor* yz = ctx.input(7);
+    yt = yz ? yz->dtype() : a0->dtype();
+    if (!as || !bs || !ys || !is_q8(yt) || (yz && yz->numel() != 1)) return ref();
+    f = float(*as * *bs) / *ys;  // in f32, as the reference forms it
+    out.type = yt == DType::u8 ? QOut::u8 : QOut::s8;
+    out.scale = &f;
+    if (yz)
+      out.y_zero = yt == DType::u8 ? int32_t(yz->contiguous().data<uint8_t>()[0])
+                                   : int32_t(yz->contiguous().data<int8_t>()[0]);
+  }
+  Shape ys = a0->shape();
+  ys.back() = n;
+  const Tensor a = a0->contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, yt, ys);
+  out.data = y.raw_data();
+  out.ldc = n;
+  kernels::x86::qmatmul_int8_packed(a.numel() / k, n, k, a.raw_data(), a.dtype() == DType::i8, k, za[0],
+                                    pk->data<uint8_t>(), out, ctx.pool());
+}
+
 }  // namespace
 
 void register_x86_qlinear_bindings() {
+  add_tuned_kernel("tessera", "MatMulIntegerPacked", {},
+                   [](KernelContext& c) { qmatmul_packed_x86(c, false); });
+  add_tuned_kernel("tessera", "QLinearMatMulPacked", {},
+                   [](KernelContext& c) { qmatmul_packed_x86(c, true); });
   add_tuned_kernel("tessera", "QLinearConvPacked", {}, qconv_packed_x86);
   add_tuned_kernel("", "MatMulInteger", {}, [](KernelContext& c) { qmatmul_x86(c, false); });
   add_tuned_kernel("", "QLinearMatMul", {}, [](KernelContext& c) { qmatmul_x86(c, true); });

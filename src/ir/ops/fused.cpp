@@ -187,6 +187,19 @@ void infer_qlinear_conv_packed(InferenceContext& ctx) {
   ctx.set_output(0, out, o);
 }
 
+// tessera.MatMulIntegerPacked / QLinearMatMulPacked: A [..., K] by the packed B [K, N].
+void infer_qmatmul_packed(InferenceContext& ctx, bool qlinear) {
+  const DType out = !qlinear ? DType::i32 : ctx.has_input(7) ? ctx.input_dtype(7) : ctx.input_dtype(0);
+  const auto& a = ctx.input_shape(0);
+  if (!a || a->empty()) {
+    ctx.set_output(0, out, std::nullopt);
+    return;
+  }
+  std::vector<Dim> o = *a;
+  o.back() = Dim(ctx.attr_int("N", -1));
+  ctx.set_output(0, out, o);
+}
+
 }  // namespace
 
 void register_fused_schemas(OpRegistry& r) {
@@ -232,6 +245,15 @@ void register_fused_schemas(OpRegistry& r) {
                             "tessera");
   qc.family = "fused";
   r.add(qc);
+  for (bool ql : {false, true}) {
+    OpSchema qm =
+        make_schema(ql ? "QLinearMatMulPacked" : "MatMulIntegerPacked", ql ? 8 : 2, ql ? 8 : 4, 1, 1,
+                    ql ? InferFn([](InferenceContext& c) { infer_qmatmul_packed(c, true); })
+                       : InferFn([](InferenceContext& c) { infer_qmatmul_packed(c, false); }),
+                    {{"K", K::i}, {"N", K::i}, {"w_type", K::i}}, "tessera");
+    qm.family = "fused";
+    r.add(qm);
+  }
   OpSchema pd =
       make_schema("FusedPwDwConv", 4, 8, 1, 1, infer_fused_pw_dw_conv,
                   {{"channels", K::i},        {"pw_activation", K::s},   {"pw_clip_min", K::f},

@@ -246,9 +246,9 @@ std::vector<double> zp_values(const KernelContext& ctx, size_t i, DType want) {
   return z->to_double_vector();
 }
 
-void matmul_integer(KernelContext& ctx) {
+// MatMulInteger with B `b` (input 1, or tessera.MatMulIntegerPacked's unpacked).
+void matmul_integer_with(KernelContext& ctx, const Tensor& b) {
   const Tensor& a = ctx.required_input(0);
-  const Tensor& b = ctx.required_input(1);
   ctx.check(is_int8ish(a.dtype()) && is_int8ish(b.dtype()), "inputs must be int8/uint8");
   Shape s;
   std::vector<int64_t> v;
@@ -271,9 +271,9 @@ float scalar_of(const KernelContext& ctx, size_t i, const char* what) {
   return float(t.at_double(0));
 }
 
-void qlinear_matmul(KernelContext& ctx) {
+// QLinearMatMul with B `b` (input 3, or tessera.QLinearMatMulPacked's unpacked).
+void qlinear_matmul_with(KernelContext& ctx, const Tensor& b) {
   const Tensor& a = ctx.required_input(0);
-  const Tensor& b = ctx.required_input(3);
   ctx.check(is_int8ish(a.dtype()) && is_int8ish(b.dtype()), "inputs must be int8/uint8");
   const DType st = ctx.required_input(1).dtype();
   const float as = scalar_of(ctx, 1, "a_scale"), bs = scalar_of(ctx, 4, "b_scale"),
@@ -352,35 +352,56 @@ void qlinear_conv_with(KernelContext& ctx, const Tensor& w) {
   from_doubles(y, res);
 }
 
+void matmul_integer(KernelContext& ctx) {
+  matmul_integer_with(ctx, ctx.required_input(1));
+}
+void qlinear_matmul(KernelContext& ctx) {
+  qlinear_matmul_with(ctx, ctx.required_input(3));
+}
 void qlinear_conv(KernelContext& ctx) {
   qlinear_conv_with(ctx, ctx.required_input(3));
+}
+
+// The weights of a packed int8 op (x86::QConvPackedW; passes pack_qconv, pack_qmatmul) unpacked to the
+// type w_type: as [oc, c, kh, kw] (conv) or transposed back to B [k, n] (matmul: oc = n, c = k).
+Tensor unpack_weights(KernelContext& ctx, size_t input, const std::vector<int64_t>& ws, bool matmul) {
+  const Tensor& pk = ctx.required_input(input);
+  const DType wt = dtype_from_type_code(ctx.attr_int("w_type", 0));
+  ctx.check(ws.size() == 4 && ws[0] > 0 && ws[1] > 0 && ws[2] > 0 && ws[3] > 0,
+            "the packed weights' shape must be 4 positive sizes");
+  ctx.check(wt == DType::u8 || wt == DType::i8, "w_type must be uint8 or int8");
+  using x86::QConvPackedW;
+  ctx.check(pk.dtype() == DType::u8 && pk.rank() == 1 &&
+                size_t(pk.numel()) == QConvPackedW::bytes(ws[0], ws[1], ws[2], ws[3]),
+            "packed weights ", pk.text(), " do not match their shape");
+  const Tensor pc = pk.contiguous();
+  Tensor w(wt, matmul ? Shape{ws[1], ws[0]} : Shape(ws.begin(), ws.end()));
+  uint8_t* wp = static_cast<uint8_t*>(w.raw_data());
+  for (int64_t o = 0; o < ws[0]; ++o)
+    for (int64_t c = 0; c < ws[1]; ++c)
+      for (int64_t a = 0; a < ws[2]; ++a)
+        for (int64_t b = 0; b < ws[3]; ++b) {
+          const int32_t v = QConvPackedW::at(pc.data<uint8_t>(), ws[0], ws[1], ws[2], ws[3], o, c, a, b);
+          const int64_t i = matmul ? c * ws[0] + o : ((o * ws[1] + c) * ws[2] + a) * ws[3] + b;
+          wp[i] = uint8_t(wt == DType::u8 ? v + 128 : v);
+        }
+  return w;
 }
 
 // tessera.QLinearConvPacked (pass pack_qconv): QLinearConv over weights packed for the int8 kernels
 // (x86::QConvPackedW), unpacked here to their weight_shape and w_type.
 void qlinear_conv_packed(KernelContext& ctx) {
-  const Tensor& pk = ctx.required_input(3);
-  const auto ws = ctx.attr_ints("weight_shape");
-  const DType wt = dtype_from_type_code(ctx.attr_int("w_type", 0));
-  ctx.check(ws.size() == 4 && ws[0] > 0 && ws[1] > 0 && ws[2] > 0 && ws[3] > 0,
-            "weight_shape must be 4 positive sizes");
-  ctx.check(wt == DType::u8 || wt == DType::i8, "w_type must be uint8 or int8");
-  using x86::QConvPackedW;
-  ctx.check(pk.dtype() == DType::u8 && pk.rank() == 1 &&
-                size_t(pk.numel()) == QConvPackedW::bytes(ws[0], ws[1], ws[2], ws[3]),
-            "packed weights ", pk.text(), " do not match weight_shape");
-  const Tensor pc = pk.contiguous();
-  Tensor w(wt, Shape(ws.begin(), ws.end()));
-  uint8_t* wp = static_cast<uint8_t*>(w.raw_data());
-  int64_t i = 0;
-  for (int64_t o = 0; o < ws[0]; ++o)
-    for (int64_t c = 0; c < ws[1]; ++c)
-      for (int64_t a = 0; a < ws[2]; ++a)
-        for (int64_t b = 0; b < ws[3]; ++b, ++i) {
-          const int32_t v = QConvPackedW::at(pc.data<uint8_t>(), ws[0], ws[1], ws[2], ws[3], o, c, a, b);
-          wp[i] = uint8_t(wt == DType::u8 ? v + 128 : v);
-        }
-  qlinear_conv_with(ctx, w);
+  qlinear_conv_with(ctx, unpack_weights(ctx, 3, ctx.attr_ints("weight_shape"), false));
+}
+
+// tessera.MatMulIntegerPacked / QLinearMatMulPacked (pass pack_qmatmul): B [K, N] packed as N channels of K.
+void matmul_integer_packed(KernelContext& ctx) {
+  const int64_t k = ctx.attr_int("K", 0), n = ctx.attr_int("N", 0);
+  matmul_integer_with(ctx, unpack_weights(ctx, 1, {n, k, 1, 1}, true));
+}
+void qlinear_matmul_packed(KernelContext& ctx) {
+  const int64_t k = ctx.attr_int("K", 0), n = ctx.attr_int("N", 0);
+  qlinear_matmul_with(ctx, unpack_weights(ctx, 3, {n, k, 1, 1}, true));
 }
 
 }  // namespace
@@ -394,6 +415,8 @@ void register_quantization_kernels(KernelTable& t) {
   t.add("ConvInteger", conv_integer);
   t.add("QLinearConv", qlinear_conv);
   t.add("QLinearConvPacked", qlinear_conv_packed, "tessera");
+  t.add("MatMulIntegerPacked", matmul_integer_packed, "tessera");
+  t.add("QLinearMatMulPacked", qlinear_matmul_packed, "tessera");
 }
 
 }  // namespace tessera::kernels::ref

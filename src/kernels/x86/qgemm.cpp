@@ -55,7 +55,8 @@ struct PanelScratch {
 thread_local PanelScratch tl_panel;
 
 // The GEMM over a prepared A (rows lda apart, readable to kp) and B packed panel by panel by `pack` (called
-// as pack(n0, nr, width, panel, sums-or-null)). a_zero / a_rowsum: m values or null; b_zero: n values or
+// as pack(n0, nr, width, scratch panel, sums-or-null), returning the panel: the scratch it packed, or one
+// packed before). a_zero / a_rowsum: m values or null; b_zero: n values or
 // null (n copies of one value are fine).
 struct Job {
   int64_t m, n, k;
@@ -86,9 +87,9 @@ void run_job(const Job& j, Pack&& pack, ThreadPool* pool) {
     uint8_t* panel = reinterpret_cast<uint8_t*>(tl_panel.panel.get(size_t(kp * width + 63) / 4));
     int32_t* terms = reinterpret_cast<int32_t*>(tl_panel.terms.get(3 * kQNr));
     int32_t *colsum = terms, *bz = terms + kQNr, *col_term = terms + 2 * kQNr;
-    pack(n0, nr, width, panel, need_colsum ? colsum : nullptr);
     QTile tl;
-    tl.kq = kp / 4, tl.lda = j.lda, tl.nr = int(nr), tl.nv = int(nv), tl.b = panel, tl.a_signed = j.a_signed;
+    tl.b = pack(n0, nr, width, panel, need_colsum ? colsum : nullptr);
+    tl.kq = kp / 4, tl.lda = j.lda, tl.nr = int(nr), tl.nv = int(nv), tl.a_signed = j.a_signed;
     if (j.b_zero) {
       std::fill(bz, bz + kQNr, 0);
       std::copy(j.b_zero + n0, j.b_zero + n0 + nr, bz);
@@ -251,6 +252,29 @@ void qmatmul_int8(int64_t m, int64_t n, int64_t k, const void* a, bool a_signed,
         pl.seg_begin = seg_begin, pl.segs = &seg, pl.flip = b_signed ? 0 : 0x80, pl.b_signed = true;
         pl.lo = bp, pl.hi = bp + (k - 1) * ldb + n;
         pack_panel(pl, panel, sums);
+        return static_cast<const uint8_t*>(panel);
+      },
+      pool);
+}
+
+void qmatmul_int8_packed(int64_t m, int64_t n, int64_t k, const void* a, bool a_signed, int64_t lda,
+                         int32_t a_zero, const uint8_t* b, const QOutput& out, ThreadPool* pool) {
+  if (m <= 0 || n <= 0) return;
+  const int32_t za = a_signed ? a_zero + 128 : a_zero;
+  const int64_t kp = QConvPackedW::k(k, 1, 1);
+  const int32_t* colsum =
+      reinterpret_cast<const int32_t*>(b + round_up(int64_t(QConvPackedW::panel_bytes(n, k, 1, 1)), 64));
+  std::vector<uint8_t> acopy;
+  const uint8_t* ap;
+  int64_t ap_ld;
+  prepare_a(m, k, static_cast<const uint8_t*>(a), lda, a_signed, false, acopy, ap, ap_ld, nullptr);
+  std::vector<int32_t> za_rows(za != 0 ? size_t(m) : 0, za);
+  Job j{m, n, k, ap, ap_ld, false, za != 0 ? za_rows.data() : nullptr, nullptr, nullptr, out};
+  run_job(
+      j,
+      [&](int64_t n0, int64_t nr, int64_t, uint8_t*, int32_t* sums) {
+        if (sums) std::copy(colsum + n0, colsum + n0 + nr, sums);
+        return b + n0 * kp;
       },
       pool);
 }
@@ -328,6 +352,7 @@ void qconv2d_int8(const Conv2dParams& p, const void* x, bool x_signed, int32_t x
             pl.flip = xflip;
             pl.b_signed = false, pl.lo = xb, pl.hi = xb + p.n * p.c * p.h * p.w;
             pack_panel(pl, panel, sums);
+            return static_cast<const uint8_t*>(panel);
           },
           pool);
     }

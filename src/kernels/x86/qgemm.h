@@ -72,6 +72,12 @@ struct QConvPackedW {
 void qconv2d_int8_packed(const Conv2dParams& p, const void* x, bool x_signed, int32_t x_zero,
                          const uint8_t* w, const QOutput& out, ThreadPool* pool);
 
+// MatMulInteger / QLinearMatMul by a constant B [k, n] packed once (pass pack_qmatmul) as QConvPackedW of
+// n output channels over k channels and a 1 x 1 kernel (B's columns as its rows), zero point 0 after the
+// flip.
+void qmatmul_int8_packed(int64_t m, int64_t n, int64_t k, const void* a, bool a_signed, int64_t lda,
+                         int32_t a_zero, const uint8_t* b, const QOutput& out, ThreadPool* pool);
+
 // ---- internals shared with the ISA kernels ----
 
 // B is packed in panels of up to kQNr columns, 16 * nv wide (nv = 1..4 vectors): [kp / 4][16 nv][4] bytes,

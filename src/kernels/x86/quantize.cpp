@@ -81,7 +81,27 @@ void dequantize(const Q* x, int64_t n, float scale, int32_t zero_point, float* y
   });
 }
 
+template <bool>
+inline __attribute__((always_inline)) void minmax_loop(const float* x, int64_t n, float& mn, float& mx) {
+  float lo = 0.f, hi = 0.f;
+  for (int64_t i = 0; i < n; ++i) {
+    lo = x[i] < lo ? x[i] : lo;  // (minps / maxps keep the second operand on a NaN: skipped)
+    hi = x[i] > hi ? x[i] : hi;
+  }
+  mn = lo, mx = hi;
+}
+void minmax_base(const float* x, int64_t n, float& mn, float& mx) {
+  minmax_loop<false>(x, n, mn, mx);
+}
+__attribute__((target("avx2"))) void minmax_avx2(const float* x, int64_t n, float& mn, float& mx) {
+  minmax_loop<true>(x, n, mn, mx);
+}
+
 }  // namespace
+
+void minmax0_f32(const float* x, int64_t n, float* mn, float* mx) {
+  (eltwise_isa() != EltIsa::portable ? minmax_avx2 : minmax_base)(x, n, *mn, *mx);
+}
 
 void quantize_u8_f32(const float* x, int64_t n, float scale, int32_t zero_point, uint8_t* y,
                      ThreadPool* pool) {

@@ -11,6 +11,9 @@
 
 namespace tessera::kernels::x86 {
 
+// min(0, min x) and max(0, max x), NaNs skipped: DynamicQuantizeLinear's range.
+void minmax0_f32(const float* x, int64_t n, float* mn, float* mx);
+
 void quantize_u8_f32(const float* x, int64_t n, float scale, int32_t zero_point, uint8_t* y,
                      ThreadPool* pool);
 void quantize_i8_f32(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y, ThreadPool* pool);

@@ -1,0 +1,71 @@
+// pack_qmatmul: MatMulInteger and QLinearMatMul by a constant 2-D B (a dynamically or statically quantized
+// transformer's weights; fuse_qdq's QLinearMatMul) become tessera.MatMulIntegerPacked /
+// QLinearMatMulPacked, B packed here once into the int8 kernels' panels (kernels/x86/qgemm.h: QConvPackedW
+// over B's columns) with its column sums. Unpacked, every run packed B again: a decoder's one-row GEMMs
+// spent 3-4x onnxruntime's time doing it. It takes weights whose zero point is 0 once flipped to s8 (s8 with
+// zero point 0, u8 with 128: what the quantizers write for weights); others keep packing per run.
+#include "core/dtype_attr.h"
+#include "kernels/x86/qgemm.h"
+#include "passes/pass_manager.h"
+#include "passes/rewrite_util.h"
+
+namespace tessera::passes {
+
+namespace {
+
+void pack_one(ir::Graph& g, ir::Node* n) {
+  const bool qlinear = is_onnx_op(n, "QLinearMatMul");
+  if (!(qlinear || is_onnx_op(n, "MatMulInteger")) || n->outputs.size() != 1) return;
+  const size_t bi = qlinear ? 3 : 1, zi = qlinear ? 5 : 3;
+  if (n->inputs.size() <= bi || !is_constant(g, n->inputs[bi])) return;
+  ir::Value* bv = n->inputs[bi];
+  const Tensor& b = *bv->initializer;
+  if (b.rank() != 2 || (b.dtype() != DType::u8 && b.dtype() != DType::i8) || b.dim(0) < 1 || b.dim(1) < 1)
+    return;
+  const int32_t want = b.dtype() == DType::u8 ? 128 : 0;
+  ir::Value* zv = n->inputs.size() > zi ? n->inputs[zi] : nullptr;
+  if (zv) {
+    if (!is_constant(g, zv) || zv->initializer->dtype() != b.dtype()) return;
+    const Tensor z = zv->initializer->contiguous();
+    for (int64_t i = 0; i < z.numel(); ++i) {
+      const int32_t v = b.dtype() == DType::u8 ? int32_t(z.data<uint8_t>()[i]) : int32_t(z.data<int8_t>()[i]);
+      if (v != want) return;
+    }
+  } else if (want != 0) {
+    return;
+  }
+  const int64_t k = b.dim(0), nn = b.dim(1);
+  // B's columns as the packed rows: B^T [n, k]
+  const Tensor bc = b.contiguous();
+  std::vector<uint8_t> bt(size_t(k * nn));
+  const uint8_t* src = static_cast<const uint8_t*>(bc.raw_data());
+  for (int64_t r = 0; r < k; ++r)
+    for (int64_t c = 0; c < nn; ++c) bt[size_t(c * k + r)] = src[r * nn + c];
+  using kernels::x86::QConvPackedW;
+  Tensor pt(DType::u8, {int64_t(QConvPackedW::bytes(nn, k, 1, 1))});
+  QConvPackedW::pack(bt.data(), b.dtype() == DType::i8, nn, k, 1, 1, pt.data<uint8_t>());
+  ir::Value* pv = g.add_value(g.unique_name(bv->name + "_packed"));
+  pv->initializer = pt;
+  pv->type = ir::TypeInfo::tensor_of(pt);
+  ir::Node* f = g.add_node(qlinear ? "QLinearMatMulPacked" : "MatMulIntegerPacked", n->name);
+  f->domain = "tessera";
+  f->opset = 1;
+  set_attr_int(f, "K", k);
+  set_attr_int(f, "N", nn);
+  set_attr_int(f, "w_type", b.dtype() == DType::u8 ? 2 : 3);  // ONNX's type codes
+  for (size_t i = 0; i < n->inputs.size(); ++i) g.connect_input(f, i == bi ? pv : n->inputs[i]);
+  ir::Value* out = n->outputs[0];
+  g.remove_node(n);
+  g.connect_output(f, out);
+}
+
+}  // namespace
+
+void pack_qmatmul(ir::Graph& g) {
+  std::vector<ir::Node*> nodes;
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  for (ir::Node* n : nodes) pack_one(g, n);
+  g.remove_unused_values();
+}
+
+}  // namespace tessera::passes
