@@ -4,6 +4,7 @@
 // a QDQ ResNet-18, which onnxruntime runs in int8). Here
 //   Q(Conv(DQ(x), DQ(w), DQ(bias)))  ->  QLinearConv(x, w, bias)
 //   Q(MatMul(DQ(a), DQ(b)))          ->  QLinearMatMul(a, b)
+//   Q(Add(DQ(a), DQ(b)))             ->  tessera.QLinearAdd(a, b)
 // as onnxruntime's QDQ selectors do, on the int8 kernels (kernels/x86/qgemm.h). The sums become exact
 // integers instead of f32 sums of products, the requantization rounds once: what onnxruntime computes for the
 // same model. Conditions: scales and zero points constant, per tensor (the conv's weights also per output
@@ -82,8 +83,35 @@ bool bias_scale_matches(const Tensor& bs, float xs, const Tensor& ws) {
   return true;
 }
 
+// Q(Add(DQ(a), DQ(b))) -> tessera.QLinearAdd(a, b): one pass over the bytes instead of four over floats
+// (a residual connection between quantized convs), computing what the three nodes compute.
+bool fuse_add(ir::Graph& g, ir::Node* n, std::unordered_set<const ir::Node*>& gone) {
+  if (!is_onnx_op(n, "Add") || n->inputs.size() != 2 || n->outputs.size() != 1) return false;
+  const auto qa = dq_of(g, n->inputs[0], false), qb = dq_of(g, n->inputs[1], false);
+  if (!qa || !qb) return false;
+  ir::Node* qn = sole_consumer(g, n->outputs[0]);
+  const auto qc = match_q(g, qn, "QuantizeLinear", false);
+  if (!qc || qc->data != n->outputs[0]) return false;
+  const DType ct = qc->zero ? qc->zero->initializer->dtype() : DType::u8;
+  const std::string name = n->name;
+  ir::Node* f = g.add_node("QLinearAdd", name);
+  f->domain = "tessera";
+  f->opset = 1;
+  for (ir::Value* v :
+       {qa->data, qa->scale, zero_point(g, *qa, qa->data->type.elem, name + "_a"), qb->data, qb->scale,
+        zero_point(g, *qb, qb->data->type.elem, name + "_b"), qc->scale, zero_point(g, *qc, ct, name + "_c")})
+    g.connect_input(f, v);
+  ir::Value* out = qn->outputs[0];
+  gone.insert(qn);
+  g.remove_node(qn);
+  g.remove_node(n);
+  g.connect_output(f, out);
+  return true;
+}
+
 // Fuses n when it matches; `gone` gets the nodes removed.
 bool fuse_one(ir::Graph& g, ir::Node* n, std::unordered_set<const ir::Node*>& gone) {
+  if (is_onnx_op(n, "Add")) return fuse_add(g, n, gone);
   const bool conv = is_onnx_op(n, "Conv");
   if (!(conv || is_onnx_op(n, "MatMul")) || n->outputs.size() != 1 || n->inputs.size() < 2) return false;
   const auto qx = dq_of(g, n->inputs[0], false);

@@ -402,7 +402,8 @@ void layout_nhwc(ir::Graph& g) {
       g.connect_output(f, out);
       continue;
     }
-    const bool conv = convertible_conv(g, n), pool = !conv && convertible_pool(n);
+    // (a pool joins a region that reaches it; alone, its two Transposes cost more than NHWC saves)
+    const bool conv = convertible_conv(g, n), pool = !conv && convertible_pool(n) && twin.count(n->inputs[0]);
     if (!conv && !pool) continue;
     if (conv && strassen_pointwise(n)) {
       // FusedGemm(X_nhwc [N, H, W, C], B packed for Strassen, bias, residual) -> [N, H, W, OC]

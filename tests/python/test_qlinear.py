@@ -337,3 +337,36 @@ def test_dynamic_quantized_linear_layer_packs_and_matches(wtype, m):
     want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     for threads in (1, 2):
         np.testing.assert_allclose(_run(model, {"x": x}, threads), want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("types", [(TensorProto.UINT8, TensorProto.UINT8, TensorProto.UINT8),
+                                   (TensorProto.INT8, TensorProto.UINT8, TensorProto.INT8),
+                                   (TensorProto.UINT8, TensorProto.INT8, TensorProto.UINT8)])
+@pytest.mark.parametrize("shape", [[1, 64, 56, 56], [3, 5], [70001]])
+def test_qdq_add_fuses_and_matches_unfused(types, shape):
+    """Q(Add(DQ(a), DQ(b))) becomes tessera.QLinearAdd; its bytes are those of the three nodes run apart
+    (optimization level 0), and within one step of onnxruntime's (which fuses it as well)."""
+    ta, tb, tc = types
+    zero = {TensorProto.UINT8: (np.uint8, 128), TensorProto.INT8: (np.int8, -3)}
+    inits = []
+    for nm, t, s in (("a", ta, 0.03), ("b", tb, 0.05), ("c", tc, 0.07)):
+        dt, z = zero[t]
+        inits += [numpy_helper.from_array(np.array(s, np.float32), "s" + nm), numpy_helper.from_array(np.array(z, dt), "z" + nm)]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sa", "za"], ["aq"]),
+             helper.make_node("QuantizeLinear", ["y", "sb", "zb"], ["bq"]),
+             helper.make_node("DequantizeLinear", ["aq", "sa", "za"], ["ad"]),
+             helper.make_node("DequantizeLinear", ["bq", "sb", "zb"], ["bd"]),
+             helper.make_node("Add", ["ad", "bd"], ["s"]),
+             helper.make_node("QuantizeLinear", ["s", "sc", "zc"], ["cq"]),
+             helper.make_node("DequantizeLinear", ["cq", "sc", "zc"], ["out"])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape),
+                           helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+                   [helper.make_tensor_value_info("out", TensorProto.FLOAT, shape)], inits)
+    assert "tessera.QLinearAdd(" in tessera.InferenceSession(model).graph_text()
+    feeds = {"x": (RNG.standard_normal(shape) * 3).astype(np.float32),
+             "y": (RNG.standard_normal(shape) * 4).astype(np.float32)}
+    unfused = tessera.InferenceSession(model, tessera.SessionOptions(optimization_level=0)).run(None, feeds)[0]
+    for threads in (1, 2):
+        np.testing.assert_array_equal(_run(model, feeds, threads), unfused)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    assert np.max(np.abs(unfused - want)) <= 0.07 * 1.001

@@ -735,7 +735,7 @@ void pool_separable_x86(KernelContext& ctx, bool is_max) {
 void max_pool_nchw_x86(KernelContext& ctx) {
   const Tensor& x0 = ctx.required_input(0);
   const auto ks = ctx.attr_ints("kernel_shape");
-  if (x0.dtype() == DType::f32 && x0.rank() != 4 && ctx.num_outputs() == 1) {
+  if (x0.dtype() == DType::f32 && (x0.rank() != 4 || !(ctx.num_outputs() > 1 && ctx.output_requested(1)))) {
     pool_separable_x86(ctx, true);
     return;
   }

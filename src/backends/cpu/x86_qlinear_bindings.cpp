@@ -11,6 +11,7 @@
 #include "core/dtype_attr.h"
 #include "kernels/ref/registry.h"
 #include "kernels/x86/qgemm.h"
+#include "kernels/x86/quantize.h"
 
 namespace tessera::backends::cpu {
 
@@ -254,9 +255,32 @@ void qmatmul_packed_x86(KernelContext& ctx, bool qlinear) {
                                     pk->data<uint8_t>(), out, ctx.pool());
 }
 
+// tessera.QLinearAdd (fuse_qdq) of same-shape operands on the fused kernel (kernels/x86/quantize.h);
+// broadcasts go to the reference.
+void qlinear_add_x86(KernelContext& ctx) {
+  const auto ref = [&] { run_reference(ctx, "tessera"); };
+  const Tensor* a0 = ctx.input(0);
+  const Tensor* b0 = ctx.input(3);
+  const Tensor* cz = ctx.input(7);
+  const auto as = f32_scalar(ctx, 1), bs = f32_scalar(ctx, 4), cs = f32_scalar(ctx, 6);
+  std::vector<int32_t> za, zb, zc;
+  if (!a0 || !b0 || !is_q8(a0->dtype()) || !is_q8(b0->dtype()) || a0->shape() != b0->shape() || !as || !bs ||
+      !cs || !zero_points(ctx.input(2), a0->dtype(), 0, za) || !zero_points(ctx.input(5), b0->dtype(), 0, zb))
+    return ref();
+  const DType ct = cz ? cz->dtype() : a0->dtype();
+  if (!is_q8(ct) || !zero_points(cz, ct, 0, zc)) return ref();
+  kernels::x86::QAddParams p;
+  p.sa = *as, p.za = float(za[0]), p.sb = *bs, p.zb = float(zb[0]), p.sc = *cs, p.zc = float(zc[0]);
+  const Tensor a = a0->contiguous(), b = b0->contiguous();
+  Tensor& c = ctx.output_for_overwrite(0, ct, a.shape());
+  kernels::x86::qlinear_add_8bit(a.raw_data(), a.dtype() == DType::i8, b.raw_data(), b.dtype() == DType::i8,
+                                 a.numel(), p, c.raw_data(), ct == DType::i8, ctx.pool());
+}
+
 }  // namespace
 
 void register_x86_qlinear_bindings() {
+  add_tuned_kernel("tessera", "QLinearAdd", {}, qlinear_add_x86);
   add_tuned_kernel("tessera", "MatMulIntegerPacked", {},
                    [](KernelContext& c) { qmatmul_packed_x86(c, false); });
   add_tuned_kernel("tessera", "QLinearMatMulPacked", {},

@@ -200,6 +200,12 @@ void infer_qmatmul_packed(InferenceContext& ctx, bool qlinear) {
   ctx.set_output(0, out, o);
 }
 
+// tessera.QLinearAdd (fuse_qdq): quantized a + b, broadcast, of c_zero_point's type (else a's).
+void infer_qlinear_add(InferenceContext& ctx) {
+  const DType out = ctx.has_input(7) ? ctx.input_dtype(7) : ctx.input_dtype(0);
+  ctx.set_output(0, out, broadcast_shapes(ctx.input_shape(0), ctx.input_shape(3)));
+}
+
 }  // namespace
 
 void register_fused_schemas(OpRegistry& r) {
@@ -245,6 +251,9 @@ void register_fused_schemas(OpRegistry& r) {
                             "tessera");
   qc.family = "fused";
   r.add(qc);
+  OpSchema qa = make_schema("QLinearAdd", 7, 8, 1, 1, infer_qlinear_add, {}, "tessera");
+  qa.family = "fused";
+  r.add(qa);
   for (bool ql : {false, true}) {
     OpSchema qm =
         make_schema(ql ? "QLinearMatMulPacked" : "MatMulIntegerPacked", ql ? 8 : 2, ql ? 8 : 4, 1, 1,

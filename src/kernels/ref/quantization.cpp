@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/dtype_attr.h"
+#include "kernels/ref/broadcast.h"
 #include "kernels/ref/misc_conv.h"
 #include "kernels/ref/misc_util.h"
 #include "kernels/ref/registry.h"
@@ -404,6 +405,36 @@ void qlinear_matmul_packed(KernelContext& ctx) {
   qlinear_matmul_with(ctx, unpack_weights(ctx, 3, {n, k, 1, 1}, true));
 }
 
+// tessera.QLinearAdd (fuse_qdq): QuantizeLinear(DequantizeLinear(a) + DequantizeLinear(b)), per-tensor
+// parameters, in the f32 operations of those three nodes (so the fused result is the unfused one's).
+void qlinear_add(KernelContext& ctx) {
+  const Tensor a = ctx.required_input(0).contiguous();
+  const Tensor b = ctx.required_input(3).contiguous();
+  ctx.check(is_int8ish(a.dtype()) && is_int8ish(b.dtype()), "inputs must be int8/uint8");
+  const float as = scalar_of(ctx, 1, "a_scale"), bs = scalar_of(ctx, 4, "b_scale"),
+              cs = scalar_of(ctx, 6, "c_scale");
+  const std::vector<double> az = zp_values(ctx, 2, a.dtype()), bz = zp_values(ctx, 5, b.dtype());
+  ctx.check(az.size() == 1 && bz.size() == 1, "zero points must be single values");
+  const Tensor* czt = ctx.input(7);
+  const DType out = czt ? czt->dtype() : a.dtype();
+  ctx.check(is_int8ish(out), "c_zero_point must be int8/uint8");
+  const std::vector<double> cz = czt ? zp_values(ctx, 7, out) : std::vector<double>{0.0};
+  ctx.check(cz.size() == 1, "c_zero_point must be a single value");
+  const Shape ys = broadcast_shape(a.shape(), b.shape());
+  double lo, hi;
+  int_range(out, lo, hi);
+  const std::vector<double> av = a.to_double_vector(), bv = b.to_double_vector();
+  std::vector<double> r(size_t(shape_numel(ys)));
+  BroadcastIndexer(ys, {a.shape(), b.shape()}).for_each([&](int64_t o, const int64_t* in) {
+    const float s =
+        (float(av[size_t(in[0])]) - float(az[0])) * as + (float(bv[size_t(in[1])]) - float(bz[0])) * bs;
+    double v = std::nearbyint(double(s / cs));
+    if (std::isnan(v)) v = 0;
+    r[size_t(o)] = std::clamp(v + cz[0], lo, hi);
+  });
+  from_doubles(ctx.output(0, out, ys), r);
+}
+
 }  // namespace
 
 void register_quantization_kernels(KernelTable& t) {
@@ -416,6 +447,7 @@ void register_quantization_kernels(KernelTable& t) {
   t.add("QLinearConv", qlinear_conv);
   t.add("QLinearConvPacked", qlinear_conv_packed, "tessera");
   t.add("MatMulIntegerPacked", matmul_integer_packed, "tessera");
+  t.add("QLinearAdd", qlinear_add, "tessera");
   t.add("QLinearMatMulPacked", qlinear_matmul_packed, "tessera");
 }
 

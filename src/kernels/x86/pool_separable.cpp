@@ -1,9 +1,12 @@
 #include "kernels/x86/pool_separable.h"
 
+#include <xmmintrin.h>
+
 #include <algorithm>
 #include <limits>
 
 #include "core/memory.h"
+#include "kernels/x86/eltwise.h"
 
 namespace tessera::kernels::x86 {
 
@@ -17,6 +20,33 @@ struct Ctx {
 };
 
 thread_local AlignedScratch tl_level[3], tl_phases;
+
+// out = max(out, in) with a NaN winning, or out += in: the loops every pass runs, built for the baseline and
+// for AVX2 (twice the lanes; MaxPool over NCHW ran at 2.3x onnxruntime's time on the SSE2 build alone).
+template <bool IsMax>
+inline __attribute__((always_inline)) void combine_loop(float* __restrict out, const float* __restrict in,
+                                                        int64_t n) {
+  if constexpr (IsMax)
+    for (int64_t i = 0; i < n; ++i) out[i] = in[i] > out[i] || in[i] != in[i] ? in[i] : out[i];
+  else
+    for (int64_t i = 0; i < n; ++i) out[i] += in[i];
+}
+template <bool IsMax>
+void combine_base(float* __restrict out, const float* __restrict in, int64_t n) {
+  combine_loop<IsMax>(out, in, n);
+}
+template <bool IsMax>
+__attribute__((target("avx2"))) void combine_avx2(float* __restrict out, const float* __restrict in,
+                                                  int64_t n) {
+  combine_loop<IsMax>(out, in, n);
+}
+inline void combine(bool is_max, float* __restrict out, const float* __restrict in, int64_t n) {
+  static const bool avx2 = eltwise_isa() != EltIsa::portable;
+  if (is_max)
+    (avx2 ? combine_avx2<true> : combine_base<true>)(out, in, n);
+  else
+    (avx2 ? combine_avx2<false> : combine_base<false>)(out, in, n);
+}
 
 // One row along the innermost axis: src[a.in] -> dst[a.out].
 void pool_row(const Ctx& c, const PoolAxis& a, const float* src, float* __restrict dst) {
@@ -53,7 +83,15 @@ void pool_row(const Ctx& c, const PoolAxis& a, const float* src, float* __restri
   float* phases = nullptr;
   if (s > 1) {
     phases = tl_phases.get(size_t(s * plen));
-    for (int64_t i = 0; i < a.in; ++i) phases[(i % s) * plen + i / s] = src[i];
+    int64_t done = 0;  // elements split with shuffles
+    if (s == 2)        // (the usual stride: even and odd elements, four of each per shuffle pair)
+      for (; done + 8 <= a.in; done += 8) {
+        const __m128 v0 = _mm_loadu_ps(src + done), v1 = _mm_loadu_ps(src + done + 4);
+        _mm_storeu_ps(phases + done / 2, _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(2, 0, 2, 0)));
+        _mm_storeu_ps(phases + plen + done / 2, _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(3, 1, 3, 1)));
+      }
+    for (int64_t j = 0; j < s; ++j)  // (no division per element: it cost more than the pooling)
+      for (int64_t at = done + j; at < a.in; at += s) phases[j * plen + at / s] = src[at];
   }
   const int64_t n = hi - lo;
   float* __restrict out = dst + lo;
@@ -61,11 +99,9 @@ void pool_row(const Ctx& c, const PoolAxis& a, const float* src, float* __restri
     const int64_t ct = lo * s - a.pad_begin + t * d;
     const float* __restrict in = s > 1 ? phases + (ct % s) * plen + ct / s : src + ct;
     if (t == 0)
-      for (int64_t i = 0; i < n; ++i) out[i] = in[i];
-    else if (is_max)
-      for (int64_t i = 0; i < n; ++i) out[i] = in[i] > out[i] || in[i] != in[i] ? in[i] : out[i];  // NaN wins
+      std::copy_n(in, n, out);
     else
-      for (int64_t i = 0; i < n; ++i) out[i] += in[i];
+      combine(is_max, out, in, n);  // (max: a NaN wins)
   }
   if (!is_max)
     for (int64_t i = 0; i < n; ++i) out[i] *= 1.0f / float(a.k);
@@ -86,10 +122,8 @@ void pool_slab(const Ctx& c, size_t i, int64_t o, const float* x, float* y) {
     const float* __restrict row = x + at * inner;
     if (count++ == 0)
       std::copy_n(row, inner, t);
-    else if (c.is_max)
-      for (int64_t j = 0; j < inner; ++j) t[j] = row[j] > t[j] || row[j] != row[j] ? row[j] : t[j];
     else
-      for (int64_t j = 0; j < inner; ++j) t[j] += row[j];
+      combine(c.is_max, t, row, inner);
   }
   if (count == 0)
     std::fill_n(t, inner, c.is_max ? -std::numeric_limits<float>::infinity() : 0.0f);

@@ -97,7 +97,72 @@ __attribute__((target("avx2"))) void minmax_avx2(const float* x, int64_t n, floa
   minmax_loop<true>(x, n, mn, mx);
 }
 
+// c = quantize((a - za) sa + (b - zb) sb) in the f32 operations of DequantizeLinear, Add, QuantizeLinear.
+template <class A, class B, class C>
+inline __attribute__((always_inline)) void qadd_loop(const A* a, const B* b, int64_t n, const QAddParams& p,
+                                                     C* c) {
+  constexpr float lo = float(std::numeric_limits<C>::min()), hi = float(std::numeric_limits<C>::max());
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = (float(a[i]) - p.za) * p.sa + (float(b[i]) - p.zb) * p.sb;
+    float v = std::nearbyint(s / p.sc);
+    v = v == v ? v + p.zc : p.zc;
+    v = v < lo ? lo : v > hi ? hi : v;
+    c[i] = C(int32_t(v));
+  }
+}
+template <class T>
+__attribute__((target("avx2"))) inline __m256 load8_f32(const T* p) {
+  const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm256_cvtepi32_ps(std::numeric_limits<T>::is_signed ? _mm256_cvtepi8_epi32(v)
+                                                              : _mm256_cvtepu8_epi32(v));
+}
+template <class A, class B, class C>
+__attribute__((target("avx2"))) void qadd_avx2(const A* a, const B* b, int64_t n, const QAddParams& p, C* c) {
+  const __m256 za = _mm256_set1_ps(p.za), sa = _mm256_set1_ps(p.sa), zb = _mm256_set1_ps(p.zb),
+               sb = _mm256_set1_ps(p.sb), sc = _mm256_set1_ps(p.sc), zc = _mm256_set1_ps(p.zc),
+               lo = _mm256_set1_ps(float(std::numeric_limits<C>::min())),
+               hi = _mm256_set1_ps(float(std::numeric_limits<C>::max()));
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 s = _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(load8_f32(a + i), za), sa),
+                                   _mm256_mul_ps(_mm256_sub_ps(load8_f32(b + i), zb), sb));
+    __m256 r = _mm256_round_ps(_mm256_div_ps(s, sc), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_blendv_ps(r, _mm256_setzero_ps(), _mm256_cmp_ps(r, r, _CMP_UNORD_Q));
+    r = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, zc), lo), hi);
+    const __m256i q32 = _mm256_cvtps_epi32(r);
+    const __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(q32), _mm256_extracti128_si256(q32, 1));
+    const __m128i q8 =
+        std::numeric_limits<C>::is_signed ? _mm_packs_epi16(q16, q16) : _mm_packus_epi16(q16, q16);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(c + i), q8);
+  }
+  qadd_loop(a + i, b + i, n - i, p, c + i);
+}
+template <class A, class B, class C>
+void qadd_base(const A* a, const B* b, int64_t n, const QAddParams& p, C* c) {
+  qadd_loop(a, b, n, p, c);
+}
+template <class A, class B, class C>
+void qadd(const void* a, const void* b, int64_t n, const QAddParams& p, void* c, ThreadPool* pool) {
+  const bool avx2 = eltwise_isa() != EltIsa::portable;
+  const A* ap = static_cast<const A*>(a);
+  const B* bp = static_cast<const B*>(b);
+  C* cp = static_cast<C*>(c);
+  parallel_for(n >= 2 * kGrain ? pool : nullptr, n, kGrain, [&](int64_t s, int64_t e) {
+    (avx2 ? qadd_avx2<A, B, C> : qadd_base<A, B, C>)(ap + s, bp + s, e - s, p, cp + s);
+  });
+}
+
 }  // namespace
+
+void qlinear_add_8bit(const void* a, bool a_signed, const void* b, bool b_signed, int64_t n,
+                      const QAddParams& p, void* c, bool c_signed, ThreadPool* pool) {
+  using F = void (*)(const void*, const void*, int64_t, const QAddParams&, void*, ThreadPool*);
+  static constexpr F table[8] = {qadd<uint8_t, uint8_t, uint8_t>, qadd<uint8_t, uint8_t, int8_t>,
+                                 qadd<uint8_t, int8_t, uint8_t>,  qadd<uint8_t, int8_t, int8_t>,
+                                 qadd<int8_t, uint8_t, uint8_t>,  qadd<int8_t, uint8_t, int8_t>,
+                                 qadd<int8_t, int8_t, uint8_t>,   qadd<int8_t, int8_t, int8_t>};
+  table[(a_signed ? 4 : 0) + (b_signed ? 2 : 0) + (c_signed ? 1 : 0)](a, b, n, p, c, pool);
+}
 
 void minmax0_f32(const float* x, int64_t n, float* mn, float* mx) {
   (eltwise_isa() != EltIsa::portable ? minmax_avx2 : minmax_base)(x, n, *mn, *mx);

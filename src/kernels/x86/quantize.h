@@ -11,6 +11,15 @@
 
 namespace tessera::kernels::x86 {
 
+// c = QuantizeLinear(DequantizeLinear(a) + DequantizeLinear(b)) over n elements of same-shape u8 / s8
+// tensors, per-tensor parameters, in those nodes' f32 operations (tessera.QLinearAdd: a QDQ model's
+// residual Add).
+struct QAddParams {
+  float sa = 1, za = 0, sb = 1, zb = 0, sc = 1, zc = 0;
+};
+void qlinear_add_8bit(const void* a, bool a_signed, const void* b, bool b_signed, int64_t n,
+                      const QAddParams& p, void* c, bool c_signed, ThreadPool* pool);
+
 // min(0, min x) and max(0, max x), NaNs skipped: DynamicQuantizeLinear's range.
 void minmax0_f32(const float* x, int64_t n, float* mn, float* mx);
 
