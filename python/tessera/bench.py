@@ -65,11 +65,17 @@ def with_probe_outputs(model):
     g = m.graph
     known = {o.name for o in g.output} | {i.name for i in g.input} | {t.name for t in g.initializer}
     producers = {o: n for n in g.node for o in n.output}
+    # each probe with its own element type (a quantized model's are 8-bit); untyped ones are left out
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model).graph.value_info
+    except Exception:  # noqa: BLE001 - a model shape inference rejects: float probes as before
+        inferred = []
+    types = {v.name: v.type.tensor_type.elem_type for v in inferred if v.type.HasField("tensor_type")}
     for out in list(g.output):
         node = producers.get(out.name)
         for x in (node.input if node is not None else []):
-            if x and x not in known:
-                g.output.append(onnx.helper.make_tensor_value_info(x, onnx.TensorProto.FLOAT, None))
+            if x and x not in known and types.get(x, onnx.TensorProto.FLOAT):
+                g.output.append(onnx.helper.make_tensor_value_info(x, types.get(x, onnx.TensorProto.FLOAT), None))
                 known.add(x)
     return m
 

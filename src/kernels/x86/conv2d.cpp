@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/memory.h"
 
 namespace tessera::kernels::x86 {
@@ -48,11 +49,29 @@ float apply_act(float v, const ConvEpilogue& ep) {
   return activate(v, ep.act, ep.clip_min, ep.clip_max);
 }
 
+// acc[i] += w * src[i]: the depthwise kernel's inner loop, for the baseline and for AVX2 + FMA (the NCHW
+// depthwise conv ran at SSE2 width with an aliasing check per call).
+inline __attribute__((always_inline)) void axpy_loop(float* __restrict acc, const float* __restrict src, float w,
+                                                     int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += w * src[i];
+}
+void axpy_base(float* __restrict acc, const float* __restrict src, float w, int64_t n) {
+  axpy_loop(acc, src, w, n);
+}
+__attribute__((target("avx2,fma"))) void axpy_avx2(float* __restrict acc, const float* __restrict src, float w,
+                                                   int64_t n) {
+  axpy_loop(acc, src, w, n);
+}
+
+// Depthwise over NCHW, one output row at a time: each tap adds a shifted input row times its weight. A
+// strided conv splits each input row into its sw phases first (phase j: elements j, j + sw, ...), so that
+// every tap reads a contiguous run.
 void depthwise(const Conv2dParams& p, const float* x, const float* w, const ConvEpilogue& ep, float* y,
                ThreadPool* pool) {
-  const int64_t oh = p.oh(), ow = p.ow();
+  const int64_t oh = p.oh(), ow = p.ow(), sw = p.sw, plen = (p.w + sw - 1) / sw;
+  const auto axpy = cpu_features().avx2 && cpu_features().fma ? axpy_avx2 : axpy_base;
   parallel_for(pool, p.n * p.c, 1, [&](int64_t b, int64_t e) {
-    std::vector<float> acc(static_cast<size_t>(ow));
+    std::vector<float> acc(static_cast<size_t>(ow)), phases(static_cast<size_t>(sw > 1 ? sw * plen : 0));
     for (int64_t nc = b; nc < e; ++nc) {
       const int64_t c = nc % p.c;
       const float* xs = x + nc * p.h * p.w;
@@ -65,22 +84,29 @@ void depthwise(const Conv2dParams& p, const float* x, const float* w, const Conv
           const int64_t iy = oy * p.sh - p.pad_t + r * p.dh;
           if (iy < 0 || iy >= p.h) continue;
           const float* srow = xs + iy * p.w;
+          if (sw > 1)
+            for (int64_t j = 0; j < sw; ++j)
+              for (int64_t at = j, i = 0; at < p.w; at += sw, ++i) phases[size_t(j * plen + i)] = srow[at];
           for (int64_t s = 0; s < p.kw; ++s) {
             const float wv = ws[r * p.kw + s];
             const int64_t x0 = s * p.dw - p.pad_l;
             // ox range with 0 <= ox*sw + x0 < w
-            int64_t lo = x0 >= 0 ? 0 : (-x0 + p.sw - 1) / p.sw;
-            int64_t hi = p.w - x0 <= 0 ? 0 : (p.w - x0 - 1) / p.sw + 1;
+            int64_t lo = x0 >= 0 ? 0 : (-x0 + sw - 1) / sw;
+            int64_t hi = p.w - x0 <= 0 ? 0 : (p.w - x0 - 1) / sw + 1;
             hi = std::min(hi, ow);
-            if (p.sw == 1) {
-              for (int64_t ox = lo; ox < hi; ++ox) acc[size_t(ox)] += wv * srow[ox + x0];
-            } else {
-              for (int64_t ox = lo; ox < hi; ++ox) acc[size_t(ox)] += wv * srow[ox * p.sw + x0];
-            }
+            if (hi <= lo) continue;
+            // element lo * sw + x0 of the row: phase (that % sw), index (that / sw), contiguous over ox
+            const int64_t first = lo * sw + x0;
+            const float* src = sw == 1 ? srow + first : phases.data() + (first % sw) * plen + first / sw;
+            axpy(acc.data() + lo, src, wv, hi - lo);
           }
         }
         float* yrow = ys + oy * ow;
         const float* rrow = ep.residual ? ep.residual + nc * oh * ow + oy * ow : nullptr;
+        if (!rrow && ep.act == Activation::none) {
+          std::copy(acc.begin(), acc.end(), yrow);
+          continue;
+        }
         for (int64_t ox = 0; ox < ow; ++ox)
           yrow[ox] = apply_act(acc[size_t(ox)] + (rrow ? rrow[ox] : 0.0f), ep);
       }

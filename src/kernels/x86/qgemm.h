@@ -78,6 +78,11 @@ void qconv2d_int8_packed(const Conv2dParams& p, const void* x, bool x_signed, in
 void qmatmul_int8_packed(int64_t m, int64_t n, int64_t k, const void* a, bool a_signed, int64_t lda,
                          int32_t a_zero, const uint8_t* b, const QOutput& out, ThreadPool* pool);
 
+// A depthwise conv (groups = c = oc, kh * kw <= 258) over u8 / s8 x for AVX-512 (qdepthwise__avx512f.cpp),
+// with w as f32 [c][kh * kw] of w - w_zero; int32 sums or requantized (scale per channel = per row).
+void qdepthwise_int8__avx512f(const Conv2dParams& p, const void* x, bool x_signed, int32_t x_zero,
+                              const float* w, const QOutput& out, ThreadPool* pool);
+
 // ---- internals shared with the ISA kernels ----
 
 // B is packed in panels of up to kQNr columns, 16 * nv wide (nv = 1..4 vectors): [kp / 4][16 nv][4] bytes,

@@ -12,6 +12,10 @@
 
 namespace tessera::kernels::x86 {
 
+// The requantization's product and sum rounded apart, as the reference's double arithmetic: explicit-rounding
+// forms, which the compiler does not contract into an FMA (it does with _mm512_mul_pd / _mm512_add_pd).
+constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
 namespace {
 
 inline int32_t load4(const uint8_t* p) {
@@ -125,8 +129,8 @@ void tile(const QTile& t) {
       }
       __m512d d0 = _mm512_cvtepi32_pd(_mm512_castsi512_si256(c));
       __m512d d1 = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(c, 1));
-      d0 = _mm512_add_pd(_mm512_mul_pd(d0, s0), yz);
-      d1 = _mm512_add_pd(_mm512_mul_pd(d1, s1), yz);
+      d0 = _mm512_add_round_pd(_mm512_mul_round_pd(d0, s0, kRound), yz, kRound);
+      d1 = _mm512_add_round_pd(_mm512_mul_round_pd(d1, s1, kRound), yz, kRound);
       d0 = _mm512_roundscale_pd(d0, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       d1 = _mm512_roundscale_pd(d1, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       d0 = _mm512_min_pd(_mm512_max_pd(d0, lo), hi);
