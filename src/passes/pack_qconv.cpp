@@ -20,9 +20,11 @@ bool worth_packing(const ir::Node* n, const Tensor& w) {
   if (c <= 4) return false;
   const auto st = ints_attr(n, "strides", {1, 1});
   if (kh * kw > 1 || st.size() != 2 || st[0] != 1 || st[1] != 1) return true;
-  // pointwise, stride 1: pack only small images (their rows fill the GEMM's 64-wide columns badly)
+  // pointwise, stride 1: pack small images (their rows fill the im2col GEMM's 64-wide columns badly) and
+  // deep inputs; a shallow one over a large image streams it as it lies (no layout copy, no transposed
+  // stores: those cost more than a 64-deep sum)
   const ir::Value* x = n->inputs[0];
-  if (!x->type.shape || x->type.shape->size() != 4) return true;
+  if (c >= 128 || !x->type.shape || x->type.shape->size() != 4) return true;
   const ir::Dim h = (*x->type.shape)[2], wd = (*x->type.shape)[3];
   return h.known() && wd.known() && h.value * wd.value < 256;
 }

@@ -51,15 +51,15 @@ float apply_act(float v, const ConvEpilogue& ep) {
 
 // acc[i] += w * src[i]: the depthwise kernel's inner loop, for the baseline and for AVX2 + FMA (the NCHW
 // depthwise conv ran at SSE2 width with an aliasing check per call).
-inline __attribute__((always_inline)) void axpy_loop(float* __restrict acc, const float* __restrict src, float w,
-                                                     int64_t n) {
+inline __attribute__((always_inline)) void axpy_loop(float* __restrict acc, const float* __restrict src,
+                                                     float w, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += w * src[i];
 }
 void axpy_base(float* __restrict acc, const float* __restrict src, float w, int64_t n) {
   axpy_loop(acc, src, w, n);
 }
-__attribute__((target("avx2,fma"))) void axpy_avx2(float* __restrict acc, const float* __restrict src, float w,
-                                                   int64_t n) {
+__attribute__((target("avx2,fma"))) void axpy_avx2(float* __restrict acc, const float* __restrict src,
+                                                   float w, int64_t n) {
   axpy_loop(acc, src, w, n);
 }
 

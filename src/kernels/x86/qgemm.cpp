@@ -67,6 +67,7 @@ struct Job {
   const int32_t* a_rowsum;
   const int32_t* b_zero;
   QOutput out;
+  bool a_zero_uniform = false;  // every row's a_zero is a_zero[0]
 };
 
 template <class Pack>
@@ -85,8 +86,8 @@ void run_job(const Job& j, Pack&& pack, ThreadPool* pool) {
     const int64_t s0 = ci * per_chunk, s1 = std::min(strips, s0 + per_chunk);
     if (s0 >= s1) return;
     uint8_t* panel = reinterpret_cast<uint8_t*>(tl_panel.panel.get(size_t(kp * width + 63) / 4));
-    int32_t* terms = reinterpret_cast<int32_t*>(tl_panel.terms.get(3 * kQNr));
-    int32_t *colsum = terms, *bz = terms + kQNr, *col_term = terms + 2 * kQNr;
+    int32_t* terms = reinterpret_cast<int32_t*>(tl_panel.terms.get(4 * kQNr));
+    int32_t *colsum = terms, *bz = terms + kQNr, *col_term = terms + 2 * kQNr, *col_sub = terms + 3 * kQNr;
     QTile tl;
     tl.b = pack(n0, nr, width, panel, need_colsum ? colsum : nullptr);
     tl.kq = kp / 4, tl.lda = j.lda, tl.nr = int(nr), tl.nv = int(nv), tl.a_signed = j.a_signed;
@@ -100,6 +101,11 @@ void run_job(const Job& j, Pack&& pack, ThreadPool* pool) {
         col_term[c] =
             int32_t(uint32_t(c < nr ? colsum[c] : 0) - uint32_t(j.k) * uint32_t(j.b_zero ? bz[c] : 0));
       tl.col_term = col_term;
+      if (j.a_zero_uniform) {  // one a_zero for all rows: its term per column, once per panel
+        for (int64_t c = 0; c < kQNr; ++c)
+          col_sub[c] = c < width ? int32_t(uint32_t(j.a_zero[0]) * uint32_t(col_term[c])) : 0;
+        tl.col_sub = col_sub;
+      }
     }
     tl.type = j.out.type, tl.scale_per_row = j.out.scale_per_row, tl.y_zero = double(j.out.y_zero);
     tl.ldc = j.out.ldc;
@@ -108,7 +114,7 @@ void run_job(const Job& j, Pack&& pack, ThreadPool* pool) {
       const int64_t m0 = s * kQMr;
       tl.mr = int(std::min(kQMr, j.m - m0));
       tl.a = j.a + m0 * j.lda;
-      tl.a_zero = j.a_zero ? j.a_zero + m0 : nullptr;
+      tl.a_zero = j.a_zero && !j.a_zero_uniform ? j.a_zero + m0 : nullptr;
       tl.a_rowsum = j.a_rowsum ? j.a_rowsum + m0 : nullptr;
       tl.bias = j.out.bias ? j.out.bias + m0 : nullptr;
       tl.scale = j.out.scale ? j.out.scale + (j.out.scale_per_row ? m0 : 0) : nullptr;
@@ -172,6 +178,7 @@ void qgemm_tile_portable(const QTile& t) {
       }
       if (t.b_zero) acc -= uint32_t(t.a_rowsum[i]) * uint32_t(t.b_zero[j]);
       if (t.a_zero) acc -= uint32_t(t.a_zero[i]) * uint32_t(t.col_term[j]);
+      if (t.col_sub) acc -= uint32_t(t.col_sub[j]);
       if (t.bias) acc += uint32_t(t.bias[t.bias_per_col ? j : i]);
       const int32_t c = int32_t(acc);
       if (t.type == QOut::i32) {
@@ -269,7 +276,7 @@ void qmatmul_int8_packed(int64_t m, int64_t n, int64_t k, const void* a, bool a_
   int64_t ap_ld;
   prepare_a(m, k, static_cast<const uint8_t*>(a), lda, a_signed, false, acopy, ap, ap_ld, nullptr);
   std::vector<int32_t> za_rows(za != 0 ? size_t(m) : 0, za);
-  Job j{m, n, k, ap, ap_ld, false, za != 0 ? za_rows.data() : nullptr, nullptr, nullptr, out};
+  Job j{m, n, k, ap, ap_ld, false, za != 0 ? za_rows.data() : nullptr, nullptr, nullptr, out, true};
   run_job(
       j,
       [&](int64_t n0, int64_t nr, int64_t, uint8_t*, int32_t* sums) {
@@ -294,6 +301,7 @@ void qconv2d_int8(const Conv2dParams& p, const void* x, bool x_signed, int32_t x
     zw[size_t(o)] = (w_zero_per_oc ? w_zero[o] : w_zero ? w_zero[0] : 0) - (w_signed ? 0 : 128);
     any_zw |= zw[size_t(o)] != 0;
   }
+  const bool zw_uniform = std::all_of(zw.begin(), zw.end(), [&](int32_t z) { return z == zw[0]; });
   std::vector<uint8_t> wcopy;
   std::vector<int32_t> wsum(zx != 0 ? size_t(p.oc) : 0);
   const uint8_t* wp;
@@ -321,7 +329,8 @@ void qconv2d_int8(const Conv2dParams& p, const void* x, bool x_signed, int32_t x
             any_zw ? zw.data() + g * og : nullptr,
             zx != 0 ? wsum.data() + g * og : nullptr,
             zx != 0 ? zx_cols.data() : nullptr,
-            o};
+            o,
+            zw_uniform};
       run_job(
           j,
           [&](int64_t n0, int64_t nr, int64_t width, uint8_t* panel, int32_t* sums) {
@@ -461,8 +470,6 @@ void qconv2d_int8_packed(const Conv2dParams& p, const void* x, bool x_signed, in
   if (npix <= 0 || p.oc <= 0) return;
   const int64_t hp = p.h + p.pad_t + p.pad_b, wp = p.w + p.pad_l + p.pad_r;
   const int32_t zx = x_signed ? x_zero + 128 : x_zero;
-  int32_t zx_rows[kQMr];
-  std::fill(zx_rows, zx_rows + kQMr, zx);
   const int32_t* colsum = reinterpret_cast<const int32_t*>(
       w + round_up(int64_t(QConvPackedW::panel_bytes(p.oc, p.c, p.kh, p.kw)), 64));
   uint8_t* xl = reinterpret_cast<uint8_t*>(tl_packed_conv.x.get(size_t(cp * hp * wp + 63) / 4));
@@ -489,8 +496,14 @@ void qconv2d_int8_packed(const Conv2dParams& p, const void* x, bool x_signed, in
       QTile tl;
       tl.kq = cp / 4, tl.a_ptrs = pp, tl.taps = taps, tl.a_step = hp * wp * 4;
       tl.nr = int(nr), tl.nv = int(nv), tl.b = w + n0 * kk, tl.a_signed = false;
-      tl.a_zero = zx != 0 ? zx_rows : nullptr, tl.col_term = colsum + n0;
-      tl.bias = out.bias ? out.bias + n0 : nullptr, tl.bias_per_col = true;
+      // x's zero-point term and the bias per output channel, folded into one subtraction
+      alignas(64) int32_t col_sub[kQNr];
+      for (int64_t c = 0; c < kQNr; ++c)
+        col_sub[c] =
+            c < nr
+                ? int32_t(uint32_t(zx) * uint32_t(colsum[n0 + c]) - uint32_t(out.bias ? out.bias[n0 + c] : 0))
+                : 0;
+      tl.col_sub = col_sub;
       tl.type = out.type, tl.y_zero = double(out.y_zero), tl.ldc = npix, tl.c_transposed = true;
       tl.scale = out.scale + (out.scale_per_row ? n0 : 0), tl.scale_per_col = out.scale_per_row;
       const int64_t s1 = std::min(strips, (ci + 1) * per_chunk);

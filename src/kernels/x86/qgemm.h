@@ -107,6 +107,9 @@ struct QTile {
   const int32_t* a_rowsum = nullptr;
   const int32_t* b_zero = nullptr;
   const int32_t* col_term = nullptr;
+  // per column (64 values, 64-byte aligned), subtracted: the a_zero term when every row's a_zero is the same
+  // (then a_zero is null), with a per-column bias folded in (one subtraction instead of a multiply and two)
+  const int32_t* col_sub = nullptr;
   const int32_t* bias = nullptr;  // per row, from the tile's first row; per column, from its first column
   bool bias_per_col = false;
   QOut type = QOut::i32;

@@ -99,8 +99,10 @@ void qdepthwise_int8__avx512f(const Conv2dParams& p, const void* x, bool x_signe
           }
           __m512d d0 = _mm512_cvtepi32_pd(_mm512_castsi512_si256(sum));
           __m512d d1 = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(sum, 1));
-          d0 = _mm512_roundscale_pd(_mm512_add_round_pd(_mm512_mul_round_pd(d0, sc, kRound), yz, kRound), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-          d1 = _mm512_roundscale_pd(_mm512_add_round_pd(_mm512_mul_round_pd(d1, sc, kRound), yz, kRound), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          d0 = _mm512_roundscale_pd(_mm512_add_round_pd(_mm512_mul_round_pd(d0, sc, kRound), yz, kRound),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          d1 = _mm512_roundscale_pd(_mm512_add_round_pd(_mm512_mul_round_pd(d1, sc, kRound), yz, kRound),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
           d0 = _mm512_min_pd(_mm512_max_pd(d0, lo), hi);
           d1 = _mm512_min_pd(_mm512_max_pd(d1, lo), hi);
           const __m512i q =

@@ -112,6 +112,7 @@ void tile(const QTile& t) {
       if (t.a_zero && t.a_zero[i] != 0)
         c = _mm512_sub_epi32(
             c, _mm512_mullo_epi32(_mm512_set1_epi32(t.a_zero[i]), _mm512_load_si512(t.col_term + 16 * v)));
+      if (t.col_sub) c = _mm512_sub_epi32(c, _mm512_load_si512(t.col_sub + 16 * v));
       if (t.bias)
         c = _mm512_add_epi32(
             c, t.bias_per_col ? _mm512_loadu_si512(t.bias + 16 * v) : _mm512_set1_epi32(t.bias[i]));
@@ -131,12 +132,11 @@ void tile(const QTile& t) {
       __m512d d1 = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(c, 1));
       d0 = _mm512_add_round_pd(_mm512_mul_round_pd(d0, s0, kRound), yz, kRound);
       d1 = _mm512_add_round_pd(_mm512_mul_round_pd(d1, s1, kRound), yz, kRound);
-      d0 = _mm512_roundscale_pd(d0, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      d1 = _mm512_roundscale_pd(d1, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      // clamped to the integer bounds, then rounded to nearest even by the conversion (the two commute)
       d0 = _mm512_min_pd(_mm512_max_pd(d0, lo), hi);
       d1 = _mm512_min_pd(_mm512_max_pd(d1, lo), hi);
-      const __m512i q =
-          _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtpd_epi32(d0)), _mm512_cvtpd_epi32(d1), 1);
+      const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvt_roundpd_epi32(d0, kRound)),
+                                           _mm512_cvt_roundpd_epi32(d1, kRound), 1);
       if (t.c_transposed)
         bytes[i][v] = _mm512_cvtepi32_epi8(q);
       else
