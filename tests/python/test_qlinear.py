@@ -171,25 +171,52 @@ def test_qconv_1d_matches_numpy(qlinear):
     np.testing.assert_array_equal(_run(model, feeds, 2), want)
 
 
-def test_portable_kernel_matches_numpy(tmp_path):
-    """The same checks with the portable tile (no VNNI), in a child process that sets TESSERA_ISA."""
+def _qdq_add_model(shape, ta=TensorProto.UINT8, tb=TensorProto.UINT8, tc=TensorProto.UINT8):
+    zero = {TensorProto.UINT8: (np.uint8, 128), TensorProto.INT8: (np.int8, -3)}
+    inits = []
+    for nm, t, s in (("a", ta, 0.03), ("b", tb, 0.05), ("c", tc, 0.07)):
+        dt, z = zero[t]
+        inits += [numpy_helper.from_array(np.array(s, np.float32), "s" + nm), numpy_helper.from_array(np.array(z, dt), "z" + nm)]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sa", "za"], ["aq"]),
+             helper.make_node("QuantizeLinear", ["y", "sb", "zb"], ["bq"]),
+             helper.make_node("DequantizeLinear", ["aq", "sa", "za"], ["ad"]),
+             helper.make_node("DequantizeLinear", ["bq", "sb", "zb"], ["bd"]),
+             helper.make_node("Add", ["ad", "bd"], ["s"]),
+             helper.make_node("QuantizeLinear", ["s", "sc", "zc"], ["cq"]),
+             helper.make_node("DequantizeLinear", ["cq", "sc", "zc"], ["out"])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape),
+                           helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+                   [helper.make_tensor_value_info("out", TensorProto.FLOAT, shape)], inits)
+    feeds = {"x": (RNG.standard_normal(shape) * 3).astype(np.float32),
+             "y": (RNG.standard_normal(shape) * 4).astype(np.float32)}
+    return model, feeds
+
+
+@pytest.mark.parametrize("isa", ["portable", "avx2"])
+def test_lower_isa_kernels_match_numpy(tmp_path, isa):
+    """The same checks on the kernels a CPU without VNNI or AVX-512 runs (the portable tile, the f32
+    depthwise path, the AVX2 or portable QLinearAdd loop), in a child process that sets TESSERA_ISA."""
     cases = [_matmul_case(TensorProto.INT8, TensorProto.UINT8, 7, 37, 70, True, False),
              _matmul_case(TensorProto.UINT8, TensorProto.INT8, 9, 64, 33, False, True),
              _conv_case(TensorProto.UINT8, TensorProto.UINT8, *CONVS[3], per_oc=True, qlinear=True),
              _conv_case(TensorProto.INT8, TensorProto.INT8, *CONVS[2], per_oc=False, qlinear=False),
-             _conv_case(TensorProto.INT8, TensorProto.UINT8, *CONVS[5], per_oc=True, qlinear=True, sym_w=True)]
+             _conv_case(TensorProto.INT8, TensorProto.UINT8, *CONVS[5], per_oc=True, qlinear=True, sym_w=True),
+             _conv_case(TensorProto.UINT8, TensorProto.INT8, *CONVS[6], per_oc=True, qlinear=True)]
+    add_model, add_feeds = _qdq_add_model([3, 1001], TensorProto.INT8, TensorProto.UINT8, TensorProto.UINT8)
+    unfused = tessera.InferenceSession(add_model, tessera.SessionOptions(optimization_level=0)).run(None, add_feeds)[0]
+    cases.append((add_model, add_feeds, unfused))
     for i, (model, feeds, want) in enumerate(cases):
         (tmp_path / f"m{i}.onnx").write_bytes(model)
-        np.save(tmp_path / f"x{i}.npy", next(iter(feeds.values())))
+        np.savez(tmp_path / f"x{i}.npz", **feeds)
         np.save(tmp_path / f"y{i}.npy", want)
     script = (
         "import sys, numpy as np, tessera\n"
         "d = sys.argv[1]\n"
         f"for i in range({len(cases)}):\n"
         "    s = tessera.InferenceSession(f'{d}/m{i}.onnx', tessera.SessionOptions(threads=2))\n"
-        "    got = s.run(None, {s.get_inputs()[0].name: np.load(f'{d}/x{i}.npy')})[0]\n"
-        "    np.testing.assert_array_equal(got, np.load(f'{d}/y{i}.npy'))\n")
-    env = dict(os.environ, TESSERA_ISA="portable")
+        "    got = s.run(None, dict(np.load(f'{d}/x{i}.npz')))[0]\n"
+        "    np.testing.assert_array_equal(got, np.load(f'{d}/y{i}.npy'), err_msg=f'case {i}')\n")
+    env = dict(os.environ, TESSERA_ISA=isa)
     r = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 
@@ -346,25 +373,8 @@ def test_dynamic_quantized_linear_layer_packs_and_matches(wtype, m):
 def test_qdq_add_fuses_and_matches_unfused(types, shape):
     """Q(Add(DQ(a), DQ(b))) becomes tessera.QLinearAdd; its bytes are those of the three nodes run apart
     (optimization level 0), and within one step of onnxruntime's (which fuses it as well)."""
-    ta, tb, tc = types
-    zero = {TensorProto.UINT8: (np.uint8, 128), TensorProto.INT8: (np.int8, -3)}
-    inits = []
-    for nm, t, s in (("a", ta, 0.03), ("b", tb, 0.05), ("c", tc, 0.07)):
-        dt, z = zero[t]
-        inits += [numpy_helper.from_array(np.array(s, np.float32), "s" + nm), numpy_helper.from_array(np.array(z, dt), "z" + nm)]
-    nodes = [helper.make_node("QuantizeLinear", ["x", "sa", "za"], ["aq"]),
-             helper.make_node("QuantizeLinear", ["y", "sb", "zb"], ["bq"]),
-             helper.make_node("DequantizeLinear", ["aq", "sa", "za"], ["ad"]),
-             helper.make_node("DequantizeLinear", ["bq", "sb", "zb"], ["bd"]),
-             helper.make_node("Add", ["ad", "bd"], ["s"]),
-             helper.make_node("QuantizeLinear", ["s", "sc", "zc"], ["cq"]),
-             helper.make_node("DequantizeLinear", ["cq", "sc", "zc"], ["out"])]
-    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape),
-                           helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
-                   [helper.make_tensor_value_info("out", TensorProto.FLOAT, shape)], inits)
+    model, feeds = _qdq_add_model(shape, *types)
     assert "tessera.QLinearAdd(" in tessera.InferenceSession(model).graph_text()
-    feeds = {"x": (RNG.standard_normal(shape) * 3).astype(np.float32),
-             "y": (RNG.standard_normal(shape) * 4).astype(np.float32)}
     unfused = tessera.InferenceSession(model, tessera.SessionOptions(optimization_level=0)).run(None, feeds)[0]
     for threads in (1, 2):
         np.testing.assert_array_equal(_run(model, feeds, threads), unfused)

@@ -155,8 +155,8 @@ void qadd(const void* a, const void* b, int64_t n, const QAddParams& p, void* c,
 
 // y = clamp(nearbyint(double(int32(acc) + bias) * scale + yz)) over one plane; acc holds integers.
 template <class Q>
-inline __attribute__((always_inline)) void requant_loop(const float* acc, int64_t n, int32_t bias, double scale,
-                                                        double yz, Q* y) {
+inline __attribute__((always_inline)) void requant_loop(const float* acc, int64_t n, int32_t bias,
+                                                        double scale, double yz, Q* y) {
   constexpr double lo = double(std::numeric_limits<Q>::min()), hi = double(std::numeric_limits<Q>::max());
   for (int64_t i = 0; i < n; ++i) {
     const int32_t v = int32_t(uint32_t(int32_t(acc[i])) + uint32_t(bias));
@@ -179,13 +179,17 @@ __attribute__((target("avx2"))) void requant_avx2(const float* acc, int64_t n, i
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256i v = _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_loadu_ps(acc + i)), b);
-    __m256d d0 = _mm256_cvtepi32_pd(_mm256_castsi256_si128(v)), d1 = _mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1));
-    d0 = _mm256_round_pd(_mm256_add_pd(_mm256_mul_pd(d0, s), z), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    d1 = _mm256_round_pd(_mm256_add_pd(_mm256_mul_pd(d1, s), z), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256d d0 = _mm256_cvtepi32_pd(_mm256_castsi256_si128(v)),
+            d1 = _mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1));
+    d0 = _mm256_round_pd(_mm256_add_pd(_mm256_mul_pd(d0, s), z),
+                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    d1 = _mm256_round_pd(_mm256_add_pd(_mm256_mul_pd(d1, s), z),
+                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     d0 = _mm256_min_pd(_mm256_max_pd(d0, lo), hi);
     d1 = _mm256_min_pd(_mm256_max_pd(d1, lo), hi);
     const __m128i q16 = _mm_packs_epi32(_mm256_cvtpd_epi32(d0), _mm256_cvtpd_epi32(d1));
-    const __m128i q8 = std::numeric_limits<Q>::is_signed ? _mm_packs_epi16(q16, q16) : _mm_packus_epi16(q16, q16);
+    const __m128i q8 =
+        std::numeric_limits<Q>::is_signed ? _mm_packs_epi16(q16, q16) : _mm_packus_epi16(q16, q16);
     _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), q8);
   }
   requant_loop(acc + i, n - i, bias, scale, yz, y + i);
@@ -197,18 +201,21 @@ void requantize_planes_f32(const float* acc, int64_t planes, int64_t plane, cons
                            const float* scale, bool scale_per_plane, int32_t y_zero, bool y_signed, void* y,
                            ThreadPool* pool) {
   const bool avx2 = eltwise_isa() != EltIsa::portable;
-  parallel_for(pool, planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
-      const int32_t bc = bias ? bias[c] : 0;
-      const double sc = double(scale[scale_per_plane ? c : 0]);
-      if (y_signed)
-        (avx2 ? requant_avx2<int8_t> : requant_base<int8_t>)(acc + c * plane, plane, bc, sc, double(y_zero),
-                                                               static_cast<int8_t*>(y) + c * plane);
-      else
-        (avx2 ? requant_avx2<uint8_t> : requant_base<uint8_t>)(acc + c * plane, plane, bc, sc, double(y_zero),
-                                                                 static_cast<uint8_t*>(y) + c * plane);
-    }
-  });
+  parallel_for(
+      pool, planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c) {
+          const int32_t bc = bias ? bias[c] : 0;
+          const double sc = double(scale[scale_per_plane ? c : 0]);
+          if (y_signed)
+            (avx2 ? requant_avx2<int8_t> : requant_base<int8_t>)(acc + c * plane, plane, bc, sc,
+                                                                 double(y_zero),
+                                                                 static_cast<int8_t*>(y) + c * plane);
+          else
+            (avx2 ? requant_avx2<uint8_t> : requant_base<uint8_t>)(acc + c * plane, plane, bc, sc,
+                                                                   double(y_zero),
+                                                                   static_cast<uint8_t*>(y) + c * plane);
+        }
+      });
 }
 
 void qlinear_add_8bit(const void* a, bool a_signed, const void* b, bool b_signed, int64_t n,
@@ -218,6 +225,15 @@ void qlinear_add_8bit(const void* a, bool a_signed, const void* b, bool b_signed
                                  qadd<uint8_t, int8_t, uint8_t>,  qadd<uint8_t, int8_t, int8_t>,
                                  qadd<int8_t, uint8_t, uint8_t>,  qadd<int8_t, uint8_t, int8_t>,
                                  qadd<int8_t, int8_t, uint8_t>,   qadd<int8_t, int8_t, int8_t>};
+  if (eltwise_isa() == EltIsa::avx512f) {
+    parallel_for(n >= 2 * kGrain ? pool : nullptr, n, kGrain,
+                 [&](int64_t s, int64_t e) {  // (bytes: s is the offset)
+                   qlinear_add_8bit__avx512f(static_cast<const uint8_t*>(a) + s, a_signed,
+                                             static_cast<const uint8_t*>(b) + s, b_signed, e - s, p,
+                                             static_cast<uint8_t*>(c) + s, c_signed);
+                 });
+    return;
+  }
   table[(a_signed ? 4 : 0) + (b_signed ? 2 : 0) + (c_signed ? 1 : 0)](a, b, n, p, c, pool);
 }
 

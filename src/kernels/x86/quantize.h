@@ -19,6 +19,9 @@ struct QAddParams {
 };
 void qlinear_add_8bit(const void* a, bool a_signed, const void* b, bool b_signed, int64_t n,
                       const QAddParams& p, void* c, bool c_signed, ThreadPool* pool);
+// its AVX-512 loop over one range (avx512f/qadd__avx512f.cpp)
+void qlinear_add_8bit__avx512f(const void* a, bool a_signed, const void* b, bool b_signed, int64_t n,
+                               const QAddParams& p, void* c, bool c_signed);
 
 // y [planes][plane] = clamp(nearbyint(double(int32(acc) + bias[c]) * scale[c] + y_zero)) to u8 / s8: the
 // requantization of a conv whose integer sums were formed exactly in f32 (a depthwise QLinearConv on the
