@@ -308,7 +308,16 @@ void qconv2d_int8(const Conv2dParams& p, const void* x, bool x_signed, int32_t x
   int64_t w_ld;
   prepare_a(p.oc, k, static_cast<const uint8_t*>(w), k, !w_signed, true, wcopy, wp, w_ld,
             zx != 0 ? wsum.data() : nullptr);
-  std::vector<int32_t> zx_cols(zx != 0 ? size_t(npix) : 0, zx);
+  // x's zero-point terms are per output channel: - zx * (the row's weight sum) + k * zw * zx, folded into a
+  // row bias (the GEMM then sees x's zero point as 0)
+  std::vector<int32_t> row_bias;
+  if (zx != 0) {
+    row_bias.resize(size_t(p.oc));
+    for (int64_t o = 0; o < p.oc; ++o)
+      row_bias[size_t(o)] =
+          int32_t((out.bias ? uint32_t(out.bias[o]) : 0u) - uint32_t(zx) * uint32_t(wsum[size_t(o)]) +
+                  uint32_t(k) * uint32_t(zw[size_t(o)]) * uint32_t(zx));
+  }
   const uint8_t* xb = static_cast<const uint8_t*>(x);
   const size_t out_bytes = out.type == QOut::i32 ? 4 : 1;
   // Each panel's pixels: where its taps start in the input (row and column before the kernel offset).
@@ -318,19 +327,11 @@ void qconv2d_int8(const Conv2dParams& p, const void* x, bool x_signed, int32_t x
       QOutput o = out;
       o.ldc = npix;
       o.data = static_cast<uint8_t*>(out.data) + ((img * p.oc + g * og) * npix) * int64_t(out_bytes);
+      if (!row_bias.empty()) o.bias = row_bias.data();
       if (o.bias) o.bias += g * og;
       if (o.scale && o.scale_per_row) o.scale += g * og;
-      Job j{og,
-            npix,
-            k,
-            wp + g * og * w_ld,
-            w_ld,
-            true,
-            any_zw ? zw.data() + g * og : nullptr,
-            zx != 0 ? wsum.data() + g * og : nullptr,
-            zx != 0 ? zx_cols.data() : nullptr,
-            o,
-            zw_uniform};
+      Job j{og,      npix,    k, wp + g * og * w_ld, w_ld, true, any_zw ? zw.data() + g * og : nullptr,
+            nullptr, nullptr, o, zw_uniform};
       run_job(
           j,
           [&](int64_t n0, int64_t nr, int64_t width, uint8_t* panel, int32_t* sums) {
