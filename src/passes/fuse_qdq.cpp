@@ -83,6 +83,16 @@ bool bias_scale_matches(const Tensor& bs, float xs, const Tensor& ws) {
   return true;
 }
 
+// f takes the place of n and the QuantizeLinear qn after it (qn's output becomes f's).
+void replace_pair(ir::Graph& g, ir::Node* n, ir::Node* qn, ir::Node* f,
+                  std::unordered_set<const ir::Node*>& gone) {
+  ir::Value* out = qn->outputs[0];
+  gone.insert(qn);
+  g.remove_node(qn);
+  g.remove_node(n);
+  g.connect_output(f, out);
+}
+
 // Q(Add(DQ(a), DQ(b))) -> tessera.QLinearAdd(a, b): one pass over the bytes instead of four over floats
 // (a residual connection between quantized convs), computing what the three nodes compute.
 bool fuse_add(ir::Graph& g, ir::Node* n, std::unordered_set<const ir::Node*>& gone) {
@@ -101,11 +111,7 @@ bool fuse_add(ir::Graph& g, ir::Node* n, std::unordered_set<const ir::Node*>& go
        {qa->data, qa->scale, zero_point(g, *qa, qa->data->type.elem, name + "_a"), qb->data, qb->scale,
         zero_point(g, *qb, qb->data->type.elem, name + "_b"), qc->scale, zero_point(g, *qc, ct, name + "_c")})
     g.connect_input(f, v);
-  ir::Value* out = qn->outputs[0];
-  gone.insert(qn);
-  g.remove_node(qn);
-  g.remove_node(n);
-  g.connect_output(f, out);
+  replace_pair(g, n, qn, f, gone);
   return true;
 }
 
@@ -156,11 +162,7 @@ bool fuse_one(ir::Graph& g, ir::Node* n, std::unordered_set<const ir::Node*>& go
         zero_point(g, *qw, qw->data->type.elem, name + "_w"), qy->scale, zero_point(g, *qy, yt, name + "_y")})
     g.connect_input(f, v);
   if (bias) g.connect_input(f, bias);
-  ir::Value* out = qn->outputs[0];
-  gone.insert(qn);
-  g.remove_node(qn);
-  g.remove_node(n);
-  g.connect_output(f, out);
+  replace_pair(g, n, qn, f, gone);
   return true;
 }
 

@@ -9,7 +9,7 @@
 #include "core/dtype_attr.h"
 #include "kernels/x86/qgemm.h"
 #include "passes/pass_manager.h"
-#include "passes/rewrite_util.h"
+#include "passes/qlinear_util.h"
 
 namespace tessera::passes {
 
@@ -41,40 +41,20 @@ void pack_one(ir::Graph& g, ir::Node* n) {
   if (!auto_pad.empty() && auto_pad != "NOTSET") return;
   const auto ks = ints_attr(n, "kernel_shape", {w.dim(2), w.dim(3)});
   if (ks.size() != 2 || ks[0] != w.dim(2) || ks[1] != w.dim(3) || !worth_packing(n, w)) return;
-  // the weights' zero point: constant, 0 after the flip to s8
-  ir::Value* zv = n->inputs[5];
-  const int32_t want = w.dtype() == DType::u8 ? 128 : 0;
-  if (zv) {
-    if (!is_constant(g, zv) || zv->initializer->dtype() != w.dtype()) return;
-    const Tensor z = zv->initializer->contiguous();
-    for (int64_t i = 0; i < z.numel(); ++i) {
-      const int32_t v = w.dtype() == DType::u8 ? int32_t(z.data<uint8_t>()[i]) : int32_t(z.data<int8_t>()[i]);
-      if (v != want) return;
-    }
-  } else if (want != 0) {
-    return;
-  }
+  if (!zero_after_flip(g, n->inputs[5], w.dtype())) return;
   using kernels::x86::QConvPackedW;
   const Tensor wc = w.contiguous();
   Tensor pt(DType::u8, {int64_t(QConvPackedW::bytes(w.dim(0), w.dim(1), w.dim(2), w.dim(3)))});
   QConvPackedW::pack(wc.raw_data(), w.dtype() == DType::i8, w.dim(0), w.dim(1), w.dim(2), w.dim(3),
                      pt.data<uint8_t>());
-  ir::Value* pv = g.add_value(g.unique_name(wv->name + "_packed"));
-  pv->initializer = pt;
-  pv->type = ir::TypeInfo::tensor_of(pt);
-  ir::Node* f = g.add_node("QLinearConvPacked", n->name);
-  f->domain = "tessera";
-  f->opset = 1;
+  const AttrMap attrs = n->attrs;  // (n goes away below)
+  ir::Node* f = replace_with_packed(g, n, "QLinearConvPacked", 3, pt);
   for (const char* a : {"strides", "dilations", "pads"})
-    if (const Attribute* at = n->attr(a)) f->attrs[a] = *at;
+    if (auto it = attrs.find(a); it != attrs.end()) f->attrs[a] = it->second;
   set_attr_ints(f, "kernel_shape", {w.dim(2), w.dim(3)});
   set_attr_int(f, "group", 1);
   set_attr_ints(f, "weight_shape", {w.dim(0), w.dim(1), w.dim(2), w.dim(3)});
   set_attr_int(f, "w_type", w.dtype() == DType::u8 ? 2 : 3);  // ONNX's type codes
-  for (size_t i = 0; i < n->inputs.size(); ++i) g.connect_input(f, i == 3 ? pv : n->inputs[i]);
-  ir::Value* out = n->outputs[0];
-  g.remove_node(n);
-  g.connect_output(f, out);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include "core/dtype_attr.h"
 #include "kernels/x86/qgemm.h"
 #include "passes/pass_manager.h"
-#include "passes/rewrite_util.h"
+#include "passes/qlinear_util.h"
 
 namespace tessera::passes {
 
@@ -22,18 +22,7 @@ void pack_one(ir::Graph& g, ir::Node* n) {
   const Tensor& b = *bv->initializer;
   if (b.rank() != 2 || (b.dtype() != DType::u8 && b.dtype() != DType::i8) || b.dim(0) < 1 || b.dim(1) < 1)
     return;
-  const int32_t want = b.dtype() == DType::u8 ? 128 : 0;
-  ir::Value* zv = n->inputs.size() > zi ? n->inputs[zi] : nullptr;
-  if (zv) {
-    if (!is_constant(g, zv) || zv->initializer->dtype() != b.dtype()) return;
-    const Tensor z = zv->initializer->contiguous();
-    for (int64_t i = 0; i < z.numel(); ++i) {
-      const int32_t v = b.dtype() == DType::u8 ? int32_t(z.data<uint8_t>()[i]) : int32_t(z.data<int8_t>()[i]);
-      if (v != want) return;
-    }
-  } else if (want != 0) {
-    return;
-  }
+  if (!zero_after_flip(g, n->inputs.size() > zi ? n->inputs[zi] : nullptr, b.dtype())) return;
   const int64_t k = b.dim(0), nn = b.dim(1);
   // B's columns as the packed rows: B^T [n, k]
   const Tensor bc = b.contiguous();
@@ -44,19 +33,10 @@ void pack_one(ir::Graph& g, ir::Node* n) {
   using kernels::x86::QConvPackedW;
   Tensor pt(DType::u8, {int64_t(QConvPackedW::bytes(nn, k, 1, 1))});
   QConvPackedW::pack(bt.data(), b.dtype() == DType::i8, nn, k, 1, 1, pt.data<uint8_t>());
-  ir::Value* pv = g.add_value(g.unique_name(bv->name + "_packed"));
-  pv->initializer = pt;
-  pv->type = ir::TypeInfo::tensor_of(pt);
-  ir::Node* f = g.add_node(qlinear ? "QLinearMatMulPacked" : "MatMulIntegerPacked", n->name);
-  f->domain = "tessera";
-  f->opset = 1;
+  ir::Node* f = replace_with_packed(g, n, qlinear ? "QLinearMatMulPacked" : "MatMulIntegerPacked", bi, pt);
   set_attr_int(f, "K", k);
   set_attr_int(f, "N", nn);
   set_attr_int(f, "w_type", b.dtype() == DType::u8 ? 2 : 3);  // ONNX's type codes
-  for (size_t i = 0; i < n->inputs.size(); ++i) g.connect_input(f, i == bi ? pv : n->inputs[i]);
-  ir::Value* out = n->outputs[0];
-  g.remove_node(n);
-  g.connect_output(f, out);
 }
 
 }  // namespace

@@ -46,6 +46,28 @@ std::optional<float> f32_scalar(const KernelContext& ctx, size_t i) {
   return t->contiguous().data<float>()[0];
 }
 
+// A u8 / s8 zero point's value (one element), 0 when absent.
+int32_t zero_value(const Tensor* z) {
+  if (!z) return 0;
+  const Tensor c = z->contiguous();
+  return c.dtype() == DType::u8 ? int32_t(c.data<uint8_t>()[0]) : int32_t(c.data<int8_t>()[0]);
+}
+
+// QLinearMatMul's output stage from a_scale, b_scale, y_scale and y_zero_point (inputs 1, 4, 6, 7): out's
+// type, scale (*f, formed in f32 as the reference forms it) and zero point, and the output type yt; false
+// where the kernels do not take them (the reference then runs and reports).
+bool qmatmul_output(const KernelContext& ctx, DType a_type, float* f, QOutput& out, DType& yt) {
+  const auto as = f32_scalar(ctx, 1), bs = f32_scalar(ctx, 4), ys = f32_scalar(ctx, 6);
+  const Tensor* yz = ctx.input(7);
+  yt = yz ? yz->dtype() : a_type;
+  if (!as || !bs || !ys || !is_q8(yt) || (yz && yz->numel() != 1)) return false;
+  *f = float(*as * *bs) / *ys;
+  out.type = yt == DType::u8 ? QOut::u8 : QOut::s8;
+  out.scale = f;
+  out.y_zero = zero_value(yz);
+  return true;
+}
+
 // MatMulInteger (qlinear false) / QLinearMatMul (true): A [..., M, K] or [K] by B [K, N].
 void qmatmul_x86(KernelContext& ctx, bool qlinear) {
   const auto ref = [&] { run_reference(ctx, ""); };
@@ -62,18 +84,7 @@ void qmatmul_x86(KernelContext& ctx, bool qlinear) {
   QOutput out;
   float f = 0;
   DType yt = DType::i32;
-  if (qlinear) {
-    const auto as = f32_scalar(ctx, 1), bs = f32_scalar(ctx, 4), ys = f32_scalar(ctx, 6);
-    const Tensor* yz = ctx.input(7);
-    yt = yz ? yz->dtype() : a0->dtype();
-    if (!as || !bs || !ys || !is_q8(yt) || (yz && yz->numel() != 1)) return ref();
-    f = float(*as * *bs) / *ys;  // in f32, as the reference forms it
-    out.type = yt == DType::u8 ? QOut::u8 : QOut::s8;
-    out.scale = &f;
-    if (yz)
-      out.y_zero = yt == DType::u8 ? int32_t(yz->contiguous().data<uint8_t>()[0])
-                                   : int32_t(yz->contiguous().data<int8_t>()[0]);
-  }
+  if (qlinear && !qmatmul_output(ctx, a0->dtype(), &f, out, yt)) return ref();
   Shape ys = a0->shape();
   ys.back() = n;
   const Tensor a = a0->contiguous(), b = b0->contiguous();
@@ -136,9 +147,7 @@ void qconv_x86(KernelContext& ctx, bool qlinear) {
     out.type = yt == DType::u8 ? QOut::u8 : QOut::s8;
     out.scale = f.data();
     out.scale_per_row = f.size() > 1;
-    if (yz)
-      out.y_zero = yt == DType::u8 ? int32_t(yz->contiguous().data<uint8_t>()[0])
-                                   : int32_t(yz->contiguous().data<int8_t>()[0]);
+    out.y_zero = zero_value(yz);
     if (b) {
       const Tensor bc = b->contiguous();
       bias.assign(bc.data<int32_t>(), bc.data<int32_t>() + p.oc);
@@ -245,9 +254,7 @@ void qconv_packed_x86(KernelContext& ctx) {
   out.scale = f.data();
   out.scale_per_row = true;  // per output channel
   out.bias = b ? bias.data() : nullptr;
-  if (yz)
-    out.y_zero = yt == DType::u8 ? int32_t(yz->contiguous().data<uint8_t>()[0])
-                                 : int32_t(yz->contiguous().data<int8_t>()[0]);
+  out.y_zero = zero_value(yz);
   const Tensor x = x0->contiguous();
   Tensor& y = ctx.output_for_overwrite(0, yt, {p.n, p.oc, p.oh(), p.ow()});
   out.data = y.raw_data();
@@ -275,18 +282,7 @@ void qmatmul_packed_x86(KernelContext& ctx, bool qlinear) {
   QOutput out;
   float f = 0;
   DType yt = DType::i32;
-  if (qlinear) {
-    const auto as = f32_scalar(ctx, 1), bs = f32_scalar(ctx, 4), ys = f32_scalar(ctx, 6);
-    const Tensor* yz = ctx.input(7);
-    yt = yz ? yz->dtype() : a0->dtype();
-    if (!as || !bs || !ys || !is_q8(yt) || (yz && yz->numel() != 1)) return ref();
-    f = float(*as * *bs) / *ys;  // in f32, as the reference forms it
-    out.type = yt == DType::u8 ? QOut::u8 : QOut::s8;
-    out.scale = &f;
-    if (yz)
-      out.y_zero = yt == DType::u8 ? int32_t(yz->contiguous().data<uint8_t>()[0])
-                                   : int32_t(yz->contiguous().data<int8_t>()[0]);
-  }
+  if (qlinear && !qmatmul_output(ctx, a0->dtype(), &f, out, yt)) return ref();
   Shape ys = a0->shape();
   ys.back() = n;
   const Tensor a = a0->contiguous();
