@@ -72,8 +72,9 @@ std::vector<uint8_t> conv_expected(const Conv2dParams& p, const std::vector<uint
               acc += int64_t(val(x, size_t((c * p.h + iy) * p.w + ix), xs) - zx) *
                      val(w, size_t(((o * p.c + c) * p.kh + i) * p.kw + j), true);
             }
-        const double v = std::nearbyint(double(int32_t(acc)) * double(f[size_t(o)]) + yz);
-        y[size_t((o * p.oh() + oy) * p.ow() + ox)] = uint8_t(std::clamp(v, 0.0, 255.0));
+        // onnxruntime's requantization: f32 product, clamped to the range less the zero point, rounded
+        const float v = std::clamp(float(int32_t(acc)) * f[size_t(o)], float(0 - yz), float(255 - yz));
+        y[size_t((o * p.oh() + oy) * p.ow() + ox)] = uint8_t(int32_t(std::nearbyint(v)) + yz);
       }
   return y;
 }

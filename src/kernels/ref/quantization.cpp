@@ -259,10 +259,18 @@ void matmul_integer_with(KernelContext& ctx, const Tensor& b) {
   for (size_t i = 0; i < v.size(); ++i) yp[i] = int32_t(v[i]);
 }
 
-double requantize(double v, DType t) {
+// The requantization of an int32 sum, as onnxruntime (MLAS) does it: the sum to f32, times the f32 scale,
+// clamped to the output's range less the zero point (a NaN to its low end), rounded half to even, plus the
+// zero point. (f64 arithmetic would round some sums that lie within an f32 rounding of a half step the
+// other way; this is the bytes onnxruntime writes.)
+double requantize(int32_t acc, float scale, int32_t zero, DType t) {
   double lo, hi;
   int_range(t, lo, hi);
-  return std::clamp(std::nearbyint(v), lo, hi);
+  const float flo = float(lo - zero), fhi = float(hi - zero);
+  float v = float(acc) * scale;
+  v = v > flo ? v : flo;
+  v = v < fhi ? v : fhi;
+  return double(std::nearbyint(v)) + zero;
 }
 
 // Scalar of a scale tensor after checking it is one value.
@@ -282,15 +290,15 @@ void qlinear_matmul_with(KernelContext& ctx, const Tensor& b) {
   const Tensor* yzp = ctx.input(7);
   const DType out = yzp ? yzp->dtype() : a.dtype();
   ctx.check(is_int8ish(out), "y_zero_point must be int8/uint8");
-  const double yz = yzp ? yzp->at_double(0) : 0.0;
+  const int32_t yz = yzp ? int32_t(yzp->at_double(0)) : 0;
   Shape s;
   std::vector<int64_t> v;
   int_matmul(ctx, a, b, zp_values(ctx, 2, a.dtype()), zp_values(ctx, 5, b.dtype()), s, v);
   // The scale factor is formed in the scales' own precision.
-  const double f = double(round_to(st, round_to(st, as * bs) / ys));
+  const float f = round_to(st, round_to(st, as * bs) / ys);
   Tensor& y = ctx.output(0, out, s);
   std::vector<double> r(v.size());
-  for (size_t i = 0; i < v.size(); ++i) r[i] = requantize(double(v[i]) * f + yz, out);
+  for (size_t i = 0; i < v.size(); ++i) r[i] = requantize(int32_t(v[i]), f, yz, out);
   from_doubles(y, r);
 }
 
@@ -348,7 +356,7 @@ void qlinear_conv_with(KernelContext& ctx, const Tensor& w) {
   for (size_t i = 0; i < r.size(); ++i) {
     const int64_t m = (int64_t(i) / osz) % g.m;
     const float f = xs * float(ws.size() == 1 ? ws[0] : ws[size_t(m)]) / ys;
-    res[i] = requantize(double(int32_t(r[i])) * double(f) + yz, out);
+    res[i] = requantize(int32_t(r[i]), f, int32_t(yz), out);
   }
   from_doubles(y, res);
 }

@@ -185,12 +185,14 @@ void qgemm_tile_portable(const QTile& t) {
         static_cast<int32_t*>(t.c)[i * t.ldc + j] = c;
         continue;
       }
-      const double lo = t.type == QOut::s8 ? -128.0 : 0.0, hi = t.type == QOut::s8 ? 127.0 : 255.0;
-      const float s = t.scale[t.scale_per_col ? j : t.scale_per_row ? i : 0];
-      double v = std::nearbyint(double(c) * double(s) + t.y_zero);
-      v = std::clamp(v, lo, hi);
-      static_cast<uint8_t*>(t.c)[t.c_transposed ? j * t.ldc + i : i * t.ldc + j] =
-          uint8_t(int8_t(int32_t(v)));
+      const int32_t yz = int32_t(t.y_zero);
+      const float lo = float((t.type == QOut::s8 ? -128 : 0) - yz),
+                  hi = float((t.type == QOut::s8 ? 127 : 255) - yz);
+      float v = float(c) * t.scale[t.scale_per_col ? j : t.scale_per_row ? i : 0];
+      v = v > lo ? v : lo;
+      v = v < hi ? v : hi;
+      const int32_t q = int32_t(std::nearbyint(v)) + yz;
+      static_cast<uint8_t*>(t.c)[t.c_transposed ? j * t.ldc + i : i * t.ldc + j] = uint8_t(int8_t(q));
     }
   }
 }

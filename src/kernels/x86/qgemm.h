@@ -1,7 +1,8 @@
 // 8-bit integer GEMM and convolution (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv):
 //   C[m, n] = sum_k (A[m, k] - a_zero[m]) * (B[k, n] - b_zero[n])   in 32-bit integers
 // (wrapping, as the reference's int32 result), then an output stage: the int32 sums, or requantized to u8 /
-// s8 as the reference does, y = clamp(nearbyint(double(C + bias) * scale + y_zero)).
+// s8 as the reference and onnxruntime do: y = round_half_even(clamp(f32(C + bias) * scale, lo - y_zero,
+// hi - y_zero)) + y_zero, scale the f32 product of the scales.
 //
 // The products run on vpdpbusd (AVX-512 VNNI: 16 columns x 4 k of u8 x s8 per instruction), with a portable
 // kernel over the same layout elsewhere. vpdpbusd multiplies unsigned by signed bytes; any other pairing is

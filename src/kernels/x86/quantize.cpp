@@ -153,41 +153,38 @@ void qadd(const void* a, const void* b, int64_t n, const QAddParams& p, void* c,
   });
 }
 
-// y = clamp(nearbyint(double(int32(acc) + bias) * scale + yz)) over one plane; acc holds integers.
+// y = the requantization of int32(acc) + bias over one plane (acc holds integers), as the reference and
+// onnxruntime: f32 product, clamped to the range less the zero point, rounded half to even, plus yz.
 template <class Q>
 inline __attribute__((always_inline)) void requant_loop(const float* acc, int64_t n, int32_t bias,
-                                                        double scale, double yz, Q* y) {
-  constexpr double lo = double(std::numeric_limits<Q>::min()), hi = double(std::numeric_limits<Q>::max());
+                                                        float scale, int32_t yz, Q* y) {
+  const float lo = float(int32_t(std::numeric_limits<Q>::min()) - yz),
+              hi = float(int32_t(std::numeric_limits<Q>::max()) - yz);
   for (int64_t i = 0; i < n; ++i) {
     const int32_t v = int32_t(uint32_t(int32_t(acc[i])) + uint32_t(bias));
-    double r = std::nearbyint(double(v) * scale + yz);
-    r = r < lo ? lo : r > hi ? hi : r;
-    y[i] = Q(int32_t(r));
+    float r = float(v) * scale;
+    r = r > lo ? r : lo;
+    r = r < hi ? r : hi;
+    y[i] = Q(int32_t(std::nearbyint(r)) + yz);
   }
 }
 template <class Q>
-void requant_base(const float* acc, int64_t n, int32_t bias, double scale, double yz, Q* y) {
+void requant_base(const float* acc, int64_t n, int32_t bias, float scale, int32_t yz, Q* y) {
   requant_loop(acc, n, bias, scale, yz, y);
 }
 template <class Q>
-__attribute__((target("avx2"))) void requant_avx2(const float* acc, int64_t n, int32_t bias, double scale,
-                                                  double yz, Q* y) {
-  const __m256d s = _mm256_set1_pd(scale), z = _mm256_set1_pd(yz),
-                lo = _mm256_set1_pd(double(std::numeric_limits<Q>::min())),
-                hi = _mm256_set1_pd(double(std::numeric_limits<Q>::max()));
-  const __m256i b = _mm256_set1_epi32(bias);
+__attribute__((target("avx2"))) void requant_avx2(const float* acc, int64_t n, int32_t bias, float scale,
+                                                  int32_t yz, Q* y) {
+  const __m256 s = _mm256_set1_ps(scale),
+               lo = _mm256_set1_ps(float(int32_t(std::numeric_limits<Q>::min()) - yz)),
+               hi = _mm256_set1_ps(float(int32_t(std::numeric_limits<Q>::max()) - yz));
+  const __m256i b = _mm256_set1_epi32(bias), z = _mm256_set1_epi32(yz);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256i v = _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_loadu_ps(acc + i)), b);
-    __m256d d0 = _mm256_cvtepi32_pd(_mm256_castsi256_si128(v)),
-            d1 = _mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1));
-    d0 = _mm256_round_pd(_mm256_add_pd(_mm256_mul_pd(d0, s), z),
-                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    d1 = _mm256_round_pd(_mm256_add_pd(_mm256_mul_pd(d1, s), z),
-                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    d0 = _mm256_min_pd(_mm256_max_pd(d0, lo), hi);
-    d1 = _mm256_min_pd(_mm256_max_pd(d1, lo), hi);
-    const __m128i q16 = _mm_packs_epi32(_mm256_cvtpd_epi32(d0), _mm256_cvtpd_epi32(d1));
+    const __m256 f = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), s), lo), hi);
+    const __m256i q32 = _mm256_add_epi32(_mm256_cvtps_epi32(f), z);  // (MXCSR: nearest even)
+    const __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(q32), _mm256_extracti128_si256(q32, 1));
     const __m128i q8 =
         std::numeric_limits<Q>::is_signed ? _mm_packs_epi16(q16, q16) : _mm_packus_epi16(q16, q16);
     _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), q8);
@@ -205,14 +202,12 @@ void requantize_planes_f32(const float* acc, int64_t planes, int64_t plane, cons
       pool, planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane, 1)), [&](int64_t b, int64_t e) {
         for (int64_t c = b; c < e; ++c) {
           const int32_t bc = bias ? bias[c] : 0;
-          const double sc = double(scale[scale_per_plane ? c : 0]);
+          const float sc = scale[scale_per_plane ? c : 0];
           if (y_signed)
-            (avx2 ? requant_avx2<int8_t> : requant_base<int8_t>)(acc + c * plane, plane, bc, sc,
-                                                                 double(y_zero),
+            (avx2 ? requant_avx2<int8_t> : requant_base<int8_t>)(acc + c * plane, plane, bc, sc, y_zero,
                                                                  static_cast<int8_t*>(y) + c * plane);
           else
-            (avx2 ? requant_avx2<uint8_t> : requant_base<uint8_t>)(acc + c * plane, plane, bc, sc,
-                                                                   double(y_zero),
+            (avx2 ? requant_avx2<uint8_t> : requant_base<uint8_t>)(acc + c * plane, plane, bc, sc, y_zero,
                                                                    static_cast<uint8_t*>(y) + c * plane);
         }
       });

@@ -23,9 +23,9 @@ void qlinear_add_8bit(const void* a, bool a_signed, const void* b, bool b_signed
 void qlinear_add_8bit__avx512f(const void* a, bool a_signed, const void* b, bool b_signed, int64_t n,
                                const QAddParams& p, void* c, bool c_signed);
 
-// y [planes][plane] = clamp(nearbyint(double(int32(acc) + bias[c]) * scale[c] + y_zero)) to u8 / s8: the
-// requantization of a conv whose integer sums were formed exactly in f32 (a depthwise QLinearConv on the
-// f32 depthwise kernel); scale one value or one per plane, bias per plane or none.
+// y [planes][plane] = the requantization (as qgemm.h: f32(int32(acc) + bias[c]) * scale[c], clamped, rounded
+// half to even, plus y_zero) to u8 / s8 of a conv whose integer sums were formed exactly in f32 (a depthwise
+// QLinearConv on the f32 depthwise kernel); scale one value or one per plane, bias per plane or none.
 void requantize_planes_f32(const float* acc, int64_t planes, int64_t plane, const int32_t* bias,
                            const float* scale, bool scale_per_plane, int32_t y_zero, bool y_signed, void* y,
                            ThreadPool* pool);

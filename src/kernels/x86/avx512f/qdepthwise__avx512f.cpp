@@ -1,10 +1,10 @@
 // Depthwise QLinearConv / ConvInteger for AVX-512: each channel's image is converted once into a zero-padded
 // f32 plane of x - x_zero (its border is the zero point's 0), then every output row is 16 columns of FMAs
 // per tap out of that plane, with no edge cases. The sums are exact: at most 258 products of |x - zx| and
-// |w - zw| <= 255 keep every partial sum an integer below 2^24. The requantization (as the reference:
-// nearbyint(double(int32 sum + bias) * scale + y_zero), clamped) runs on the accumulators. On the GEMM
-// kernels a depthwise conv was one output channel per group (a 1-row GEMM per channel): 5x onnxruntime's
-// time on a QDQ MobileNetV2.
+// |w - zw| <= 255 keep every partial sum an integer below 2^24. The requantization (as the reference and
+// onnxruntime: f32(sum + bias) * scale, clamped, rounded half to even, plus y_zero) runs on the accumulators.
+// On the GEMM kernels a depthwise conv was one output channel per group (a 1-row GEMM per channel): 5x
+// onnxruntime's time on a QDQ MobileNetV2.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -14,8 +14,7 @@
 
 namespace tessera::kernels::x86 {
 
-// The requantization's product and sum rounded apart, as the reference's double arithmetic: explicit-rounding
-// forms, which the compiler does not contract into an FMA (it does with _mm512_mul_pd / _mm512_add_pd).
+// Round half to even, whatever MXCSR says.
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 namespace {
@@ -75,10 +74,10 @@ void qdepthwise_int8__avx512f(const Conv2dParams& p, const void* x, bool x_signe
       }
       const float* wc = w + c * taps;
       const int32_t bias = out.bias ? out.bias[c] : 0;
-      const __m512d sc = _mm512_set1_pd(out.scale ? double(out.scale[out.scale_per_row ? c : 0]) : 1.0),
-                    yz = _mm512_set1_pd(double(out.y_zero)),
-                    lo = _mm512_set1_pd(out.type == QOut::s8 ? -128.0 : 0.0),
-                    hi = _mm512_set1_pd(out.type == QOut::s8 ? 127.0 : 255.0);
+      const __m512 sc = _mm512_set1_ps(out.scale ? out.scale[out.scale_per_row ? c : 0] : 1.0f);
+      const __m512 lo = _mm512_set1_ps(float((out.type == QOut::s8 ? -128 : 0) - out.y_zero)),
+                   hi = _mm512_set1_ps(float((out.type == QOut::s8 ? 127 : 255) - out.y_zero));
+      const __m512i yz = _mm512_set1_epi32(out.y_zero);
       const auto sums = [&](const float* rows, int64_t ox) {
         if (p.kh == 3 && p.kw == 3 && p.sw == 1) return tap_sums<3, 3, 1>(p, rows, wpp, ox, ow, wc);
         if (p.kh == 3 && p.kw == 3 && p.sw == 2) return tap_sums<3, 3, 2>(p, rows, wpp, ox, ow, wc);
@@ -97,16 +96,9 @@ void qdepthwise_int8__avx512f(const Conv2dParams& p, const void* x, bool x_signe
             _mm512_mask_storeu_epi32(static_cast<int32_t*>(out.data) + o, m, sum);
             continue;
           }
-          __m512d d0 = _mm512_cvtepi32_pd(_mm512_castsi512_si256(sum));
-          __m512d d1 = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(sum, 1));
-          d0 = _mm512_roundscale_pd(_mm512_add_round_pd(_mm512_mul_round_pd(d0, sc, kRound), yz, kRound),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-          d1 = _mm512_roundscale_pd(_mm512_add_round_pd(_mm512_mul_round_pd(d1, sc, kRound), yz, kRound),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-          d0 = _mm512_min_pd(_mm512_max_pd(d0, lo), hi);
-          d1 = _mm512_min_pd(_mm512_max_pd(d1, lo), hi);
-          const __m512i q =
-              _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtpd_epi32(d0)), _mm512_cvtpd_epi32(d1), 1);
+          // onnxruntime's requantization: f32 product, clamped to the range less the zero point, rounded
+          const __m512 f = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum), sc), lo), hi);
+          const __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, kRound), yz);
           _mm_mask_storeu_epi8(static_cast<uint8_t*>(out.data) + o, m, _mm512_cvtepi32_epi8(q));
         }
       }

@@ -1,8 +1,8 @@
 // int8 GEMM tile for AVX-512 VNNI: up to 6 rows x 64 columns (24 zmm accumulators), one vpdpbusd per 16
 // columns x 4 k — four times the multiply-adds of an f32 FMA per instruction. Each k group loads the panel's
 // nv vectors once and broadcasts four bytes of each row. The output stage runs on the accumulators: the
-// zero-point terms in int32 (wrapping like the reference), then int32 stores or the requantization in
-// double (as the reference: nearbyint(double(C) * scale + y_zero), clamped), narrowed to bytes.
+// zero-point terms in int32 (wrapping like the reference), then int32 stores or the requantization as the
+// reference (and onnxruntime) does it: f32(C) * scale, clamped, rounded half to even, plus the zero point.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -12,8 +12,7 @@
 
 namespace tessera::kernels::x86 {
 
-// The requantization's product and sum rounded apart, as the reference's double arithmetic: explicit-rounding
-// forms, which the compiler does not contract into an FMA (it does with _mm512_mul_pd / _mm512_add_pd).
+// Round half to even, whatever MXCSR says.
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 namespace {
@@ -99,8 +98,11 @@ void tile(const QTile& t) {
   }
   __m128i bytes[MR][NV];  // the requantized rows, for a transposed store
   const __mmask16 last = t.nr % 16 == 0 ? __mmask16(0xffff) : __mmask16((1u << (t.nr % 16)) - 1);
-  const __m512d lo = _mm512_set1_pd(t.type == QOut::s8 ? -128.0 : 0.0),
-                hi = _mm512_set1_pd(t.type == QOut::s8 ? 127.0 : 255.0), yz = _mm512_set1_pd(t.y_zero);
+  // onnxruntime's requantization: f32 product, clamped to the range less the zero point, rounded half to even
+  const int32_t yzi = int32_t(t.y_zero);
+  const __m512 lo = _mm512_set1_ps(float((t.type == QOut::s8 ? -128 : 0) - yzi)),
+               hi = _mm512_set1_ps(float((t.type == QOut::s8 ? 127 : 255) - yzi));
+  const __m512i yz = _mm512_set1_epi32(yzi);
 #pragma GCC unroll 6
   for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 4
@@ -121,22 +123,10 @@ void tile(const QTile& t) {
         _mm512_mask_storeu_epi32(static_cast<int32_t*>(t.c) + i * t.ldc + 16 * v, mask, c);
         continue;
       }
-      __m512d s0, s1;
-      if (t.scale_per_col) {
-        s0 = _mm512_cvtps_pd(_mm256_loadu_ps(t.scale + 16 * v));
-        s1 = _mm512_cvtps_pd(_mm256_loadu_ps(t.scale + 16 * v + 8));
-      } else {
-        s0 = s1 = _mm512_set1_pd(double(t.scale[t.scale_per_row ? i : 0]));
-      }
-      __m512d d0 = _mm512_cvtepi32_pd(_mm512_castsi512_si256(c));
-      __m512d d1 = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(c, 1));
-      d0 = _mm512_add_round_pd(_mm512_mul_round_pd(d0, s0, kRound), yz, kRound);
-      d1 = _mm512_add_round_pd(_mm512_mul_round_pd(d1, s1, kRound), yz, kRound);
-      // clamped to the integer bounds, then rounded to nearest even by the conversion (the two commute)
-      d0 = _mm512_min_pd(_mm512_max_pd(d0, lo), hi);
-      d1 = _mm512_min_pd(_mm512_max_pd(d1, lo), hi);
-      const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvt_roundpd_epi32(d0, kRound)),
-                                           _mm512_cvt_roundpd_epi32(d1, kRound), 1);
+      const __m512 sc = t.scale_per_col ? _mm512_loadu_ps(t.scale + 16 * v)
+                                        : _mm512_set1_ps(t.scale[t.scale_per_row ? i : 0]);
+      const __m512 f = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(c), sc), lo), hi);
+      const __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, kRound), yz);
       if (t.c_transposed)
         bytes[i][v] = _mm512_cvtepi32_epi8(q);
       else
