@@ -5,6 +5,7 @@
 //   Q(Conv(DQ(x), DQ(w), DQ(bias)))  ->  QLinearConv(x, w, bias)
 //   Q(MatMul(DQ(a), DQ(b)))          ->  QLinearMatMul(a, b)
 //   Q(Add(DQ(a), DQ(b)))             ->  tessera.QLinearAdd(a, b)
+//   Q(MaxPool(DQ(x)))                ->  MaxPool(x)   (the same scale and zero point)
 // as onnxruntime's QDQ selectors do, on the int8 kernels (kernels/x86/qgemm.h). The sums become exact
 // integers instead of f32 sums of products, the requantization rounds once: what onnxruntime computes for the
 // same model. Conditions: scales and zero points constant, per tensor (the conv's weights also per output
@@ -115,9 +116,36 @@ bool fuse_add(ir::Graph& g, ir::Node* n, std::unordered_set<const ir::Node*>& go
   return true;
 }
 
+// Q(MaxPool(DQ(x))) with one positive scale and zero point -> MaxPool(x) on the bytes: the max commutes
+// with a non-decreasing dequantization, and Q(DQ(m)) is m (onnxruntime drops the pair the same way). The
+// pool's padding, -inf before, is the type's least value after: the same bytes.
+bool fuse_maxpool(ir::Graph& g, ir::Node* n, std::unordered_set<const ir::Node*>& gone) {
+  if (n->inputs.size() != 1 || n->outputs.empty() || (n->outputs.size() > 1 && n->outputs[1])) return false;
+  const auto qx = dq_of(g, n->inputs[0], false);
+  if (!qx) return false;
+  ir::Node* qn = sole_consumer(g, n->outputs[0]);
+  const auto qy = match_q(g, qn, "QuantizeLinear", false);
+  if (!qy || qy->data != n->outputs[0]) return false;
+  const float s = qx->scale->initializer->contiguous().data<float>()[0];
+  if (!(s > 0) || qy->scale->initializer->contiguous().data<float>()[0] != s) return false;
+  const DType xt = qx->data->type.elem, yt = qy->zero ? qy->zero->initializer->dtype() : DType::u8;
+  const auto zero = [](const QParams& q) {
+    if (!q.zero) return 0.0;
+    return q.zero->initializer->at_double(0);
+  };
+  if (xt != yt || zero(*qx) != zero(*qy)) return false;
+  ir::Node* f = g.add_node("MaxPool", n->name);
+  f->opset = std::max(n->opset, 12);  // (8-bit MaxPool from opset 12)
+  f->attrs = n->attrs;
+  g.connect_input(f, qx->data);
+  replace_pair(g, n, qn, f, gone);
+  return true;
+}
+
 // Fuses n when it matches; `gone` gets the nodes removed.
 bool fuse_one(ir::Graph& g, ir::Node* n, std::unordered_set<const ir::Node*>& gone) {
   if (is_onnx_op(n, "Add")) return fuse_add(g, n, gone);
+  if (is_onnx_op(n, "MaxPool")) return fuse_maxpool(g, n, gone);
   const bool conv = is_onnx_op(n, "Conv");
   if (!(conv || is_onnx_op(n, "MatMul")) || n->outputs.size() != 1 || n->inputs.size() < 2) return false;
   const auto qx = dq_of(g, n->inputs[0], false);

@@ -450,3 +450,42 @@ def test_quantized_with_onnxruntime_tool_matches(tmp_path, fmt):
     for threads in (1, 2):
         got = tessera.InferenceSession(str(dst), tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
         assert np.max(np.abs(got - want)) <= max(2 * spread, 1e-4 * np.max(np.abs(want))), (got, want, spread)
+
+
+@pytest.mark.parametrize("dtype", [TensorProto.UINT8, TensorProto.INT8])
+@pytest.mark.parametrize("geom", [dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+                                  dict(kernel_shape=[2, 3], strides=[1, 3], pads=[0, 1, 1, 2], dilations=[2, 1]),
+                                  dict(kernel_shape=[3], strides=[2], pads=[1, 1]),
+                                  dict(kernel_shape=[2, 2, 2], strides=[2, 2, 2])])
+def test_maxpool_8bit_matches_onnxruntime(dtype, geom):
+    """MaxPool over u8 / s8 (a QDQ model's pool after fuse_qdq) on the separable kernel, against onnxruntime."""
+    rank = len(geom["kernel_shape"])
+    shape = [2, 5] + [17, 19, 6][:rank]
+    x = _q(dtype, shape)
+    model = _model([helper.make_node("MaxPool", ["x"], ["y"], **geom)], [helper.make_tensor_value_info("x", dtype, shape)],
+                   [helper.make_tensor_value_info("y", dtype, None)], [], opset=13)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        np.testing.assert_array_equal(_run(model, {"x": x}, threads), want)
+
+
+@pytest.mark.parametrize("dtype", [TensorProto.UINT8, TensorProto.INT8])
+def test_qdq_maxpool_runs_on_bytes(dtype):
+    """Q(MaxPool(DQ(x))) with one scale and zero point becomes MaxPool(x) on the bytes, as onnxruntime drops
+    the pair: the same output as the nodes run apart."""
+    dt, z = (np.uint8, 128) if dtype == TensorProto.UINT8 else (np.int8, -3)
+    inits = [numpy_helper.from_array(np.array(0.04, np.float32), "s"), numpy_helper.from_array(np.array(z, dt), "z")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+             helper.make_node("MaxPool", ["d"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["p", "s", "z"], ["pq"]),
+             helper.make_node("DequantizeLinear", ["pq", "s", "z"], ["y"])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 21, 20])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    text = tessera.InferenceSession(model).graph_text()
+    assert "8[1,8,11,10] = MaxPool(" in text, text
+    feeds = {"x": (RNG.standard_normal((1, 8, 21, 20)) * 3).astype(np.float32)}
+    unfused = tessera.InferenceSession(model, tessera.SessionOptions(optimization_level=0)).run(None, feeds)[0]
+    np.testing.assert_array_equal(_run(model, feeds, 2), unfused)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    np.testing.assert_array_equal(unfused, want)

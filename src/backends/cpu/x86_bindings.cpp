@@ -704,7 +704,8 @@ void pool_separable_x86(KernelContext& ctx, bool is_max) {
   const Tensor& x0 = ctx.required_input(0);
   const auto ks = ctx.attr_ints("kernel_shape");
   const int64_t sp = x0.rank() - 2;
-  if (x0.dtype() != DType::f32 || sp < 1 || int64_t(ks.size()) != sp || ctx.num_outputs() > 1 ||
+  const bool q8 = is_max && (x0.dtype() == DType::u8 || x0.dtype() == DType::i8);  // a QDQ model's MaxPool
+  if ((x0.dtype() != DType::f32 && !q8) || sp < 1 || int64_t(ks.size()) != sp || ctx.num_outputs() > 1 ||
       ctx.attr_int("ceil_mode", 0) != 0) {
     run_ref(ctx, "");
     return;
@@ -727,7 +728,12 @@ void pool_separable_x86(KernelContext& ctx, bool is_max) {
     ys.push_back(a.out);
   }
   const Tensor x = x0.contiguous();
-  Tensor& y = ctx.output_for_overwrite(0, DType::f32, ys);
+  Tensor& y = ctx.output_for_overwrite(0, x.dtype(), ys);
+  if (q8) {
+    kernels::x86::max_pool_separable_8bit(x.dtype() == DType::i8, axes, x0.dim(0) * x0.dim(1), x.raw_data(),
+                                          y.raw_data(), ctx.pool());
+    return;
+  }
   kernels::x86::pool_separable_f32(is_max, ctx.attr_int("count_include_pad", 0) != 0, axes,
                                    x0.dim(0) * x0.dim(1), x.data<float>(), y.data<float>(), ctx.pool());
 }
@@ -735,7 +741,8 @@ void pool_separable_x86(KernelContext& ctx, bool is_max) {
 void max_pool_nchw_x86(KernelContext& ctx) {
   const Tensor& x0 = ctx.required_input(0);
   const auto ks = ctx.attr_ints("kernel_shape");
-  if (x0.dtype() == DType::f32 && (x0.rank() != 4 || !(ctx.num_outputs() > 1 && ctx.output_requested(1)))) {
+  const bool f32_or_q8 = x0.dtype() == DType::f32 || x0.dtype() == DType::u8 || x0.dtype() == DType::i8;
+  if (f32_or_q8 && (x0.rank() != 4 || !(ctx.num_outputs() > 1 && ctx.output_requested(1)))) {
     pool_separable_x86(ctx, true);
     return;
   }

@@ -21,5 +21,8 @@ struct PoolAxis {
 // is -inf (max) or 0 (average).
 void pool_separable_f32(bool is_max, bool count_include_pad, const std::vector<PoolAxis>& axes, int64_t nc,
                         const float* x, float* y, ThreadPool* pool);
+// The max pool over u8 / s8 (a QDQ model's MaxPool on its quantized values: fuse_qdq), the same passes.
+void max_pool_separable_8bit(bool is_signed, const std::vector<PoolAxis>& axes, int64_t nc, const void* x,
+                             void* y, ThreadPool* pool);
 
 }  // namespace tessera::kernels::x86
