@@ -444,7 +444,9 @@ void layout_image(const Conv2dParams& p, const uint8_t* x, uint8_t flip, uint8_t
             continue;
           }
           const uint8_t* s = x + (c * p.h + y) * p.w;
-          if (!fl && (c + 1 < p.c || y + 1 < p.h)) {  // read in place (the vectors past w stay in x)
+          // read in place where the whole vectors past w stay inside the image (a narrow image's last rows
+          // would read past it: copied)
+          if (!fl && p.c * p.h * p.w - (c * p.h + y) * p.w >= round_up(p.w, 16)) {
             rp[r] = s;
             continue;
           }
