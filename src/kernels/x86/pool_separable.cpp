@@ -24,11 +24,12 @@ thread_local AlignedScratch tl_level[3], tl_phases;
 
 // out = max(out, in) with a NaN winning, or out += in: the loops every pass runs, built for the baseline and
 // for AVX2 (twice the lanes; MaxPool over NCHW ran at 2.3x onnxruntime's time on the SSE2 build alone).
-// (For the 8-bit integers of a quantized model's MaxPool the same loop: `in != in` is false.)
 template <bool IsMax, class T>
 inline __attribute__((always_inline)) void combine_loop(T* __restrict out, const T* __restrict in,
                                                         int64_t n) {
-  if constexpr (IsMax)
+  if constexpr (IsMax && !std::is_same_v<T, float>)
+    for (int64_t i = 0; i < n; ++i) out[i] = std::max(out[i], in[i]);  // (pmaxub / pmaxsb)
+  else if constexpr (IsMax)
     for (int64_t i = 0; i < n; ++i) out[i] = in[i] > out[i] || in[i] != in[i] ? in[i] : out[i];
   else
     for (int64_t i = 0; i < n; ++i) out[i] += in[i];
@@ -109,7 +110,7 @@ void pool_row(const Ctx& c, const PoolAxis& a, const T* src, T* __restrict dst) 
           _mm_storeu_ps(phases + plen + done / 2, _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(3, 1, 3, 1)));
         }
     for (int64_t j = 0; j < s; ++j)  // (no division per element: it cost more than the pooling)
-      for (int64_t at = done + j; at < a.in; at += s) phases[j * plen + at / s] = src[at];
+      for (int64_t at = done + j, i = (done + j) / s; at < a.in; at += s, ++i) phases[j * plen + i] = src[at];
   }
   const int64_t n = hi - lo;
   T* __restrict out = dst + lo;
