@@ -24,15 +24,10 @@ void pack_one(ir::Graph& g, ir::Node* n) {
     return;
   if (!zero_after_flip(g, n->inputs.size() > zi ? n->inputs[zi] : nullptr, b.dtype())) return;
   const int64_t k = b.dim(0), nn = b.dim(1);
-  // B's columns as the packed rows: B^T [n, k]
-  const Tensor bc = b.contiguous();
-  std::vector<uint8_t> bt(size_t(k * nn));
-  const uint8_t* src = static_cast<const uint8_t*>(bc.raw_data());
-  for (int64_t r = 0; r < k; ++r)
-    for (int64_t c = 0; c < nn; ++c) bt[size_t(c * k + r)] = src[r * nn + c];
   using kernels::x86::QConvPackedW;
+  const Tensor bc = b.contiguous();
   Tensor pt(DType::u8, {int64_t(QConvPackedW::bytes(nn, k, 1, 1))});
-  QConvPackedW::pack(bt.data(), b.dtype() == DType::i8, nn, k, 1, 1, pt.data<uint8_t>());
+  QConvPackedW::pack_matmul(bc.raw_data(), b.dtype() == DType::i8, k, nn, pt.data<uint8_t>());
   ir::Node* f = replace_with_packed(g, n, qlinear ? "QLinearMatMulPacked" : "MatMulIntegerPacked", bi, pt);
   set_attr_int(f, "K", k);
   set_attr_int(f, "N", nn);

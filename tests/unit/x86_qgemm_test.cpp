@@ -198,6 +198,10 @@ TEST(X86QGemm, PackedMatmulKernelAndReferenceMatchMatMulInteger) {
           bt_rows[size_t(c * k + r)] = static_cast<const uint8_t*>(b.raw_data())[r * n + c];
       Tensor pk(DType::u8, {int64_t(QConvPackedW::bytes(n, k, 1, 1))});
       QConvPackedW::pack(bt_rows.data(), bt == DType::i8, n, k, 1, 1, pk.data<uint8_t>());
+      // packing B in place (pack_qmatmul's way) gives the same bytes
+      Tensor pk2(DType::u8, pk.shape());
+      QConvPackedW::pack_matmul(b.raw_data(), bt == DType::i8, k, n, pk2.data<uint8_t>());
+      EXPECT_TRUE(std::equal(pk.data<uint8_t>(), pk.data<uint8_t>() + pk.numel(), pk2.data<uint8_t>()));
       std::vector<int32_t> got(size_t(m * n));
       QOutput o;
       o.data = got.data(), o.ldc = n;

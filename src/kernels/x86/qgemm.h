@@ -59,6 +59,8 @@ struct QConvPackedW {
   static size_t bytes(int64_t oc, int64_t c, int64_t kh, int64_t kw);
   // w [oc, c, kh, kw] of u8 or s8
   static void pack(const void* w, bool w_signed, int64_t oc, int64_t c, int64_t kh, int64_t kw, uint8_t* out);
+  // a matmul's B [k, n] as n output channels of k (kh = kw = 1), read in place
+  static void pack_matmul(const void* b, bool b_signed, int64_t k, int64_t n, uint8_t* out);
   // weight (o, ci, i, j) as packed (s8: u8 weights minus 128)
   static int32_t at(const uint8_t* packed, int64_t oc, int64_t c, int64_t kh, int64_t kw, int64_t o,
                     int64_t ci, int64_t i, int64_t j);
