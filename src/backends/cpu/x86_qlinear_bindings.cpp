@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
-#include "core/cpu_features.h"
 #include "core/dtype_attr.h"
 #include "kernels/ref/registry.h"
 #include "kernels/x86/qgemm.h"
@@ -158,47 +157,6 @@ void qconv_x86(KernelContext& ctx, bool qlinear) {
   const Tensor x = x0->contiguous(), w = w0->contiguous();
   Tensor& y = ctx.output_for_overwrite(0, yt, ys);
   out.data = y.raw_data();
-  // A depthwise conv's sums have at most 258 products of |x - zx| <= 255 and |w - zw| <= 255: every partial
-  // sum is an integer below 2^24, exact in f32. So it runs on the f32 depthwise kernel over x - zx and
-  // w - zw, then requantizes (one output channel per input channel: the GEMM's rows would be 1 wide).
-  if (p.is_depthwise() && p.kh * p.kw <= 258) {
-    const int64_t plane_in = p.h * p.w, plane_out = p.oh() * p.ow(), taps = p.kh * p.kw;
-    Tensor wf = Tensor::uninitialized(DType::f32, {p.oc * taps});
-    for (int64_t o = 0; o < p.oc; ++o)
-      for (int64_t t = 0; t < taps; ++t) {
-        const int64_t i = o * taps + t;
-        const int32_t v =
-            w.dtype() == DType::u8 ? int32_t(w.data<uint8_t>()[i]) : int32_t(w.data<int8_t>()[i]);
-        wf.data<float>()[i] = float(v - zw[zw.size() > 1 ? size_t(o) : 0]);
-      }
-    if (cpu_features().avx512_core()) {  // the fused kernel: bytes in, bytes out
-      out.type = qlinear ? out.type : QOut::i32;
-      kernels::x86::qdepthwise_int8__avx512f(p, x.raw_data(), x.dtype() == DType::i8, zx[0], wf.data<float>(),
-                                             out, ctx.pool());
-      return;
-    }
-    Tensor xf = Tensor::uninitialized(DType::f32, {p.n * p.c * plane_in});
-    Tensor yf = Tensor::uninitialized(DType::f32, {p.n * p.oc * plane_out});
-    if (x.dtype() == DType::u8)
-      kernels::x86::dequantize_u8_f32(x.data<uint8_t>(), xf.numel(), 1.0f, zx[0], xf.data<float>(),
-                                      ctx.pool());
-    else
-      kernels::x86::dequantize_i8_f32(x.data<int8_t>(), xf.numel(), 1.0f, zx[0], xf.data<float>(),
-                                      ctx.pool());
-    kernels::x86::conv2d_f32(p, xf.data<float>(), wf.data<float>(), {}, yf.data<float>(), nullptr,
-                             ctx.pool());
-    if (!qlinear) {
-      int32_t* yp = y.data<int32_t>();
-      for (int64_t i = 0; i < yf.numel(); ++i) yp[i] = int32_t(yf.data<float>()[i]);
-      return;
-    }
-    for (int64_t img = 0; img < p.n; ++img)
-      kernels::x86::requantize_planes_f32(yf.data<float>() + img * p.oc * plane_out, p.oc, plane_out,
-                                          out.bias, out.scale, out.scale_per_row, out.y_zero, yt == DType::i8,
-                                          static_cast<uint8_t*>(y.raw_data()) + img * p.oc * plane_out,
-                                          ctx.pool());
-    return;
-  }
   kernels::x86::qconv2d_int8(p, x.raw_data(), x.dtype() == DType::i8, zx[0], w.raw_data(),
                              w.dtype() == DType::i8, zw.data(), zw.size() > 1, out, ctx.pool());
 }

@@ -9,6 +9,7 @@
 
 #include "core/cpu_features.h"
 #include "core/memory.h"
+#include "kernels/x86/quantize.h"
 
 namespace tessera::kernels::x86 {
 
@@ -67,7 +68,7 @@ struct Job {
   const int32_t* a_rowsum;
   const int32_t* b_zero;
   QOutput out;
-  bool a_zero_uniform = false;  // every row's a_zero is a_zero[0]
+  bool a_zero_uniform = false;  // every row's a_zero is a_zero[0] (then a_zero may point at one value)
 };
 
 template <class Pack>
@@ -107,7 +108,7 @@ void run_job(const Job& j, Pack&& pack, ThreadPool* pool) {
         tl.col_sub = col_sub;
       }
     }
-    tl.type = j.out.type, tl.scale_per_row = j.out.scale_per_row, tl.y_zero = double(j.out.y_zero);
+    tl.type = j.out.type, tl.scale_per_row = j.out.scale_per_row, tl.y_zero = j.out.y_zero;
     tl.ldc = j.out.ldc;
     const TileFn fn = tile_kernel();
     for (int64_t s = s0; s < s1; ++s) {
@@ -185,7 +186,7 @@ void qgemm_tile_portable(const QTile& t) {
         static_cast<int32_t*>(t.c)[i * t.ldc + j] = c;
         continue;
       }
-      const int32_t yz = int32_t(t.y_zero);
+      const int32_t yz = t.y_zero;
       const float lo = float((t.type == QOut::s8 ? -128 : 0) - yz),
                   hi = float((t.type == QOut::s8 ? 127 : 255) - yz);
       float v = float(c) * t.scale[t.scale_per_col ? j : t.scale_per_row ? i : 0];
@@ -239,17 +240,18 @@ void qmatmul_int8(int64_t m, int64_t n, int64_t k, const void* a, bool a_signed,
   int64_t ap_ld;
   prepare_a(m, k, static_cast<const uint8_t*>(a), lda, a_signed, false, acopy, ap, ap_ld,
             any_zb ? rowsum.data() : nullptr);
-  std::vector<int32_t> za_rows(za != 0 ? size_t(m) : 0, za);
+  // one a_zero for every row (its term folded per panel: Job::a_zero_uniform)
   Job j{m,
         n,
         k,
         ap,
         ap_ld,
         false,
-        za != 0 ? za_rows.data() : nullptr,
+        za != 0 ? &za : nullptr,
         any_zb ? rowsum.data() : nullptr,
         any_zb ? zb.data() : nullptr,
-        out};
+        out,
+        true};
   const uint8_t* bp = static_cast<const uint8_t*>(b);
   run_job(
       j,
@@ -277,8 +279,7 @@ void qmatmul_int8_packed(int64_t m, int64_t n, int64_t k, const void* a, bool a_
   const uint8_t* ap;
   int64_t ap_ld;
   prepare_a(m, k, static_cast<const uint8_t*>(a), lda, a_signed, false, acopy, ap, ap_ld, nullptr);
-  std::vector<int32_t> za_rows(za != 0 ? size_t(m) : 0, za);
-  Job j{m, n, k, ap, ap_ld, false, za != 0 ? za_rows.data() : nullptr, nullptr, nullptr, out, true};
+  Job j{m, n, k, ap, ap_ld, false, za != 0 ? &za : nullptr, nullptr, nullptr, out, true};
   run_job(
       j,
       [&](int64_t n0, int64_t nr, int64_t, uint8_t*, int32_t* sums) {
@@ -288,12 +289,57 @@ void qmatmul_int8_packed(int64_t m, int64_t n, int64_t k, const void* a, bool a_
       pool);
 }
 
+namespace {
+
+// A depthwise conv's sums have at most 258 products of |x - zx| <= 255 and |w - zw| <= 255: every partial sum
+// is an integer below 2^24, exact in f32. So it runs on f32 kernels over x - zx and w - zw (one output
+// channel per input channel: the GEMM's rows would be 1 wide): the fused AVX-512 one (bytes in, bytes out),
+// else the f32 depthwise conv and a requantization pass.
+void qdepthwise_int8(const Conv2dParams& p, const void* x, bool x_signed, int32_t x_zero, const void* w,
+                     bool w_signed, const int32_t* w_zero, bool w_zero_per_oc, const QOutput& out,
+                     ThreadPool* pool) {
+  const int64_t plane_in = p.h * p.w, plane_out = p.oh() * p.ow(), taps = p.kh * p.kw;
+  std::vector<float> wf(size_t(p.oc * taps));
+  for (int64_t o = 0; o < p.oc; ++o)
+    for (int64_t t = 0; t < taps; ++t) {
+      const int64_t i = o * taps + t;
+      const int32_t v =
+          w_signed ? int32_t(static_cast<const int8_t*>(w)[i]) : int32_t(static_cast<const uint8_t*>(w)[i]);
+      wf[size_t(i)] = float(v - (w_zero_per_oc ? w_zero[o] : w_zero ? w_zero[0] : 0));
+    }
+  if (cpu_features().avx512_core()) {
+    qdepthwise_int8__avx512f(p, x, x_signed, x_zero, wf.data(), out, pool);
+    return;
+  }
+  std::vector<float> xf(size_t(p.n * p.c * plane_in)), yf(size_t(p.n * p.oc * plane_out));
+  if (x_signed)
+    dequantize_i8_f32(static_cast<const int8_t*>(x), int64_t(xf.size()), 1.0f, x_zero, xf.data(), pool);
+  else
+    dequantize_u8_f32(static_cast<const uint8_t*>(x), int64_t(xf.size()), 1.0f, x_zero, xf.data(), pool);
+  conv2d_f32(p, xf.data(), wf.data(), {}, yf.data(), nullptr, pool);
+  if (out.type == QOut::i32) {
+    int32_t* yp = static_cast<int32_t*>(out.data);
+    for (size_t i = 0; i < yf.size(); ++i) yp[i] = int32_t(yf[i]);
+    return;
+  }
+  for (int64_t img = 0; img < p.n; ++img)
+    requantize_planes_f32(yf.data() + img * p.oc * plane_out, p.oc, plane_out, out.bias, out.scale,
+                          out.scale_per_row, out.y_zero, out.type == QOut::s8,
+                          static_cast<uint8_t*>(out.data) + img * p.oc * plane_out, pool);
+}
+
+}  // namespace
+
 void qconv2d_int8(const Conv2dParams& p, const void* x, bool x_signed, int32_t x_zero, const void* w,
                   bool w_signed, const int32_t* w_zero, bool w_zero_per_oc, const QOutput& out,
                   ThreadPool* pool) {
   const int64_t oh = p.oh(), ow = p.ow(), npix = oh * ow, cg = p.c / p.groups, og = p.oc / p.groups;
   const int64_t k = cg * p.kh * p.kw;
   if (npix <= 0 || p.oc <= 0) return;
+  if (p.is_depthwise() && p.kh * p.kw <= 258) {
+    qdepthwise_int8(p, x, x_signed, x_zero, w, w_signed, w_zero, w_zero_per_oc, out, pool);
+    return;
+  }
   // The weights on the signed side (the GEMM's rows), the image on the unsigned side.
   const int32_t zx = x_signed ? x_zero + 128 : x_zero;
   const uint8_t xflip = x_signed ? 0x80 : 0, pad = uint8_t(zx);
@@ -527,7 +573,7 @@ void qconv2d_int8_packed(const Conv2dParams& p, const void* x, bool x_signed, in
                 ? int32_t(uint32_t(zx) * uint32_t(colsum[n0 + c]) - uint32_t(out.bias ? out.bias[n0 + c] : 0))
                 : 0;
       tl.col_sub = col_sub;
-      tl.type = out.type, tl.y_zero = double(out.y_zero), tl.ldc = npix, tl.c_transposed = true;
+      tl.type = out.type, tl.y_zero = out.y_zero, tl.ldc = npix, tl.c_transposed = true;
       tl.scale = out.scale + (out.scale_per_row ? n0 : 0), tl.scale_per_col = out.scale_per_row;
       const int64_t s1 = std::min(strips, (ci + 1) * per_chunk);
       for (int64_t s = ci * per_chunk; s < s1; ++s) {

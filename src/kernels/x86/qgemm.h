@@ -42,7 +42,7 @@ void qmatmul_int8(int64_t m, int64_t n, int64_t k, const void* a, bool a_signed,
 // A 2-D NCHW convolution (groups, strides, dilations, pads) over u8 / s8 x and w: y [n, oc, oh, ow] with
 // `out.ldc` ignored. x_zero is one value (also what the pads hold); w_zero one value or oc
 // (w_zero_per_oc). The weights are the rows of each group's GEMM, the image's im2col its columns, packed a
-// 64-pixel panel at a time.
+// 64-pixel panel at a time; a depthwise conv (kh * kw <= 258) runs on exact f32 kernels instead.
 void qconv2d_int8(const Conv2dParams& p, const void* x, bool x_signed, int32_t x_zero, const void* w,
                   bool w_signed, const int32_t* w_zero, bool w_zero_per_oc, const QOutput& out,
                   ThreadPool* pool);
@@ -118,7 +118,7 @@ struct QTile {
   QOut type = QOut::i32;
   const float* scale = nullptr;  // the tile's first row's (per row), first column's (per column), or one
   bool scale_per_row = false, scale_per_col = false;
-  double y_zero = 0;
+  int32_t y_zero = 0;
   void* c = nullptr;  // the tile's first element
   int64_t ldc = 0;
   bool c_transposed = false;  // u8 / s8 only: element (i, j) at c[j * ldc + i]

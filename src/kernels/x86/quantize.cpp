@@ -82,7 +82,6 @@ void dequantize(const Q* x, int64_t n, float scale, int32_t zero_point, float* y
   });
 }
 
-template <bool>
 inline __attribute__((always_inline)) void minmax_loop(const float* x, int64_t n, float& mn, float& mx) {
   float lo = 0.f, hi = 0.f;
   for (int64_t i = 0; i < n; ++i) {
@@ -92,10 +91,10 @@ inline __attribute__((always_inline)) void minmax_loop(const float* x, int64_t n
   mn = lo, mx = hi;
 }
 void minmax_base(const float* x, int64_t n, float& mn, float& mx) {
-  minmax_loop<false>(x, n, mn, mx);
+  minmax_loop(x, n, mn, mx);
 }
 __attribute__((target("avx2"))) void minmax_avx2(const float* x, int64_t n, float& mn, float& mx) {
-  minmax_loop<true>(x, n, mn, mx);
+  minmax_loop(x, n, mn, mx);
 }
 
 // c = quantize((a - za) sa + (b - zb) sb) in the f32 operations of DequantizeLinear, Add, QuantizeLinear.

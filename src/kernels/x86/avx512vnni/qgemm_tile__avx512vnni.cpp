@@ -99,7 +99,7 @@ void tile(const QTile& t) {
   __m128i bytes[MR][NV];  // the requantized rows, for a transposed store
   const __mmask16 last = t.nr % 16 == 0 ? __mmask16(0xffff) : __mmask16((1u << (t.nr % 16)) - 1);
   // onnxruntime's requantization: f32 product, clamped to the range less the zero point, rounded half to even
-  const int32_t yzi = int32_t(t.y_zero);
+  const int32_t yzi = t.y_zero;
   const __m512 lo = _mm512_set1_ps(float((t.type == QOut::s8 ? -128 : 0) - yzi)),
                hi = _mm512_set1_ps(float((t.type == QOut::s8 ? 127 : 255) - yzi));
   const __m512i yz = _mm512_set1_epi32(yzi);
