@@ -16,12 +16,16 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
+#include "core/dtype_attr.h"
 #include "core/ew_program.h"
 #include "core/memory.h"
 #include "kernels/x86/conv_nhwc.h"
+#include "kernels/x86/qgemm.h"
 #include "passes/pass_manager.h"
+#include "passes/qlinear_util.h"
 #include "passes/rewrite_util.h"
 
 namespace tessera::passes {
@@ -40,6 +44,15 @@ bool known_4d(const ir::Value* v) {
 // models ran every conv on the NCHW im2col path (ResNet-50 at 1.3x onnxruntime's time, MobileNetV2 2.5x).
 bool channels_known_4d(const ir::Value* v) {
   return v && is_f32(v) && v->type.shape && v->type.shape->size() == 4 && (*v->type.shape)[1].known();
+}
+
+bool is_q8(const ir::Value* v) {
+  return v && (v->type.elem == DType::u8 || v->type.elem == DType::i8);
+}
+
+// A 4-D u8 / s8 value whose channels are known: what an int8 region takes.
+bool q8_channels_known_4d(const ir::Value* v) {
+  return is_q8(v) && v->type.shape && v->type.shape->size() == 4 && (*v->type.shape)[1].known();
 }
 
 bool geometry_ok(const ir::Node* n) {
@@ -82,7 +95,9 @@ bool convertible_pool(const ir::Node* n) {
       n->outputs.empty() || !n->outputs[0])
     return false;
   if (n->outputs.size() > 1 && n->outputs[1]) return false;  // indices wanted
-  if (!channels_known_4d(n->inputs[0]) || !channels_known_4d(n->outputs[0])) return false;
+  const bool q8 = n->op_type == "MaxPool" && q8_channels_known_4d(n->inputs[0]) &&
+                  q8_channels_known_4d(n->outputs[0]);  // a MaxPool on the bytes (fuse_qdq)
+  if (!q8 && (!channels_known_4d(n->inputs[0]) || !channels_known_4d(n->outputs[0]))) return false;
   if (int_attr(n, "ceil_mode", 0) != 0 || int_attr(n, "storage_order", 0) != 0) return false;
   const Attribute* ap = n->attr("auto_pad");
   if (ap && ap->s != "NOTSET" && !ap->s.empty()) return false;
@@ -217,6 +232,90 @@ bool elementwise(const ir::Node* n) {
   return true;
 }
 
+// How an int8 conv runs in an int8 region: tessera.QLinearConvPacked's weights (QConvPackedW; QDepthwiseW's
+// f32 for a depthwise conv; a QLinearConvPacked's own; none where they stay as they are) and group, and
+// whether it reads its input NCHW.
+struct NhwcQConv {
+  std::optional<Tensor> weights;
+  int64_t group = 1;
+  bool nchw_in = false;
+};
+
+// An int8 conv an int8 region runs NHWC: ONNX QLinearConv (2-D, group 1 with weights whose zero point is 0
+// once flipped, or depthwise) with constant weights, or pack_qconv's tessera.QLinearConvPacked; or nullopt.
+// Unlike pack_qconv (NCHW), every channel count and image size gains: the NHWC kernel reads a pixel's taps
+// in place, with no layout copy and no transposed stores. A stem conv (group 1 over at most 4 channels)
+// whose input is not in the region reads it NCHW on the im2col kernel, which stores its result
+// channels-last: no Transpose of the image (onnxruntime's takes as long as the conv), and no K padded from 3
+// channels to 4.
+std::optional<NhwcQConv> nhwc_qconv(const ir::Graph& g, const ir::Node* n, bool input_in_region) {
+  if (n->inputs.size() < 8 || n->outputs.size() != 1 || !q8_channels_known_4d(n->inputs[0]) ||
+      !q8_channels_known_4d(n->outputs[0]) || !n->inputs[3] || !is_constant(g, n->inputs[3]))
+    return std::nullopt;
+  const Tensor& w = *n->inputs[3]->initializer;
+  if (n->domain == "tessera" && n->op_type == "QLinearConvPacked") {
+    if (string_attr(n, "layout", "NCHW") != "NCHW" || int_attr(n, "group", 1) != 1 || !geometry_ok(n))
+      return std::nullopt;
+    return NhwcQConv{w, 1, false};
+  }
+  if (!is_onnx_op(n, "QLinearConv") || w.rank() != 4 || (w.dtype() != DType::u8 && w.dtype() != DType::i8))
+    return std::nullopt;
+  const std::string auto_pad = string_attr(n, "auto_pad", "NOTSET");
+  if (!auto_pad.empty() && auto_pad != "NOTSET") return std::nullopt;
+  const auto ks = ints_attr(n, "kernel_shape", {w.dim(2), w.dim(3)});
+  if (ks.size() != 2 || ks[0] != w.dim(2) || ks[1] != w.dim(3)) return std::nullopt;
+  ir::Node probe;  // geometry_ok reads kernel_shape: the weights' where the attribute is absent
+  probe.attrs = n->attrs;
+  set_attr_ints(&probe, "kernel_shape", ks);
+  if (!geometry_ok(&probe)) return std::nullopt;
+  const int64_t c = (*n->inputs[0]->type.shape)[1].value, oc = w.dim(0), group = int_attr(n, "group", 1);
+  const Tensor wc = w.contiguous();
+  const bool w_signed = w.dtype() == DType::i8;
+  using kernels::x86::QConvPackedW;
+  using kernels::x86::QDepthwiseW;
+  if (group == 1 && w.dim(1) == c && c <= 4 && !input_in_region) return NhwcQConv{std::nullopt, 1, true};
+  if (group == 1 && w.dim(1) == c && zero_after_flip(g, n->inputs[5], w.dtype())) {
+    Tensor pt(DType::u8, {int64_t(QConvPackedW::bytes(oc, c, w.dim(2), w.dim(3)))});
+    QConvPackedW::pack(wc.raw_data(), w_signed, oc, c, w.dim(2), w.dim(3), pt.data<uint8_t>());
+    return NhwcQConv{std::move(pt), 1, false};
+  }
+  const ir::Value* zv = n->inputs[5];
+  if (group > 1 && group == c && oc == c && w.dim(1) == 1 && w.dim(2) * w.dim(3) <= 258 &&
+      (!zv || (is_constant(g, zv) && zv->initializer->dtype() == w.dtype() &&
+               (zv->initializer->numel() == 1 || zv->initializer->numel() == oc)))) {
+    std::vector<int32_t> zw(1, 0);
+    if (zv) {
+      const Tensor z = zv->initializer->contiguous();
+      zw.resize(size_t(z.numel()));
+      for (int64_t i = 0; i < z.numel(); ++i)
+        zw[size_t(i)] = w_signed ? int32_t(z.data<int8_t>()[i]) : int32_t(z.data<uint8_t>()[i]);
+    }
+    Tensor pt(DType::f32, {QDepthwiseW::floats(c, w.dim(2), w.dim(3))});
+    QDepthwiseW::pack(wc.raw_data(), w_signed, zw.data(), zw.size() > 1, c, w.dim(2), w.dim(3),
+                      pt.data<float>());
+    return NhwcQConv{std::move(pt), group, false};
+  }
+  return std::nullopt;
+}
+
+// tessera.QLinearAdd (fuse_qdq) of two 4-D values of one shape.
+bool qlinear_add_4d(const ir::Node* n) {
+  return n->domain == "tessera" && n->op_type == "QLinearAdd" && n->inputs.size() >= 7 &&
+         n->outputs.size() == 1 && q8_channels_known_4d(n->inputs[0]) && q8_channels_known_4d(n->inputs[3]) &&
+         q8_channels_known_4d(n->outputs[0]) && *n->inputs[0]->type.shape == *n->inputs[3]->type.shape;
+}
+
+// QuantizeLinear / DequantizeLinear with one scale and zero point: elementwise, whatever the layout.
+bool per_tensor_qdq(const ir::Node* n) {
+  if (!(is_onnx_op(n, "QuantizeLinear") || is_onnx_op(n, "DequantizeLinear")) || n->inputs.size() < 2 ||
+      n->outputs.size() != 1 || !n->outputs[0] || !n->outputs[0]->type.shape ||
+      n->outputs[0]->type.shape->size() != 4 || !(*n->outputs[0]->type.shape)[1].known())
+    return false;
+  for (size_t i = 1; i < n->inputs.size(); ++i)
+    if (n->inputs[i] && !single_value(n->inputs[i])) return false;
+  return true;
+}
+
 }  // namespace
 
 void layout_nhwc(ir::Graph& g) {
@@ -230,8 +329,8 @@ void layout_nhwc(ir::Graph& g) {
     if (!v) return nullptr;
     auto it = twin.find(v);
     if (it != twin.end()) return it->second;
-    ir::Value* t =
-        new_value(g, v->name + "_nhwc", ir::TypeInfo::tensor(DType::f32, permuted(*v->type.shape, kToNhwc)));
+    ir::Value* t = new_value(g, v->name + "_nhwc",
+                             ir::TypeInfo::tensor(v->type.elem, permuted(*v->type.shape, kToNhwc)));
     add_transpose(g, v, t, kToNhwc);
     twin[v] = t;
     return t;
@@ -244,8 +343,8 @@ void layout_nhwc(ir::Graph& g) {
   };
   // The NHWC twin of y, written by f: a new value of y's shape permuted to channels-last.
   auto twin_out = [&](ir::Node* f, ir::Value* y) {
-    ir::Value* yt =
-        new_value(g, y->name + "_nhwc", ir::TypeInfo::tensor(DType::f32, permuted(*y->type.shape, kToNhwc)));
+    ir::Value* yt = new_value(g, y->name + "_nhwc",
+                              ir::TypeInfo::tensor(y->type.elem, permuted(*y->type.shape, kToNhwc)));
     g.connect_output(f, yt);
     twin[y] = yt;
   };
@@ -400,6 +499,58 @@ void layout_nhwc(ir::Graph& g) {
       g.remove_node(n);
       g.connect_input(f, in);
       g.connect_output(f, out);
+      continue;
+    }
+    // An int8 conv (a QDQ model's, through fuse_qdq and pack_qconv, or a QOperator model's): the NHWC
+    // QLinearConvPacked, its weights packed for the NHWC kernels. Quantized values then stay channels-last
+    // between int8 convs, as onnxruntime keeps them.
+    if (auto qc = nhwc_qconv(g, n, !n->inputs.empty() && twin.count(n->inputs[0]))) {
+      const Tensor& w = *n->inputs[3]->initializer;
+      const bool from_packed = n->domain == "tessera";
+      const std::vector<int64_t> ws = from_packed
+                                          ? ints_attr(n, "weight_shape", {})
+                                          : std::vector<int64_t>{w.dim(0), w.dim(1), w.dim(2), w.dim(3)};
+      ir::Node* f = g.add_node("QLinearConvPacked", n->name);
+      f->domain = "tessera";
+      f->opset = 1;
+      for (const char* a : {"strides", "dilations", "pads"})
+        if (const Attribute* at = n->attr(a)) f->attrs[a] = *at;
+      set_attr_ints(f, "kernel_shape", {ws[2], ws[3]});
+      set_attr_int(f, "group", qc->group);
+      set_attr_ints(f, "weight_shape", ws);
+      set_attr_int(f, "w_type", from_packed ? int_attr(n, "w_type", 0) : w.dtype() == DType::u8 ? 2 : 3);
+      Attribute lay;
+      lay.kind = Attribute::Kind::s;
+      lay.s = "NHWC";
+      f->attrs["layout"] = lay;
+      if (qc->nchw_in) {
+        lay.s = "NCHW";
+        f->attrs["input_layout"] = lay;
+      }
+      g.connect_input(f, qc->nchw_in ? n->inputs[0] : nhwc_of(n->inputs[0]));
+      for (size_t i = 1; i < n->inputs.size(); ++i)
+        g.connect_input(f, i != 3 || !qc->weights ? n->inputs[i]
+                           : from_packed
+                               ? n->inputs[3]
+                               : constant(g, n->inputs[3]->name + "_nhwc", std::move(*qc->weights)));
+      twin_out(f, n->outputs[0]);
+      old.push_back(n);
+      continue;
+    }
+    // A quantized residual Add of region values, and the Quantize / Dequantize of a region value with one
+    // scale (where an int8 region meets float ops: its DequantizeLinear feeds the f32 region, a float
+    // value's QuantizeLinear enters the int8 one): the same node on the twins.
+    if ((qlinear_add_4d(n) && (twin.count(n->inputs[0]) || twin.count(n->inputs[3]))) ||
+        (per_tensor_qdq(n) && twin.count(n->inputs[0]))) {
+      ir::Node* f = g.add_node(n->op_type, n->name);
+      f->domain = n->domain;
+      f->opset = n->opset;
+      f->attrs = n->attrs;
+      const bool add = n->op_type == "QLinearAdd";
+      for (size_t i = 0; i < n->inputs.size(); ++i)
+        g.connect_input(f, i == 0 || (add && i == 3) ? nhwc_of(n->inputs[i]) : n->inputs[i]);
+      twin_out(f, n->outputs[0]);
+      old.push_back(n);
       continue;
     }
     // (a pool joins a region that reaches it; alone, its two Transposes cost more than NHWC saves)

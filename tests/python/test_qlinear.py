@@ -155,17 +155,54 @@ def test_qconv_matches_numpy(xt, wt, shape, qlinear):
 
 
 @pytest.mark.parametrize("xt,wt", PAIRS)
-@pytest.mark.parametrize("shape", [c for c in CONVS if c[1] > 4 and c[9] == 1] + [(2, 24, 16, 16, 130, 1, 2, 0, 1, 1)])
+@pytest.mark.parametrize("shape", [c for c in CONVS if c[9] == 1] + [(2, 24, 16, 16, 130, 1, 2, 0, 1, 1),
+                                                                    (1, 6, 7, 9, 20, 3, 1, 1, 1, 1)])
 @pytest.mark.parametrize("per_oc", [False, True])
-def test_qconv_packed_matches_numpy(xt, wt, shape, per_oc):
-    """pack_qconv's tessera.QLinearConvPacked (weights whose zero point is 0 once flipped to s8): the
-    transposed GEMM over the padded image, output channels past a 64-wide panel, the stores transposed."""
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_qconv_packed_matches_numpy(xt, wt, shape, per_oc, layout, monkeypatch):
+    """tessera.QLinearConvPacked (weights whose zero point is 0 once flipped to s8) in both layouts: NCHW,
+    pack_qconv's (with layout_nhwc off), the transposed GEMM over the padded image with its stores transposed;
+    NHWC, layout_nhwc's, every tap read in place (a padded one from a row of zero points; the image copied
+    where its channels are not a multiple of 4 or it is s8). Output channels past a 64-wide panel."""
+    if layout == "NCHW":
+        if shape[1] <= 4:
+            pytest.skip("pack_qconv leaves convs over at most 4 channels on the im2col kernel")
+        monkeypatch.setenv("TESSERA_DISABLE_PASSES", "layout_nhwc")
     model, feeds, want = _conv_case(xt, wt, *shape, per_oc=per_oc, qlinear=True, sym_w=True)
-    assert "tessera.QLinearConvPacked(" in tessera.InferenceSession(model).graph_text()
+    text = tessera.InferenceSession(model).graph_text()
+    assert "tessera.QLinearConvPacked(" in text and (layout == "NHWC") == ('layout="NHWC"' in text), text
     for threads in (1, 2):
         np.testing.assert_array_equal(_run(model, feeds, threads), want)
     ref = tessera.InferenceSession(model, tessera.SessionOptions(threads=1, optimization_level=0))
     np.testing.assert_array_equal(ref.run(None, feeds)[0], want)
+
+
+DEPTHWISE = [  # n, c, h, w, ks, stride, pad, dil
+    (1, 16, 9, 9, 3, 1, 1, 1), (2, 17, 8, 11, 3, 2, 1, 1), (1, 96, 14, 14, 3, 2, 1, 1),
+    (1, 40, 7, 7, 5, 1, 2, 1), (1, 33, 12, 10, 3, 1, 2, 2), (1, 3, 5, 6, 1, 1, 0, 1), (1, 64, 3, 3, 7, 1, 3, 1),
+]
+
+
+@pytest.mark.parametrize("xt,wt", PAIRS)
+@pytest.mark.parametrize("shape", DEPTHWISE)
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_qconv_depthwise_matches_numpy(xt, wt, shape, layout, monkeypatch):
+    """A depthwise QLinearConv (zero points any, per channel or not): NHWC on the channel-vectorized kernel
+    over layout_nhwc's f32 weights (its padding a row of zero points), NCHW (layout_nhwc off) on the plane
+    kernel."""
+    n, c, h, w, ks, stride, pad, dil = shape
+    if layout == "NCHW":
+        monkeypatch.setenv("TESSERA_DISABLE_PASSES", "layout_nhwc")
+    for per_oc in (False, True):
+        model, feeds, want = _conv_case(xt, wt, n, c, h, w, c, ks, stride, pad, dil, c, per_oc=per_oc,
+                                        qlinear=True)
+        text = tessera.InferenceSession(model).graph_text()
+        assert (layout == "NHWC") == ('layout="NHWC"' in text), text
+        for threads in (1, 2):
+            np.testing.assert_array_equal(_run(model, feeds, threads), want)
+    if layout == "NHWC":
+        ref = tessera.InferenceSession(model, tessera.SessionOptions(threads=1, optimization_level=0))
+        np.testing.assert_array_equal(ref.run(None, feeds)[0], want)
 
 
 @pytest.mark.parametrize("qlinear", [False, True])
@@ -446,10 +483,20 @@ def test_quantized_with_onnxruntime_tool_matches(tmp_path, fmt):
     text = tessera.InferenceSession(str(dst)).graph_text()
     if fmt == "qdq":
         assert " Conv(" not in text and "tessera.QLinearAdd(" in text and "QLinearConvPacked(" in text, text
+        # one int8 region, channels-last from the stem (which reads the NCHW image) to the pool: no Transpose
+        assert "Transpose(" not in text and 'input_layout="NCHW"' in text and "NhwcMaxPool(" in text, text
+        assert "NhwcGlobalAveragePool(" in text, text
     want, spread = _ort_spread(str(dst), feeds)
     for threads in (1, 2):
         got = tessera.InferenceSession(str(dst), tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
         assert np.max(np.abs(got - want)) <= max(2 * spread, 1e-4 * np.max(np.abs(want))), (got, want, spread)
+    if fmt == "qdq":  # the NHWC region computes the NCHW graph's bytes
+        os.environ["TESSERA_DISABLE_PASSES"] = "layout_nhwc"
+        try:
+            nchw = tessera.InferenceSession(str(dst)).run(None, feeds)[0]
+        finally:
+            del os.environ["TESSERA_DISABLE_PASSES"]
+        np.testing.assert_array_equal(got, nchw)
 
 
 @pytest.mark.parametrize("dtype", [TensorProto.UINT8, TensorProto.INT8])
@@ -489,3 +536,43 @@ def test_qdq_maxpool_runs_on_bytes(dtype):
     np.testing.assert_array_equal(_run(model, feeds, 2), unfused)
     want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     np.testing.assert_array_equal(unfused, want)
+
+
+@pytest.mark.parametrize("dtype", [TensorProto.UINT8, TensorProto.INT8])
+@pytest.mark.parametrize("geom", [dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+                                  dict(kernel_shape=[2, 3], strides=[1, 3], pads=[0, 1, 1, 2], dilations=[2, 1])])
+def test_int8_region_maxpool_and_add(dtype, geom):
+    """An int8 region's ops between convs: MaxPool on NHWC bytes (tessera.NhwcMaxPool), a quantized residual
+    Add of two region values, the per-tensor DequantizeLinear where it leaves: the bytes of the NCHW graph."""
+    dt = NP[dtype]
+    c = 20
+    x = _q(dtype, (1, c, 13, 15))
+    w1, w2 = _q(TensorProto.INT8, (c, c, 3, 3)), _q(TensorProto.INT8, (c, c, 1, 1))
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s"), numpy_helper.from_array(_q(dtype, ()), "z"),
+             numpy_helper.from_array(np.array(0.01, np.float32), "ws"), numpy_helper.from_array(np.array(0, np.int8), "wz"),
+             numpy_helper.from_array(np.array(0.9, np.float32), "ys"), numpy_helper.from_array(_q(dtype, ()), "yz"),
+             numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")]
+    q = ["s", "z"]
+    nodes = [helper.make_node("QLinearConv", ["x", *q, "w1", "ws", "wz", "ys", "yz"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["c1"], ["p"], **geom),
+             helper.make_node("QLinearConv", ["p", "ys", "yz", "w2", "ws", "wz", *q], ["c2"]),
+             helper.make_node("DequantizeLinear", ["p", "ys", "yz"], ["pd"]),
+             helper.make_node("DequantizeLinear", ["c2", *q], ["cd"]),
+             helper.make_node("Add", ["pd", "cd"], ["a"]),
+             helper.make_node("QuantizeLinear", ["a", *q], ["aq"]),
+             helper.make_node("QLinearConv", ["aq", *q, "w2", "ws", "wz", "ys", "yz"], ["c3"]),
+             helper.make_node("DequantizeLinear", ["c3", "ys", "yz"], ["y"])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", dtype, [1, c, 13, 15])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    text = tessera.InferenceSession(model).graph_text()
+    assert "NhwcMaxPool(" in text and "tessera.QLinearAdd(" in text and text.count("Transpose(") == 2, text
+    os.environ["TESSERA_DISABLE_PASSES"] = "layout_nhwc"
+    try:
+        nchw = tessera.InferenceSession(model).run(None, {"x": x})[0]
+    finally:
+        del os.environ["TESSERA_DISABLE_PASSES"]
+    assert len(np.unique(nchw)) > 10
+    for threads in (1, 2):
+        np.testing.assert_array_equal(_run(model, {"x": x}, threads), nchw)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(nchw, want, atol=0.9 + 1e-6)  # within a step of ys

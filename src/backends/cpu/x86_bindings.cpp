@@ -329,7 +329,8 @@ void fused_pw_dw_conv_x86(KernelContext& ctx) {
 
 void nhwc_pool_x86(KernelContext& ctx, bool is_max) {
   const Tensor& x0 = ctx.required_input(0);
-  if (x0.dtype() != DType::f32 || x0.rank() != 4) {
+  const bool bytes = is_max && (x0.dtype() == DType::u8 || x0.dtype() == DType::i8);  // an int8 region's
+  if ((x0.dtype() != DType::f32 && !bytes) || x0.rank() != 4) {
     run_ref(ctx, "tessera");
     return;
   }
@@ -341,8 +342,11 @@ void nhwc_pool_x86(KernelContext& ctx, bool is_max) {
   pp.oh = pp.g.oh(), pp.ow = pp.g.ow();
   ctx.check(pp.oh > 0 && pp.ow > 0, "output would be empty");
   const Tensor x = x0.contiguous();
-  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {pp.g.n, pp.oh, pp.ow, pp.g.c});
-  kernels::x86::pool2d_nhwc_f32(pp, x.data<float>(), y.data<float>(), ctx.pool());
+  Tensor& y = ctx.output_for_overwrite(0, x.dtype(), {pp.g.n, pp.oh, pp.ow, pp.g.c});
+  if (bytes)
+    kernels::x86::maxpool2d_nhwc_8bit(pp, x.raw_data(), x.dtype() == DType::i8, y.raw_data(), ctx.pool());
+  else
+    kernels::x86::pool2d_nhwc_f32(pp, x.data<float>(), y.data<float>(), ctx.pool());
 }
 
 // FusedConv with layout NCDHW: a 3-D conv, its depth taps packed by the pack_conv3d pass.

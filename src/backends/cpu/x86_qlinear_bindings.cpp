@@ -94,8 +94,9 @@ void qmatmul_x86(KernelContext& ctx, bool qlinear) {
                              b.dtype() == DType::i8, n, zb.data(), zb.size() > 1, out, ctx.pool());
 }
 
-// ConvInteger (qlinear false) / QLinearConv (true) over [N, C, W] or [N, C, H, W].
-void qconv_x86(KernelContext& ctx, bool qlinear) {
+// ConvInteger (qlinear false) / QLinearConv (true) over [N, C, W] or [N, C, H, W]; with channels_last_out
+// (a QLinearConvPacked with input_layout NCHW: an int8 region's stem) the result is [N, H, W, C].
+void qconv_x86(KernelContext& ctx, bool qlinear, bool channels_last_out = false) {
   const auto ref = [&] { run_reference(ctx, ""); };
   const Tensor* x0 = ctx.input(0);
   const Tensor* w0 = ctx.input(qlinear ? 3 : 1);
@@ -103,6 +104,7 @@ void qconv_x86(KernelContext& ctx, bool qlinear) {
       (x0->rank() != 3 && x0->rank() != 4) || ctx.attr_string("auto_pad", "NOTSET") != "NOTSET")
     return ref();
   const bool one_d = x0->rank() == 3;
+  if (channels_last_out && (one_d || !qlinear)) return ref();
   const int64_t sp = one_d ? 1 : 2;
   const auto ks = ctx.attr_ints("kernel_shape", {}),
              st = ctx.attr_ints("strides", std::vector<int64_t>(sp, 1)),
@@ -153,16 +155,21 @@ void qconv_x86(KernelContext& ctx, bool qlinear) {
       out.bias = bias.data();
     }
   }
-  const Shape ys = one_d ? Shape{p.n, p.oc, p.ow()} : Shape{p.n, p.oc, p.oh(), p.ow()};
+  const Shape ys = one_d               ? Shape{p.n, p.oc, p.ow()}
+                   : channels_last_out ? Shape{p.n, p.oh(), p.ow(), p.oc}
+                                       : Shape{p.n, p.oc, p.oh(), p.ow()};
   const Tensor x = x0->contiguous(), w = w0->contiguous();
   Tensor& y = ctx.output_for_overwrite(0, yt, ys);
   out.data = y.raw_data();
+  out.transposed = channels_last_out;
   kernels::x86::qconv2d_int8(p, x.raw_data(), x.dtype() == DType::i8, zx[0], w.raw_data(),
                              w.dtype() == DType::i8, zw.data(), zw.size() > 1, out, ctx.pool());
 }
 
-// tessera.QLinearConvPacked (pass pack_qconv): the transposed int8 GEMM over the packed weights
-// (kernels/x86/qgemm.h); what does not fit goes to the reference, which unpacks.
+// tessera.QLinearConvPacked (passes pack_qconv, layout_nhwc): the transposed int8 GEMM over the packed
+// weights (kernels/x86/qgemm.h), NCHW or NHWC; or, NHWC with group = oc over one channel a group, the
+// depthwise kernel over its f32 weights; or, NHWC with input_layout NCHW, the im2col kernel over the weights
+// as they are, its stores transposed. What does not fit goes to the reference, which unpacks.
 void qconv_packed_x86(KernelContext& ctx) {
   const auto ref = [&] { run_reference(ctx, "tessera"); };
   const Tensor* x0 = ctx.input(0);
@@ -170,18 +177,27 @@ void qconv_packed_x86(KernelContext& ctx) {
   const auto ws = ctx.attr_ints("weight_shape"), st = ctx.attr_ints("strides", {1, 1}),
              dl = ctx.attr_ints("dilations", {1, 1}), pd = ctx.attr_ints("pads", {0, 0, 0, 0});
   const DType wt = dtype_from_type_code(ctx.attr_int("w_type", 0));
+  const bool nhwc = ctx.attr_string("layout", "NCHW") == "NHWC";
+  const int64_t group = ctx.attr_int("group", 1);
+  // an NCHW input into an NHWC result over the weights as they are: the im2col kernel
+  if (nhwc && ctx.attr_string("input_layout", "NHWC") == "NCHW") return qconv_x86(ctx, true, true);
   if (!x0 || !pk || !is_q8(x0->dtype()) || x0->rank() != 4 || ws.size() != 4 || st.size() != 2 ||
-      dl.size() != 2 || pd.size() != 4 || ctx.attr_int("group", 1) != 1 || !is_q8(wt) ||
-      pk->dtype() != DType::u8 || pk->rank() != 1 ||
-      size_t(pk->numel()) != kernels::x86::QConvPackedW::bytes(ws[0], ws[1], ws[2], ws[3]) ||
+      dl.size() != 2 || pd.size() != 4 || !is_q8(wt) || pk->rank() != 1 ||
       (reinterpret_cast<uintptr_t>(pk->raw_data()) % 64) != 0)
     return ref();
+  const bool depthwise = nhwc && group == ws[0] && ws[1] == 1 && ws[0] > 1;
+  if (depthwise
+          ? pk->dtype() != DType::f32 ||
+                pk->numel() != kernels::x86::QDepthwiseW::floats(ws[0], ws[2], ws[3]) || ws[2] * ws[3] > 258
+          : group != 1 || pk->dtype() != DType::u8 ||
+                size_t(pk->numel()) != kernels::x86::QConvPackedW::bytes(ws[0], ws[1], ws[2], ws[3]))
+    return ref();
   kernels::x86::Conv2dParams p;
-  p.n = x0->dim(0), p.c = x0->dim(1), p.h = x0->dim(2), p.w = x0->dim(3);
+  p.n = x0->dim(0), p.c = x0->dim(nhwc ? 3 : 1), p.h = x0->dim(nhwc ? 1 : 2), p.w = x0->dim(nhwc ? 2 : 3);
   p.oc = ws[0], p.kh = ws[2], p.kw = ws[3], p.sh = st[0], p.sw = st[1], p.dh = dl[0], p.dw = dl[1];
-  p.pad_t = pd[0], p.pad_l = pd[1], p.pad_b = pd[2], p.pad_r = pd[3];
-  if (p.c != ws[1] || p.sh <= 0 || p.sw <= 0 || p.dh <= 0 || p.dw <= 0 || p.pad_t < 0 || p.pad_l < 0 ||
-      p.pad_b < 0 || p.pad_r < 0 || p.oh() <= 0 || p.ow() <= 0)
+  p.pad_t = pd[0], p.pad_l = pd[1], p.pad_b = pd[2], p.pad_r = pd[3], p.groups = depthwise ? p.oc : 1;
+  if (p.c != (depthwise ? p.oc : ws[1]) || p.sh <= 0 || p.sw <= 0 || p.dh <= 0 || p.dw <= 0 || p.pad_t < 0 ||
+      p.pad_l < 0 || p.pad_b < 0 || p.pad_r < 0 || p.oh() <= 0 || p.ow() <= 0)
     return ref();
   std::vector<int32_t> zx, zw;
   const auto xs = f32_scalar(ctx, 1), ys = f32_scalar(ctx, 6);
@@ -194,9 +210,11 @@ void qconv_packed_x86(KernelContext& ctx) {
       (ws0->numel() != 1 && ws0->numel() != p.oc) || !is_q8(yt) || (yz && yz->numel() != 1) ||
       (b && (b->dtype() != DType::i32 || b->numel() != p.oc)))
     return ref();
-  // the packing flipped u8 weights: their zero points must be 128 (s8: 0), as pack_qconv checked
-  for (int32_t z : zw)
-    if (z != (wt == DType::u8 ? 128 : 0)) return ref();
+  // the packing flipped u8 weights: their zero points must be 128 (s8: 0), as pack_qconv checked (the
+  // depthwise packing took them off)
+  if (!depthwise)
+    for (int32_t z : zw)
+      if (z != (wt == DType::u8 ? 128 : 0)) return ref();
   const int64_t padded = (p.oc + 63) / 64 * 64;
   const Tensor wsc = ws0->contiguous();
   std::vector<float> f(size_t(padded), 0.f);
@@ -214,10 +232,16 @@ void qconv_packed_x86(KernelContext& ctx) {
   out.bias = b ? bias.data() : nullptr;
   out.y_zero = zero_value(yz);
   const Tensor x = x0->contiguous();
-  Tensor& y = ctx.output_for_overwrite(0, yt, {p.n, p.oc, p.oh(), p.ow()});
+  Tensor& y = ctx.output_for_overwrite(
+      0, yt, nhwc ? Shape{p.n, p.oh(), p.ow(), p.oc} : Shape{p.n, p.oc, p.oh(), p.ow()});
   out.data = y.raw_data();
-  kernels::x86::qconv2d_int8_packed(p, x.raw_data(), x.dtype() == DType::i8, zx[0], pk->data<uint8_t>(), out,
-                                    ctx.pool());
+  const bool xs8 = x.dtype() == DType::i8;
+  if (depthwise)
+    kernels::x86::qdepthwise_nhwc_int8(p, x.raw_data(), xs8, zx[0], pk->data<float>(), out, ctx.pool());
+  else if (nhwc)
+    kernels::x86::qconv2d_int8_packed_nhwc(p, x.raw_data(), xs8, zx[0], pk->data<uint8_t>(), out, ctx.pool());
+  else
+    kernels::x86::qconv2d_int8_packed(p, x.raw_data(), xs8, zx[0], pk->data<uint8_t>(), out, ctx.pool());
 }
 
 // tessera.MatMulIntegerPacked / QLinearMatMulPacked (pass pack_qmatmul): A by the prepacked B.

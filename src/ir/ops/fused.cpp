@@ -173,13 +173,22 @@ void infer_fused_attention(InferenceContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), permute_dims(out, ctx.attr_ints("out_perm")));
 }
 
-// tessera.QLinearConvPacked: QLinearConv's inputs with the weights packed; the output as QLinearConv's.
+// tessera.QLinearConvPacked: QLinearConv's inputs with the weights packed; the output as QLinearConv's, or
+// with layout NHWC (layout_nhwc) both channels-last (the input NCHW with input_layout NCHW).
 void infer_qlinear_conv_packed(InferenceContext& ctx) {
   const DType out = ctx.has_input(7) ? ctx.input_dtype(7) : ctx.input_dtype(0);
   const auto& x = ctx.input_shape(0);
   const auto ws = ctx.attr_ints("weight_shape");
   if (!x || x->size() != 4 || ws.size() != 4) {
     ctx.set_output(0, out, std::nullopt);
+    return;
+  }
+  if (ctx.attr_string("layout", "NCHW") == "NHWC") {  // layout_nhwc's: x [n, h, w, c] -> [n, oh, ow, oc]
+    const bool nchw_in = ctx.attr_string("input_layout", "NHWC") == "NCHW";  // (or x [n, c, h, w])
+    std::vector<Dim> o{(*x)[0]};
+    for (const Dim& d : spatial_out(ctx, {(*x)[nchw_in ? 2 : 1], (*x)[nchw_in ? 3 : 2]})) o.push_back(d);
+    o.push_back(Dim(ws[0]));
+    ctx.set_output(0, out, o);
     return;
   }
   std::vector<Dim> o{(*x)[0], Dim(ws[0])};
@@ -247,7 +256,9 @@ void register_fused_schemas(OpRegistry& r) {
                              {"pads", K::ints},
                              {"group", K::i},
                              {"weight_shape", K::ints},
-                             {"w_type", K::i}},
+                             {"w_type", K::i},
+                             {"layout", K::s},
+                             {"input_layout", K::s}},
                             "tessera");
   qc.family = "fused";
   r.add(qc);

@@ -7,6 +7,7 @@
 
 #include "core/ew_program.h"
 #include "kernels/ref/broadcast.h"
+#include "kernels/ref/misc_util.h"
 #include "kernels/ref/registry.h"
 #include "kernels/x86/conv3d.h"
 #include "kernels/x86/conv_nhwc.h"
@@ -279,8 +280,16 @@ void fused_conv(KernelContext& ctx) {
 // MaxPool (NaN propagates) or AveragePool (in double) over NHWC.
 template <bool kMax>
 void nhwc_pool(KernelContext& ctx) {
-  const Tensor x = ctx.required_input(0).contiguous();
-  ctx.check(x.dtype() == DType::f32 && x.rank() == 4, ctx.op_type(), " takes a 4-D float32 tensor");
+  const Tensor x0 = ctx.required_input(0).contiguous();
+  const bool bytes = kMax && (x0.dtype() == DType::u8 || x0.dtype() == DType::i8);  // an int8 region's
+  ctx.check((x0.dtype() == DType::f32 || bytes) && x0.rank() == 4, ctx.op_type(),
+            " takes a 4-D float32 tensor (NhwcMaxPool also uint8 / int8)");
+  // bytes run as floats (exact) and come back
+  Tensor x = x0;
+  if (bytes) {
+    const std::vector<double> d = x0.to_double_vector();
+    x = Tensor::from_vector(std::vector<float>(d.begin(), d.end()), x0.shape());
+  }
   const ConvGeom cg_ = conv_geom(ctx);
   const auto &ks = cg_.ks, &st = cg_.st, &dl = cg_.dl, &pd = cg_.pd;
   const bool include_pad = ctx.attr_int("count_include_pad", 0) != 0;
@@ -288,7 +297,8 @@ void nhwc_pool(KernelContext& ctx) {
   const int64_t oh = (h + pd[0] + pd[2] - dl[0] * (ks[0] - 1) - 1) / st[0] + 1;
   const int64_t ow = (wd + pd[1] + pd[3] - dl[1] * (ks[1] - 1) - 1) / st[1] + 1;
   ctx.check(oh > 0 && ow > 0, "output would be empty");
-  Tensor& y = ctx.output(0, DType::f32, {n, oh, ow, c});
+  Tensor yf(DType::f32, bytes ? Shape{n, oh, ow, c} : Shape{0});
+  Tensor& y = bytes ? yf : ctx.output(0, DType::f32, {n, oh, ow, c});
   const float* xp = x.data<float>();
   float* yp = y.data<float>();
   for (int64_t bi = 0; bi < n; ++bi)
@@ -312,6 +322,10 @@ void nhwc_pool(KernelContext& ctx) {
                                                     : count ? float(sum / double(count))
                                                             : std::numeric_limits<float>::quiet_NaN();
         }
+  if (bytes) {
+    const std::vector<double> d = yf.to_double_vector();
+    misc::from_doubles(ctx.output(0, x0.dtype(), {n, oh, ow, c}), d, /*saturate=*/true);
+  }
 }
 
 // Mean over H and W of an NHWC tensor, in double; Y is [N, C, 1, 1].

@@ -2,6 +2,7 @@
 // DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/dtype_attr.h"
 #include "kernels/ref/broadcast.h"
@@ -322,9 +323,28 @@ void conv_integer(KernelContext& ctx) {
   for (size_t i = 0; i < r.size(); ++i) yp[i] = int32_t(r[i]);
 }
 
-// QLinearConv with the weights `w` (input 3, or tessera.QLinearConvPacked's unpacked).
-void qlinear_conv_with(KernelContext& ctx, const Tensor& w) {
-  const Tensor& x = ctx.required_input(0);
+// A 4-D tensor of 1-byte elements permuted NHWC -> NCHW (to_nhwc false) or back.
+Tensor permute_bytes4(const Tensor& t0, bool to_nhwc) {
+  const Tensor t = t0.contiguous();
+  const int64_t n = t.dim(0), a = t.dim(1), b = t.dim(2), c = t.dim(3);
+  // from [n][a][b][c] to [n][c][a][b] (NHWC -> NCHW), or to [n][b][c][a] (NCHW -> NHWC)
+  Tensor o(t.dtype(), to_nhwc ? Shape{n, b, c, a} : Shape{n, c, a, b});
+  const uint8_t* s = static_cast<const uint8_t*>(t.raw_data());
+  uint8_t* d = static_cast<uint8_t*>(o.raw_data());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < a; ++j)
+      for (int64_t k = 0; k < b; ++k)
+        for (int64_t l = 0; l < c; ++l) {
+          const int64_t from = ((i * a + j) * b + k) * c + l;
+          d[to_nhwc ? ((i * b + k) * c + l) * a + j : ((i * c + l) * a + j) * b + k] = s[from];
+        }
+  return o;
+}
+
+// QLinearConv with the weights `w` (input 3, or tessera.QLinearConvPacked's unpacked), over x (input 0, or
+// its NCHW copy when `nhwc` and not `nchw_in`); with `nhwc` the result is stored channels-last.
+void qlinear_conv_with(KernelContext& ctx, const Tensor& w, bool nhwc = false, bool nchw_in = false) {
+  const Tensor x = nhwc && !nchw_in ? permute_bytes4(ctx.required_input(0), false) : ctx.required_input(0);
   ctx.check(is_int8ish(x.dtype()) && is_int8ish(w.dtype()), "inputs must be int8/uint8");
   ConvGeometry g = conv_geometry(ctx, x.shape(), w.shape());
   const float xs = scalar_of(ctx, 1, "x_scale"), ys = scalar_of(ctx, 6, "y_scale");
@@ -351,14 +371,22 @@ void qlinear_conv_with(KernelContext& ctx, const Tensor& w) {
     const std::vector<int64_t> bv = bias->to_int_vector();
     for (size_t i = 0; i < r.size(); ++i) r[i] += bv[size_t((int64_t(i) / osz) % g.m)];
   }
-  Tensor& y = ctx.output(0, out, g.out_shape());
   std::vector<double> res(r.size());
   for (size_t i = 0; i < r.size(); ++i) {
     const int64_t m = (int64_t(i) / osz) % g.m;
     const float f = xs * float(ws.size() == 1 ? ws[0] : ws[size_t(m)]) / ys;
     res[i] = requantize(int32_t(r[i]), f, int32_t(yz), out);
   }
-  from_doubles(y, res);
+  if (!nhwc) {
+    from_doubles(ctx.output(0, out, g.out_shape()), res);
+    return;
+  }
+  ctx.check(g.out_shape().size() == 4, "an NHWC QLinearConvPacked is 2-D");
+  Tensor yc(out, g.out_shape());
+  from_doubles(yc, res);
+  const Tensor yn = permute_bytes4(yc, true);
+  Tensor& y = ctx.output(0, out, yn.shape());
+  std::memcpy(y.raw_data(), yn.raw_data(), size_t(yn.nbytes()));
 }
 
 void matmul_integer(KernelContext& ctx) {
@@ -399,8 +427,38 @@ Tensor unpack_weights(KernelContext& ctx, size_t input, const std::vector<int64_
 
 // tessera.QLinearConvPacked (pass pack_qconv): QLinearConv over weights packed for the int8 kernels
 // (x86::QConvPackedW), unpacked here to their weight_shape and w_type.
+// With layout NHWC (layout_nhwc) x and y are channels-last (x NCHW with input_layout NCHW, the weights then
+// not packed), and a depthwise conv (group = oc, one channel a group) has its weights as x86::QDepthwiseW's
+// f32 w - w_zero, added back to w_zero here.
 void qlinear_conv_packed(KernelContext& ctx) {
-  qlinear_conv_with(ctx, unpack_weights(ctx, 3, ctx.attr_ints("weight_shape"), false));
+  const auto ws = ctx.attr_ints("weight_shape");
+  const bool nhwc = ctx.attr_string("layout", "NCHW") == "NHWC";
+  if (nhwc && ctx.attr_string("input_layout", "NHWC") == "NCHW") {  // weights as they are
+    qlinear_conv_with(ctx, ctx.required_input(3), true, true);
+    return;
+  }
+  if (ws.size() == 4 && ctx.attr_int("group", 1) == ws[0] && ws[0] > 1 && ws[1] == 1) {
+    const Tensor pk = ctx.required_input(3).contiguous();
+    const DType wt = dtype_from_type_code(ctx.attr_int("w_type", 0));
+    ctx.check(wt == DType::u8 || wt == DType::i8, "w_type must be uint8 or int8");
+    ctx.check(ws[2] > 0 && ws[3] > 0 && pk.dtype() == DType::f32 &&
+                  pk.numel() == x86::QDepthwiseW::floats(ws[0], ws[2], ws[3]),
+              "packed depthwise weights ", pk.text(), " do not match their shape");
+    const std::vector<double> wz = zp_values(ctx, 5, wt);
+    ctx.check(wz.size() == 1 || int64_t(wz.size()) == ws[0],
+              "w_zero_point must be a scalar or have M values");
+    const int64_t taps = ws[2] * ws[3];
+    Tensor w(wt, Shape(ws.begin(), ws.end()));
+    std::vector<double> v(size_t(w.numel()));
+    for (int64_t o = 0; o < ws[0]; ++o)
+      for (int64_t t = 0; t < taps; ++t)
+        v[size_t(o * taps + t)] =
+            double(pk.data<float>()[t * ws[0] + o]) + wz[wz.size() == 1 ? 0 : size_t(o)];
+    from_doubles(w, v);
+    qlinear_conv_with(ctx, w, nhwc);
+    return;
+  }
+  qlinear_conv_with(ctx, unpack_weights(ctx, 3, ws, false), nhwc);
 }
 
 // tessera.MatMulIntegerPacked / QLinearMatMulPacked (pass pack_qmatmul): B [K, N] packed as N channels of K.

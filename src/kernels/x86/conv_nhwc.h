@@ -131,6 +131,9 @@ inline void pool2d_nhwc_f32(const PoolParams& p, const float* x, float* y, Threa
   pool2d_nhwc_f32(p, x, y, pool, conv_isa());
 }
 
+// MaxPool over NHWC u8 / s8 (an int8 region's: layout_nhwc), the padding ignored (pool_nhwc_8bit.cpp).
+void maxpool2d_nhwc_8bit(const PoolParams& p, const void* x, bool is_signed, void* y, ThreadPool* pool);
+
 // y[b][c] = mean over the h*w pixels of x[b][.][c] (x NHWC, y [n, c]).
 void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, float* y, ThreadPool* pool);
 

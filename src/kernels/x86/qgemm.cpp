@@ -109,7 +109,7 @@ void run_job(const Job& j, Pack&& pack, ThreadPool* pool) {
       }
     }
     tl.type = j.out.type, tl.scale_per_row = j.out.scale_per_row, tl.y_zero = j.out.y_zero;
-    tl.ldc = j.out.ldc;
+    tl.ldc = j.out.ldc, tl.c_transposed = j.out.transposed;
     const TileFn fn = tile_kernel();
     for (int64_t s = s0; s < s1; ++s) {
       const int64_t m0 = s * kQMr;
@@ -119,7 +119,8 @@ void run_job(const Job& j, Pack&& pack, ThreadPool* pool) {
       tl.a_rowsum = j.a_rowsum ? j.a_rowsum + m0 : nullptr;
       tl.bias = j.out.bias ? j.out.bias + m0 : nullptr;
       tl.scale = j.out.scale ? j.out.scale + (j.out.scale_per_row ? m0 : 0) : nullptr;
-      tl.c = static_cast<uint8_t*>(j.out.data) + (m0 * j.out.ldc + n0) * int64_t(out_bytes);
+      tl.c = static_cast<uint8_t*>(j.out.data) +
+             (j.out.transposed ? n0 * j.out.ldc + m0 : (m0 * j.out.ldc + n0) * int64_t(out_bytes));
       fn(tl);
     }
   };
@@ -336,7 +337,7 @@ void qconv2d_int8(const Conv2dParams& p, const void* x, bool x_signed, int32_t x
   const int64_t oh = p.oh(), ow = p.ow(), npix = oh * ow, cg = p.c / p.groups, og = p.oc / p.groups;
   const int64_t k = cg * p.kh * p.kw;
   if (npix <= 0 || p.oc <= 0) return;
-  if (p.is_depthwise() && p.kh * p.kw <= 258) {
+  if (p.is_depthwise() && p.kh * p.kw <= 258 && !out.transposed) {
     qdepthwise_int8(p, x, x_signed, x_zero, w, w_signed, w_zero, w_zero_per_oc, out, pool);
     return;
   }
@@ -373,8 +374,10 @@ void qconv2d_int8(const Conv2dParams& p, const void* x, bool x_signed, int32_t x
     for (int64_t g = 0; g < p.groups; ++g) {
       const uint8_t* xg = xb + (img * p.c + g * cg) * p.h * p.w;
       QOutput o = out;
-      o.ldc = npix;
-      o.data = static_cast<uint8_t*>(out.data) + ((img * p.oc + g * og) * npix) * int64_t(out_bytes);
+      o.ldc = out.transposed ? p.oc : npix;  // channels-last: a pixel's channels, transposed stores
+      o.data =
+          static_cast<uint8_t*>(out.data) +
+          (out.transposed ? img * npix * p.oc + g * og : (img * p.oc + g * og) * npix) * int64_t(out_bytes);
       if (!row_bias.empty()) o.bias = row_bias.data();
       if (o.bias) o.bias += g * og;
       if (o.scale && o.scale_per_row) o.scale += g * og;
@@ -532,68 +535,132 @@ thread_local PackedConvScratch tl_packed_conv;
 
 }  // namespace
 
-void qconv2d_int8_packed(const Conv2dParams& p, const void* x, bool x_signed, int32_t x_zero,
-                         const uint8_t* w, const QOutput& out, ThreadPool* pool) {
-  const int64_t oh = p.oh(), ow = p.ow(), npix = oh * ow, cp = QConvPackedW::cp(p.c), taps = p.kh * p.kw;
+namespace {
+
+// The packed conv's GEMM over one image: output pixels (rows) by output channels (panels). `fill(m0, pp)`
+// points pp[tap * kQMr + i] at the first k group of tap `tap` of pixel m0 + i (rows past the last pixel
+// repeat it); the k groups of a tap are a_step bytes apart. Or, for a pointwise conv over NHWC (a_rows),
+// pixel i's channels are at a_rows + i * cp: a plain GEMM. The results go to y [oc][npix] (transposed
+// stores) or, nhwc, y [npix][oc].
+template <class Fill>
+void packed_conv_gemm(const Conv2dParams& p, const uint8_t* w, int32_t zx, const QOutput& out, int64_t a_step,
+                      bool nhwc, uint8_t* y, Fill&& fill, ThreadPool* pool, const uint8_t* a_rows = nullptr) {
+  const int64_t npix = p.oh() * p.ow(), cp = QConvPackedW::cp(p.c), taps = p.kh * p.kw;
   const int64_t kk = QConvPackedW::k(p.c, p.kh, p.kw);
-  if (npix <= 0 || p.oc <= 0) return;
-  const int64_t hp = p.h + p.pad_t + p.pad_b, wp = p.w + p.pad_l + p.pad_r;
-  const int32_t zx = x_signed ? x_zero + 128 : x_zero;
   const int32_t* colsum = reinterpret_cast<const int32_t*>(
       w + round_up(int64_t(QConvPackedW::panel_bytes(p.oc, p.c, p.kh, p.kw)), 64));
-  uint8_t* xl = reinterpret_cast<uint8_t*>(tl_packed_conv.x.get(size_t(cp * hp * wp + 63) / 4));
   const int threads = pool ? pool->num_threads() : 1;
   const int64_t np = (p.oc + kQNr - 1) / kQNr, strips = (npix + kQMr - 1) / kQMr;
   // strips in chunks so that there are a few tasks per thread; a panel's weights stay in L2 across a chunk
   const int64_t chunks = std::min<int64_t>(strips, std::max<int64_t>(1, (4 * threads + np - 1) / np));
   const int64_t per_chunk = (strips + chunks - 1) / chunks;
   const TileFn fn = tile_kernel();
+  auto task = [&](int64_t t) {
+    const int64_t q = t % np, ci = t / np;
+    const int64_t n0 = q * kQNr, nr = std::min(kQNr, p.oc - n0), nv = (nr + 15) / 16;
+    const uint8_t* ptrs[64 * kQMr];
+    std::vector<const uint8_t*> big;
+    const uint8_t** pp = ptrs;
+    if (taps > 64) {
+      big.resize(size_t(taps * kQMr));
+      pp = big.data();
+    }
+    QTile tl;
+    tl.kq = cp / 4, tl.a_ptrs = a_rows ? nullptr : pp, tl.taps = taps, tl.a_step = a_step, tl.lda = cp;
+    tl.nr = int(nr), tl.nv = int(nv), tl.b = w + n0 * kk, tl.a_signed = false;
+    // x's zero-point term and the bias per output channel, folded into one subtraction
+    alignas(64) int32_t col_sub[kQNr];
+    for (int64_t c = 0; c < kQNr; ++c)
+      col_sub[c] =
+          c < nr
+              ? int32_t(uint32_t(zx) * uint32_t(colsum[n0 + c]) - uint32_t(out.bias ? out.bias[n0 + c] : 0))
+              : 0;
+    tl.col_sub = col_sub;
+    tl.type = out.type, tl.y_zero = out.y_zero, tl.ldc = nhwc ? p.oc : npix, tl.c_transposed = !nhwc;
+    tl.scale = out.scale + (out.scale_per_row ? n0 : 0), tl.scale_per_col = out.scale_per_row;
+    const int64_t s1 = std::min(strips, (ci + 1) * per_chunk);
+    for (int64_t s = ci * per_chunk; s < s1; ++s) {
+      const int64_t m0 = s * kQMr;
+      tl.mr = int(std::min(kQMr, npix - m0));
+      if (a_rows)
+        tl.a = a_rows + m0 * cp;
+      else
+        fill(m0, pp);
+      tl.c = nhwc ? y + m0 * p.oc + n0 : y + n0 * npix + m0;
+      fn(tl);
+    }
+  };
+  const int64_t tasks = np * chunks;
+  if (pool && threads > 1 && tasks > 1)
+    pool->run(tasks, task);
+  else
+    for (int64_t t = 0; t < tasks; ++t) task(t);
+}
+
+}  // namespace
+
+void qconv2d_int8_packed(const Conv2dParams& p, const void* x, bool x_signed, int32_t x_zero,
+                         const uint8_t* w, const QOutput& out, ThreadPool* pool) {
+  const int64_t oh = p.oh(), ow = p.ow(), npix = oh * ow, cp = QConvPackedW::cp(p.c);
+  if (npix <= 0 || p.oc <= 0) return;
+  const int64_t hp = p.h + p.pad_t + p.pad_b, wp = p.w + p.pad_l + p.pad_r;
+  const int32_t zx = x_signed ? x_zero + 128 : x_zero;
+  uint8_t* xl = reinterpret_cast<uint8_t*>(tl_packed_conv.x.get(size_t(cp * hp * wp + 63) / 4));
   for (int64_t img = 0; img < p.n; ++img) {
     layout_image(p, static_cast<const uint8_t*>(x) + img * p.c * p.h * p.w, x_signed ? 0x80 : 0, uint8_t(zx),
                  hp, wp, xl, pool);
-    uint8_t* yo = static_cast<uint8_t*>(out.data) + img * p.oc * npix;
-    auto task = [&](int64_t t) {
-      const int64_t q = t % np, ci = t / np;
-      const int64_t n0 = q * kQNr, nr = std::min(kQNr, p.oc - n0), nv = (nr + 15) / 16;
-      const uint8_t* ptrs[64 * kQMr];
-      std::vector<const uint8_t*> big;
-      const uint8_t** pp = ptrs;
-      if (taps > 64) {
-        big.resize(size_t(taps * kQMr));
-        pp = big.data();
-      }
-      QTile tl;
-      tl.kq = cp / 4, tl.a_ptrs = pp, tl.taps = taps, tl.a_step = hp * wp * 4;
-      tl.nr = int(nr), tl.nv = int(nv), tl.b = w + n0 * kk, tl.a_signed = false;
-      // x's zero-point term and the bias per output channel, folded into one subtraction
-      alignas(64) int32_t col_sub[kQNr];
-      for (int64_t c = 0; c < kQNr; ++c)
-        col_sub[c] =
-            c < nr
-                ? int32_t(uint32_t(zx) * uint32_t(colsum[n0 + c]) - uint32_t(out.bias ? out.bias[n0 + c] : 0))
-                : 0;
-      tl.col_sub = col_sub;
-      tl.type = out.type, tl.y_zero = out.y_zero, tl.ldc = npix, tl.c_transposed = true;
-      tl.scale = out.scale + (out.scale_per_row ? n0 : 0), tl.scale_per_col = out.scale_per_row;
-      const int64_t s1 = std::min(strips, (ci + 1) * per_chunk);
-      for (int64_t s = ci * per_chunk; s < s1; ++s) {
-        const int64_t m0 = s * kQMr;
-        tl.mr = int(std::min(kQMr, npix - m0));
-        for (int i = 0; i < kQMr; ++i) {
-          const int64_t pix = std::min(m0 + i, npix - 1), oy = pix / ow, ox = pix % ow;
-          for (int64_t ki = 0, tap = 0; ki < p.kh; ++ki)
-            for (int64_t kj = 0; kj < p.kw; ++kj, ++tap)
-              pp[tap * kQMr + i] = xl + ((oy * p.sh + ki * p.dh) * wp + ox * p.sw + kj * p.dw) * 4;
-        }
-        tl.c = yo + n0 * npix + m0;
-        fn(tl);
+    const auto fill = [&](int64_t m0, const uint8_t** pp) {
+      for (int i = 0; i < kQMr; ++i) {
+        const int64_t pix = std::min(m0 + i, npix - 1), oy = pix / ow, ox = pix % ow;
+        for (int64_t ki = 0, tap = 0; ki < p.kh; ++ki)
+          for (int64_t kj = 0; kj < p.kw; ++kj, ++tap)
+            pp[tap * kQMr + i] = xl + ((oy * p.sh + ki * p.dh) * wp + ox * p.sw + kj * p.dw) * 4;
       }
     };
-    const int64_t tasks = np * chunks;
-    if (pool && threads > 1 && tasks > 1)
-      pool->run(tasks, task);
-    else
-      for (int64_t t = 0; t < tasks; ++t) task(t);
+    packed_conv_gemm(p, w, zx, out, hp * wp * 4, false, static_cast<uint8_t*>(out.data) + img * p.oc * npix,
+                     fill, pool);
+  }
+}
+
+void qconv2d_int8_packed_nhwc(const Conv2dParams& p, const void* x, bool x_signed, int32_t x_zero,
+                              const uint8_t* w, const QOutput& out, ThreadPool* pool) {
+  const int64_t oh = p.oh(), ow = p.ow(), npix = oh * ow, cp = QConvPackedW::cp(p.c);
+  if (npix <= 0 || p.oc <= 0) return;
+  const int32_t zx = x_signed ? x_zero + 128 : x_zero;
+  // read in place where every pixel's k groups are whole (channels a multiple of 4) and need no flip
+  const bool copy = x_signed || p.c % 4 != 0;
+  const int64_t cs = copy ? cp : p.c;  // bytes between pixels
+  uint8_t* xl =
+      copy ? reinterpret_cast<uint8_t*>(tl_packed_conv.x.get(size_t(p.h * p.w * cp + 63) / 4)) : nullptr;
+  const std::vector<uint8_t> pad_pixel(static_cast<size_t>(cp), static_cast<uint8_t>(zx));
+  for (int64_t img = 0; img < p.n; ++img) {
+    const uint8_t* xi = static_cast<const uint8_t*>(x) + img * p.h * p.w * p.c;
+    if (copy) {
+      const uint8_t flip = x_signed ? 0x80 : 0;
+      parallel_for(pool, p.h * p.w, 1024, [&](int64_t b, int64_t e) {
+        for (int64_t px = b; px < e; ++px) {
+          uint8_t* d = xl + px * cp;
+          for (int64_t c = 0; c < p.c; ++c) d[c] = uint8_t(xi[px * p.c + c] ^ flip);
+          for (int64_t c = p.c; c < cp; ++c) d[c] = uint8_t(zx);
+        }
+      });
+      xi = xl;
+    }
+    const auto fill = [&](int64_t m0, const uint8_t** pp) {
+      for (int i = 0; i < kQMr; ++i) {
+        const int64_t pix = std::min(m0 + i, npix - 1), oy = pix / ow, ox = pix % ow;
+        for (int64_t ki = 0, tap = 0; ki < p.kh; ++ki) {
+          const int64_t iy = oy * p.sh - p.pad_t + ki * p.dh;
+          for (int64_t kj = 0; kj < p.kw; ++kj, ++tap) {
+            const int64_t ix = ox * p.sw - p.pad_l + kj * p.dw;
+            pp[tap * kQMr + i] =
+                iy >= 0 && iy < p.h && ix >= 0 && ix < p.w ? xi + (iy * p.w + ix) * cs : pad_pixel.data();
+          }
+        }
+      }
+    };
+    packed_conv_gemm(p, w, zx, out, 4, true, static_cast<uint8_t*>(out.data) + img * npix * p.oc, fill, pool,
+                     p.is_pointwise() ? xi : nullptr);
   }
 }
 

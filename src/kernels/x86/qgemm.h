@@ -31,6 +31,9 @@ struct QOutput {
   const float* scale = nullptr;   // u8 / s8: one value, or m with scale_per_row
   bool scale_per_row = false;
   int32_t y_zero = 0;
+  // u8 / s8 only: element (row, column) at data[column * ldc + row]; for qconv2d_int8, y channels-last
+  // [n, oh, ow, oc] (`ldc` ignored)
+  bool transposed = false;
 };
 
 // C = A B for A [m x k] (rows lda apart) and B [k x n] (rows ldb apart), each u8 or s8 (`*_signed`); a_zero
@@ -39,10 +42,11 @@ void qmatmul_int8(int64_t m, int64_t n, int64_t k, const void* a, bool a_signed,
                   const void* b, bool b_signed, int64_t ldb, const int32_t* b_zero, bool b_zero_per_col,
                   const QOutput& out, ThreadPool* pool);
 
-// A 2-D NCHW convolution (groups, strides, dilations, pads) over u8 / s8 x and w: y [n, oc, oh, ow] with
-// `out.ldc` ignored. x_zero is one value (also what the pads hold); w_zero one value or oc
-// (w_zero_per_oc). The weights are the rows of each group's GEMM, the image's im2col its columns, packed a
-// 64-pixel panel at a time; a depthwise conv (kh * kw <= 258) runs on exact f32 kernels instead.
+// A 2-D NCHW convolution (groups, strides, dilations, pads) over u8 / s8 x and w: y [n, oc, oh, ow] (or
+// [n, oh, ow, oc] with out.transposed: a stem conv feeding layout_nhwc's int8 region) with `out.ldc` ignored.
+// x_zero is one value (also what the pads hold); w_zero one value or oc (w_zero_per_oc). The weights are the
+// rows of each group's GEMM, the image's im2col its columns, packed a 64-pixel panel at a time; a depthwise
+// conv (kh * kw <= 258) runs on exact f32 kernels instead.
 void qconv2d_int8(const Conv2dParams& p, const void* x, bool x_signed, int32_t x_zero, const void* w,
                   bool w_signed, const int32_t* w_zero, bool w_zero_per_oc, const QOutput& out,
                   ThreadPool* pool);
@@ -74,6 +78,33 @@ struct QConvPackedW {
 // transposed into y [n, oc, oh, ow] (`out.ldc` ignored; out.scale_per_row means per output channel).
 void qconv2d_int8_packed(const Conv2dParams& p, const void* x, bool x_signed, int32_t x_zero,
                          const uint8_t* w, const QOutput& out, ThreadPool* pool);
+
+// The same conv over NHWC: x [n, h, w, c] into y [n, oh, ow, oc] (`out.ldc` ignored), for layout_nhwc's int8
+// regions. Every tap of a pixel is read in place (its channels are contiguous); a tap in the padding reads a
+// row of zero points. Only where the channels are not a multiple of 4, or x is s8 (flipped to u8), is the
+// image copied first, into [h][w][cp]. The results are stored as they come out of the tile, pixel rows of
+// output channels: no transposition.
+void qconv2d_int8_packed_nhwc(const Conv2dParams& p, const void* x, bool x_signed, int32_t x_zero,
+                              const uint8_t* w, const QOutput& out, ThreadPool* pool);
+
+// The weights of a depthwise conv packed once (layout_nhwc) for qdepthwise_nhwc_int8: f32 [taps + 1][c], row
+// t holding each channel's w - w_zero at tap t, the last row each channel's sum over its taps.
+struct QDepthwiseW {
+  static int64_t floats(int64_t c, int64_t kh, int64_t kw) { return (kh * kw + 1) * c; }
+  // w [c, 1, kh, kw] of u8 / s8; w_zero one value, or c (w_zero_per_oc)
+  static void pack(const void* w, bool w_signed, const int32_t* w_zero, bool w_zero_per_oc, int64_t c,
+                   int64_t kh, int64_t kw, float* out);
+};
+
+// A depthwise conv (groups = c = oc, kh * kw <= 258) over NHWC u8 / s8 x [n, h, w, c] into y [n, oh, ow, c],
+// the channels in vectors: int32 sums or requantized (out.scale one value, or per channel with
+// out.scale_per_row; out.bias per channel; `out.ldc` ignored). The sums are exact in f32: sum over taps of
+// (w - w_zero) x, at most 258 products of bytes, is an integer below 2^24; x_zero times the weights' sum is
+// taken off in int32, and a tap in the padding reads x_zero, so it adds nothing.
+void qdepthwise_nhwc_int8(const Conv2dParams& p, const void* x, bool x_signed, int32_t x_zero,
+                          const float* wf, const QOutput& out, ThreadPool* pool);
+void qdepthwise_nhwc_int8__avx512f(const Conv2dParams& p, const void* x, bool x_signed, int32_t x_zero,
+                                   const float* wf, const QOutput& out, ThreadPool* pool);
 
 // MatMulInteger / QLinearMatMul by a constant B [k, n] packed once (pass pack_qmatmul) as QConvPackedW of
 // n output channels over k channels and a 1 x 1 kernel (B's columns as its rows), zero point 0 after the
