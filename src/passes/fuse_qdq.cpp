@@ -5,13 +5,15 @@
 //   Q(Conv(DQ(x), DQ(w), DQ(bias)))  ->  QLinearConv(x, w, bias)
 //   Q(MatMul(DQ(a), DQ(b)))          ->  QLinearMatMul(a, b)
 //   Q(Add(DQ(a), DQ(b)))             ->  tessera.QLinearAdd(a, b)
-//   Q(MaxPool(DQ(x)))                ->  MaxPool(x)   (the same scale and zero point)
+//   Q(MaxPool(DQ(x)))                ->  MaxPool(x)   (the same scale and zero point; and so every op that
+//                                                      only moves values: Reshape, Split, Concat ...)
 // as onnxruntime's QDQ selectors do, on the int8 kernels (kernels/x86/qgemm.h). The sums become exact
 // integers instead of f32 sums of products, the requantization rounds once: what onnxruntime computes for the
 // same model. Conditions: scales and zero points constant, per tensor (the conv's weights also per output
 // channel, axis 0); weights (and bias) constant; the float result read only by the QuantizeLinear; the bias
 // an int32 DequantizeLinear with zero point 0 and scale exactly x_scale * w_scale, which is what
 // QLinearConv's bias means. Runs before fold_constants, which would fold the weights' DequantizeLinear.
+#include <string>
 #include <unordered_set>
 
 #include "passes/pass_manager.h"
@@ -116,36 +118,74 @@ bool fuse_add(ir::Graph& g, ir::Node* n, std::unordered_set<const ir::Node*>& go
   return true;
 }
 
-// Q(MaxPool(DQ(x))) with one positive scale and zero point -> MaxPool(x) on the bytes: the max commutes
-// with a non-decreasing dequantization, and Q(DQ(m)) is m (onnxruntime drops the pair the same way). The
-// pool's padding, -inf before, is the type's least value after: the same bytes.
-bool fuse_maxpool(ir::Graph& g, ir::Node* n, std::unordered_set<const ir::Node*>& gone) {
-  if (n->inputs.size() != 1 || n->outputs.empty() || (n->outputs.size() > 1 && n->outputs[1])) return false;
+// The same quantization: one positive scale, equal, and the same zero point and type.
+bool same_params(const QParams& a, const QParams& b) {
+  const float s = a.scale->initializer->contiguous().data<float>()[0];
+  const auto zero = [](const QParams& q) { return q.zero ? q.zero->initializer->at_double(0) : 0.0; };
+  const auto type = [](const QParams& q) { return q.zero ? q.zero->initializer->dtype() : DType::u8; };
+  return s > 0 && b.scale->initializer->contiguous().data<float>()[0] == s && zero(a) == zero(b) &&
+         type(a) == type(b);
+}
+
+// Ops that move values without arithmetic on them (MaxPool: selects them, which commutes with a
+// non-decreasing dequantization); data input 0, or every input for Concat.
+bool moves_values(const ir::Node* n) {
+  static const std::unordered_set<std::string> kOps = {
+      "MaxPool", "Reshape", "Transpose",    "Flatten",      "Squeeze",  "Unsqueeze", "Slice", "Gather",
+      "Split",   "Concat",  "DepthToSpace", "SpaceToDepth", "Identity", "Expand",    "Tile"};
+  return n->domain.empty() && kOps.count(n->op_type) && n->subgraphs().empty();
+}
+
+// Q(Op(DQ(x))) for an op that only moves values (moves_values), with the same scale and zero point on both
+// sides -> Op(x) on the bytes: Q(DQ(m)) is m. onnxruntime drops these pairs the same way; run as written
+// they cost a conversion each way per op (a QDQ ShuffleNet's splits, concats and channel shuffles: a fifth of
+// its time, and every one of them broke its NHWC int8 region). A Split's every output must go to such a
+// QuantizeLinear, a Concat's every input come from such a DequantizeLinear. MaxPool's padding, -inf before,
+// is the type's least value after: the same bytes.
+bool fuse_movement(ir::Graph& g, ir::Node* n, std::unordered_set<const ir::Node*>& gone) {
+  if (!moves_values(n) || n->inputs.empty() || n->outputs.empty()) return false;
+  if (n->op_type == "MaxPool" && n->outputs.size() > 1 && n->outputs[1]) return false;  // indices
+  const bool concat = n->op_type == "Concat";
   const auto qx = dq_of(g, n->inputs[0], false);
   if (!qx) return false;
-  ir::Node* qn = sole_consumer(g, n->outputs[0]);
-  const auto qy = match_q(g, qn, "QuantizeLinear", false);
-  if (!qy || qy->data != n->outputs[0]) return false;
-  const float s = qx->scale->initializer->contiguous().data<float>()[0];
-  if (!(s > 0) || qy->scale->initializer->contiguous().data<float>()[0] != s) return false;
-  const DType xt = qx->data->type.elem, yt = qy->zero ? qy->zero->initializer->dtype() : DType::u8;
-  const auto zero = [](const QParams& q) {
-    if (!q.zero) return 0.0;
-    return q.zero->initializer->at_double(0);
-  };
-  if (xt != yt || zero(*qx) != zero(*qy)) return false;
-  ir::Node* f = g.add_node("MaxPool", n->name);
-  f->opset = std::max(n->opset, 12);  // (8-bit MaxPool from opset 12)
+  for (size_t i = 1; i < (concat ? n->inputs.size() : 0); ++i) {
+    const auto qi = dq_of(g, n->inputs[i], false);
+    if (!qi || !same_params(*qx, *qi) || qi->data->type.elem != qx->data->type.elem) return false;
+  }
+  std::vector<ir::Node*> qs;
+  for (ir::Value* y : n->outputs) {
+    if (!y) continue;
+    ir::Node* qn = sole_consumer(g, y);
+    const auto qy = match_q(g, qn, "QuantizeLinear", false);
+    if (!qy || qy->data != y || !same_params(*qx, *qy) ||
+        (qy->zero ? qy->zero->initializer->dtype() : DType::u8) != qx->data->type.elem)
+      return false;
+    qs.push_back(qn);
+  }
+  if (qs.empty()) return false;
+  ir::Node* f = g.add_node(n->op_type, n->name);
+  f->opset = n->op_type == "MaxPool" ? std::max(n->opset, 12) : n->opset;  // (8-bit MaxPool from opset 12)
   f->attrs = n->attrs;
-  g.connect_input(f, qx->data);
-  replace_pair(g, n, qn, f, gone);
+  for (size_t i = 0; i < n->inputs.size(); ++i)
+    g.connect_input(f,
+                    i == 0 || (concat && n->inputs[i]) ? dq_of(g, n->inputs[i], false)->data : n->inputs[i]);
+  std::vector<ir::Value*> outs;
+  for (ir::Node* qn : qs) outs.push_back(qn->outputs[0]);
+  std::vector<bool> present;
+  for (ir::Value* y : n->outputs) present.push_back(y != nullptr);
+  for (ir::Node* qn : qs) {
+    gone.insert(qn);
+    g.remove_node(qn);
+  }
+  g.remove_node(n);
+  for (size_t i = 0, k = 0; i < present.size(); ++i) g.connect_output(f, present[i] ? outs[k++] : nullptr);
   return true;
 }
 
 // Fuses n when it matches; `gone` gets the nodes removed.
 bool fuse_one(ir::Graph& g, ir::Node* n, std::unordered_set<const ir::Node*>& gone) {
   if (is_onnx_op(n, "Add")) return fuse_add(g, n, gone);
-  if (is_onnx_op(n, "MaxPool")) return fuse_maxpool(g, n, gone);
+  if (moves_values(n)) return fuse_movement(g, n, gone);
   const bool conv = is_onnx_op(n, "Conv");
   if (!(conv || is_onnx_op(n, "MatMul")) || n->outputs.size() != 1 || n->inputs.size() < 2) return false;
   const auto qx = dq_of(g, n->inputs[0], false);

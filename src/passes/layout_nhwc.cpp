@@ -32,8 +32,13 @@ namespace tessera::passes {
 
 namespace {
 
+bool is_q8(const ir::Value* v) {
+  return v && (v->type.elem == DType::u8 || v->type.elem == DType::i8);
+}
+
+// A 4-D f32 or (an int8 region's) u8 / s8 value of known shape but for the batch.
 bool known_4d(const ir::Value* v) {
-  if (!v || !is_f32(v) || !v->type.shape || v->type.shape->size() != 4) return false;
+  if (!v || !(is_f32(v) || is_q8(v)) || !v->type.shape || v->type.shape->size() != 4) return false;
   for (size_t i = 1; i < 4; ++i)
     if (!(*v->type.shape)[i].known()) return false;
   return true;
@@ -46,13 +51,14 @@ bool channels_known_4d(const ir::Value* v) {
   return v && is_f32(v) && v->type.shape && v->type.shape->size() == 4 && (*v->type.shape)[1].known();
 }
 
-bool is_q8(const ir::Value* v) {
-  return v && (v->type.elem == DType::u8 || v->type.elem == DType::i8);
-}
-
 // A 4-D u8 / s8 value whose channels are known: what an int8 region takes.
 bool q8_channels_known_4d(const ir::Value* v) {
   return is_q8(v) && v->type.shape && v->type.shape->size() == 4 && (*v->type.shape)[1].known();
+}
+
+// What a region's data movement (Split, Concat, channel shuffle) takes: either kind.
+bool region_4d(const ir::Value* v) {
+  return channels_known_4d(v) || q8_channels_known_4d(v);
 }
 
 bool geometry_ok(const ir::Node* n) {
@@ -362,7 +368,7 @@ void layout_nhwc(ir::Graph& g) {
         continue;
       }
       // back to channels-first: x is the twin of y (a Transpose is made again below if y is read as NCHW)
-      if (perm == kToNchw && channels_known_4d(x) && channels_known_4d(y) && !twin.count(x)) {
+      if (perm == kToNchw && region_4d(x) && region_4d(y) && !twin.count(x)) {
         twin[y] = x;
         old.push_back(n);
         continue;
@@ -396,8 +402,7 @@ void layout_nhwc(ir::Graph& g) {
     // Split of a region value (ShuffleNet's chunk): the same Split of the twin along the axis's channels-last
     // position, each result a twin.
     if (is_onnx_op(n, "Split") && !n->inputs.empty() && twin.count(n->inputs[0]) &&
-        std::all_of(n->outputs.begin(), n->outputs.end(),
-                    [&](ir::Value* v) { return channels_known_4d(v); }) &&
+        std::all_of(n->outputs.begin(), n->outputs.end(), [&](ir::Value* v) { return region_4d(v); }) &&
         std::all_of(n->inputs.begin() + 1, n->inputs.end(),
                     [&](ir::Value* v) { return !v || is_constant(g, v); })) {
       const int64_t axis = int_attr(n, "axis", 0), a = axis < 0 ? axis + 4 : axis;
@@ -447,17 +452,16 @@ void layout_nhwc(ir::Graph& g) {
             return m;
           };
           const ir::Dim nd = xs[0];
-          ir::Value* v5 = new_value(
-              g, x->name + "_groups_nhwc",
-              ir::TypeInfo::tensor(
-                  DType::f32, std::vector<ir::Dim>{nd, ir::Dim(h), ir::Dim(w), ir::Dim(gr), ir::Dim(cg)}));
-          ir::Value* v5t = new_value(
-              g, x->name + "_shuffled_nhwc",
-              ir::TypeInfo::tensor(
-                  DType::f32, std::vector<ir::Dim>{nd, ir::Dim(h), ir::Dim(w), ir::Dim(cg), ir::Dim(gr)}));
+          const DType et = x->type.elem;
+          ir::Value* v5 = new_value(g, x->name + "_groups_nhwc",
+                                    ir::TypeInfo::tensor(et, std::vector<ir::Dim>{nd, ir::Dim(h), ir::Dim(w),
+                                                                                  ir::Dim(gr), ir::Dim(cg)}));
+          ir::Value* v5t =
+              new_value(g, x->name + "_shuffled_nhwc",
+                        ir::TypeInfo::tensor(
+                            et, std::vector<ir::Dim>{nd, ir::Dim(h), ir::Dim(w), ir::Dim(cg), ir::Dim(gr)}));
           ir::Value* y = r2->outputs[0];
-          ir::Value* yt =
-              new_value(g, y->name + "_nhwc", ir::TypeInfo::tensor(DType::f32, permuted(xs, kToNhwc)));
+          ir::Value* yt = new_value(g, y->name + "_nhwc", ir::TypeInfo::tensor(et, permuted(xs, kToNhwc)));
           node("Reshape", n->name + "_nhwc", {twin[x], shape_const(n->name + "_shape", {0, h, w, gr, cg})},
                v5);
           ir::Node* tt = node("Transpose", t->name + "_nhwc", {v5}, v5t);
@@ -471,10 +475,9 @@ void layout_nhwc(ir::Graph& g) {
     }
     // Concat of region values (DenseNet's growing feature maps): the same Concat of the twins along the
     // axis's channels-last position; an operand from outside the region gets its Transpose.
-    if (is_onnx_op(n, "Concat") && n->outputs.size() == 1 && n->outputs[0] &&
-        channels_known_4d(n->outputs[0]) &&
+    if (is_onnx_op(n, "Concat") && n->outputs.size() == 1 && n->outputs[0] && region_4d(n->outputs[0]) &&
         std::any_of(n->inputs.begin(), n->inputs.end(), [&](ir::Value* v) { return twin.count(v); }) &&
-        std::all_of(n->inputs.begin(), n->inputs.end(), [&](ir::Value* v) { return channels_known_4d(v); })) {
+        std::all_of(n->inputs.begin(), n->inputs.end(), [&](ir::Value* v) { return region_4d(v); })) {
       const int64_t axis = int_attr(n, "axis", 1), a = axis < 0 ? axis + 4 : axis;
       if (a >= 0 && a < 4) {
         ir::Node* f = g.add_node("Concat", n->name);
@@ -537,11 +540,13 @@ void layout_nhwc(ir::Graph& g) {
       old.push_back(n);
       continue;
     }
-    // A quantized residual Add of region values, and the Quantize / Dequantize of a region value with one
-    // scale (where an int8 region meets float ops: its DequantizeLinear feeds the f32 region, a float
-    // value's QuantizeLinear enters the int8 one): the same node on the twins.
+    // A quantized residual Add of region values, a table lookup (fuse_qlookup), and the Quantize / Dequantize
+    // of a region value with one scale (where an int8 region meets float ops: its DequantizeLinear feeds the
+    // f32 region, a float value's QuantizeLinear enters the int8 one): the same node on the twins.
+    const bool lookup = n->domain == "tessera" && n->op_type == "QLookup" && n->outputs.size() == 1 &&
+                        q8_channels_known_4d(n->outputs[0]);
     if ((qlinear_add_4d(n) && (twin.count(n->inputs[0]) || twin.count(n->inputs[3]))) ||
-        (per_tensor_qdq(n) && twin.count(n->inputs[0]))) {
+        ((per_tensor_qdq(n) || lookup) && twin.count(n->inputs[0]))) {
       ir::Node* f = g.add_node(n->op_type, n->name);
       f->domain = n->domain;
       f->opset = n->opset;

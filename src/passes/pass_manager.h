@@ -15,7 +15,8 @@ namespace tessera::passes {
 
 // Runs the passes enabled at `level`. When dump_after names a pass, the graph
 // text after that pass is stored in *dump (and "" if the pass did not run).
-void run_pipeline(ir::Model& model, int level, const std::string& dump_after = {}, std::string* dump = nullptr);
+void run_pipeline(ir::Model& model, int level, const std::string& dump_after = {},
+                  std::string* dump = nullptr);
 
 std::vector<std::string> pass_names();
 

@@ -288,8 +288,8 @@ def test_info_dump_after(mlp_path):
     r = cli("info", mlp_path, "--dump-after", "no_such_pass")
     assert r.returncode == 1 and "fuse_gemm" in r.stderr
     r = cli("info", "--passes")
-    assert r.returncode == 0 and r.stdout.split()[:5] == ["import", "eliminate_dead", "lower_einsum", "fuse_qdq",
-                                                          "fold_constants"]
+    assert r.returncode == 0 and r.stdout.split()[:6] == ["import", "eliminate_dead", "lower_einsum", "fuse_qdq",
+                                                          "fuse_qlookup", "fold_constants"]
 
 
 def test_dim_option_errors(mlp_path):

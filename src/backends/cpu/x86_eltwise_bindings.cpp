@@ -186,7 +186,8 @@ void groupnorm_x86(KernelContext& ctx, bool instance) {
 
 void transpose_x86(KernelContext& ctx) {
   const Tensor* x0 = ctx.input(0);
-  if (!is_f32(x0)) return run_ref(ctx);
+  const bool bytes = x0 && dtype_size(x0->dtype()) == 1;  // an int8 region's (channel shuffles)
+  if (!is_f32(x0) && !bytes) return run_ref(ctx);
   const int64_t r = x0->rank();
   std::vector<int64_t> perm = ctx.attr_ints("perm");
   if (perm.empty() && !ctx.has_attr("perm")) {
@@ -214,9 +215,13 @@ void transpose_x86(KernelContext& ctx) {
     ctx.set_output(0, DataValue(x.reshape(out)));
     return;
   }
-  Tensor& y = ctx.output_for_overwrite(0, DType::f32, out);
+  Tensor& y = ctx.output_for_overwrite(0, x.dtype(), out);
   if (x.numel() == 0) return;
-  x86::transpose_f32(x.data<float>(), y.data<float>(), x.shape(), perm, ctx.pool());
+  if (bytes)
+    x86::transpose_bytes(static_cast<const uint8_t*>(x.raw_data()), static_cast<uint8_t*>(y.raw_data()),
+                         x.shape(), perm, ctx.pool());
+  else
+    x86::transpose_f32(x.data<float>(), y.data<float>(), x.shape(), perm, ctx.pool());
 }
 
 // tessera.FusedElementwise: every input must fit one [outer, inner] view of the
@@ -329,13 +334,14 @@ const Entry kEntries[] = {
 };
 
 // Claims a node whose arity fits and whose inputs are not known to be other
-// than f32 (the kernels still check at run time and fall back).
+// than f32 (the kernels still check at run time and fall back); a Transpose also of bytes.
 bool claims(const Entry& e, const ir::Node& n) {
   if (n.inputs.size() < e.min_inputs || n.inputs.size() > e.max_inputs) return false;
+  const bool any_bytes = std::string_view(e.op) == "Transpose";
   for (const ir::Value* v : n.inputs) {
     if (!v) continue;
     if (v->type.kind == ir::TypeInfo::Kind::tensor && v->type.elem != DType::undefined &&
-        v->type.elem != DType::f32)
+        v->type.elem != DType::f32 && !(any_bytes && dtype_size(v->type.elem) == 1))
       return false;
   }
   return n.inputs[0] != nullptr;

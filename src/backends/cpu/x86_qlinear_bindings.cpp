@@ -297,9 +297,23 @@ void qlinear_add_x86(KernelContext& ctx) {
                                  a.numel(), p, c.raw_data(), ct == DType::i8, ctx.pool());
 }
 
+// tessera.QLookup (fuse_qlookup): table[x] over the bytes.
+void qlookup_x86(KernelContext& ctx) {
+  const Tensor* x0 = ctx.input(0);
+  const Tensor* t0 = ctx.input(1);
+  if (!x0 || !t0 || !is_q8(x0->dtype()) || !is_q8(t0->dtype()) || t0->numel() != 256)
+    return run_reference(ctx, "tessera");
+  const Tensor x = x0->contiguous(), t = t0->contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, t.dtype(), x.shape());
+  kernels::x86::lookup_bytes(static_cast<const uint8_t*>(x.raw_data()), x.numel(),
+                             static_cast<const uint8_t*>(t.raw_data()), static_cast<uint8_t*>(y.raw_data()),
+                             ctx.pool());
+}
+
 }  // namespace
 
 void register_x86_qlinear_bindings() {
+  add_tuned_kernel("tessera", "QLookup", {}, qlookup_x86);
   add_tuned_kernel("tessera", "QLinearAdd", {}, qlinear_add_x86);
   add_tuned_kernel("tessera", "MatMulIntegerPacked", {},
                    [](KernelContext& c) { qmatmul_packed_x86(c, false); });

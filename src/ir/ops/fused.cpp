@@ -215,6 +215,11 @@ void infer_qlinear_add(InferenceContext& ctx) {
   ctx.set_output(0, out, broadcast_shapes(ctx.input_shape(0), ctx.input_shape(3)));
 }
 
+// tessera.QLookup (fuse_qlookup): table[x] elementwise, x 8-bit, the table 256 values of the result's type.
+void infer_qlookup(InferenceContext& ctx) {
+  ctx.set_output(0, ctx.input_dtype(1), ctx.input_shape(0));
+}
+
 }  // namespace
 
 void register_fused_schemas(OpRegistry& r) {
@@ -262,6 +267,9 @@ void register_fused_schemas(OpRegistry& r) {
                             "tessera");
   qc.family = "fused";
   r.add(qc);
+  OpSchema ql = make_schema("QLookup", 2, 2, 1, 1, infer_qlookup, {}, "tessera");
+  ql.family = "fused";
+  r.add(ql);
   OpSchema qa = make_schema("QLinearAdd", 7, 8, 1, 1, infer_qlinear_add, {}, "tessera");
   qa.family = "fused";
   r.add(qa);

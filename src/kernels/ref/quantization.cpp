@@ -503,6 +503,20 @@ void qlinear_add(KernelContext& ctx) {
 
 }  // namespace
 
+// tessera.QLookup (fuse_qlookup): y = table[x] for 8-bit x and a table of 256 8-bit values, indexed by x's
+// byte (an s8 x of -1 reads entry 255).
+void qlookup(KernelContext& ctx) {
+  const Tensor x = ctx.required_input(0).contiguous();
+  const Tensor t = ctx.required_input(1).contiguous();
+  ctx.check(is_int8ish(x.dtype()), "QLookup's input must be uint8 or int8, got ", dtype_name(x.dtype()));
+  ctx.check(is_int8ish(t.dtype()) && t.numel() == 256, "QLookup's table must be 256 uint8 or int8 values");
+  Tensor& y = ctx.output(0, t.dtype(), x.shape());
+  const uint8_t* xp = static_cast<const uint8_t*>(x.raw_data());
+  const uint8_t* tp = static_cast<const uint8_t*>(t.raw_data());
+  uint8_t* yp = static_cast<uint8_t*>(y.raw_data());
+  for (int64_t i = 0; i < x.numel(); ++i) yp[i] = tp[xp[i]];
+}
+
 void register_quantization_kernels(KernelTable& t) {
   t.add("QuantizeLinear", quantize_linear);
   t.add("DequantizeLinear", dequantize_linear);
@@ -514,6 +528,7 @@ void register_quantization_kernels(KernelTable& t) {
   t.add("QLinearConvPacked", qlinear_conv_packed, "tessera");
   t.add("MatMulIntegerPacked", matmul_integer_packed, "tessera");
   t.add("QLinearAdd", qlinear_add, "tessera");
+  t.add("QLookup", qlookup, "tessera");
   t.add("QLinearMatMulPacked", qlinear_matmul_packed, "tessera");
 }
 

@@ -333,19 +333,24 @@ void groupnorm_f32(const float* x, const float* scale, const float* bias, float*
 
 // ---- transpose ----
 // y[a * NB + b] = x[b * isb + a] for a in [a0, a1), b < NB.
-template <int NB>
-void interleave_runs(const float* x, int64_t isb, float* y, int64_t a0, int64_t a1) {
+template <int NB, class T>
+void interleave_runs(const T* x, int64_t isb, T* y, int64_t a0, int64_t a1) {
   for (int64_t a = a0; a < a1; ++a)
 #pragma GCC unroll 4
     for (int b = 0; b < NB; ++b) y[a * NB + b] = x[b * isb + a];
 }
 
+namespace {
+
 // Drops size-1 axes and merges input axes that stay adjacent in the output, then
 // either copies contiguous runs (innermost axis kept) or transposes 2-D tiles of
 // the (output-innermost, input-innermost) axis pair, tile by tile, so that both
-// the reads and the writes of a tile stay in L1.
-void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape,
-                   const std::vector<int64_t>& perm, ThreadPool* pool) {
+// the reads and the writes of a tile stay in L1. Floats (4-byte values) or bytes (an int8 region's channel
+// shuffles; the vector tiles are the floats').
+template <class T>
+void transpose_impl(const T* x, T* y, const std::vector<int64_t>& shape, const std::vector<int64_t>& perm,
+                    ThreadPool* pool) {
+  constexpr bool kFloat = sizeof(T) == 4;
   const size_t r0 = shape.size();
   int64_t numel = 1;
   for (int64_t d : shape) numel *= d;
@@ -392,7 +397,7 @@ void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape,
   const int64_t r = int64_t(d.size());
   if (r <= 1) {  // a pure copy
     parallel_for(pool, numel, 1 << 16,
-                 [&](int64_t b, int64_t e) { std::memcpy(y + b, x + b, size_t(e - b) * 4); });
+                 [&](int64_t b, int64_t e) { std::memcpy(y + b, x + b, size_t(e - b) * sizeof(T)); });
     return;
   }
   std::vector<int64_t> is(static_cast<size_t>(r)),
@@ -447,17 +452,20 @@ void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape,
                      yoff += digit[size_t(q)] * ro[size_t(q)];
                    }
                    for (int64_t o = s; o < e; ++o) {
-                     const float* xs = x + xoff;
-                     float* yd = y + yoff;  // C's runs are adjacent in y (it is next to A there)
+                     const T* xs = x + xoff;
+                     T* yd = y + yoff;  // C's runs are adjacent in y (it is next to A there)
                      switch (dA) {
                        case 2:
-                         for (int64_t c = 0; c < dC; ++c) std::memcpy(yd + 2 * c, xs + c * isC, 8);
+                         for (int64_t c = 0; c < dC; ++c)
+                           std::memcpy(yd + 2 * c, xs + c * isC, 2 * sizeof(T));
                          break;
                        case 4:
-                         for (int64_t c = 0; c < dC; ++c) std::memcpy(yd + 4 * c, xs + c * isC, 16);
+                         for (int64_t c = 0; c < dC; ++c)
+                           std::memcpy(yd + 4 * c, xs + c * isC, 4 * sizeof(T));
                          break;
                        case 8:
-                         for (int64_t c = 0; c < dC; ++c) std::memcpy(yd + 8 * c, xs + c * isC, 32);
+                         for (int64_t c = 0; c < dC; ++c)
+                           std::memcpy(yd + 8 * c, xs + c * isC, 8 * sizeof(T));
                          break;
                        default:
                          for (int64_t c = 0; c < dC; ++c)
@@ -478,7 +486,7 @@ void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape,
       for (int64_t o = s; o < e; ++o) {
         int64_t xoff, yoff;
         offsets(o, xoff, yoff);
-        std::memcpy(y + yoff, x + xoff, size_t(dA) * sizeof(float));
+        std::memcpy(y + yoff, x + xoff, size_t(dA) * sizeof(T));
       }
     });
     return;
@@ -494,27 +502,31 @@ void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape,
   // threads: 5 us against 2 at one).
   // A task is one 16-row tile of A (so that threads split A evenly, at any row), or 512 values of A where
   // B is a few channels interleaved (a task per 16 would cost more than its copy).
-  constexpr int64_t T = 32;
+  constexpr int64_t Tl = 32;
   const int64_t TA = dB <= 4 ? 512 : 16;
-  const int64_t tb = (dB + T - 1) / T, ta = (dA + TA - 1) / TA;
-  parallel_for(numel >= (1 << 14) ? pool : nullptr, outer * tb * ta, std::max<int64_t>(1, 8192 / (T * TA)),
+  const int64_t tb = (dB + Tl - 1) / Tl, ta = (dA + TA - 1) / TA;
+  parallel_for(numel >= (1 << 14) ? pool : nullptr, outer * tb * ta, std::max<int64_t>(1, 8192 / (Tl * TA)),
                [&](int64_t s, int64_t e) {
                  for (int64_t task = s; task < e; ++task) {
                    const int64_t a_lo = (task / tb % ta) * TA, a_hi = std::min(dA, a_lo + TA);
-                   const int64_t b0 = (task % tb) * T, b1 = std::min(dB, b0 + T);
+                   const int64_t b0 = (task % tb) * Tl, b1 = std::min(dB, b0 + Tl);
                    int64_t xoff, yoff;
                    offsets(task / (ta * tb), xoff, yoff);
                    if (dB <= 4 && osA == dB) {
                      // a few output-innermost values per A (interleaving channels): runs of
                      // b1 - b0 floats, with the count known to the compiler
-                     const float* xs = x + xoff + b0 * isB;
-                     float* yd = y + yoff + b0;
+                     const T* xs = x + xoff + b0 * isB;
+                     T* yd = y + yoff + b0;
                      switch (b1 - b0) {
                        case 2:
                          interleave_runs<2>(xs, isB, yd, a_lo, a_hi);
                          continue;
                        case 3:  // an image's three color planes
-                         k.interleave3(xs + a_lo, isB, yd + 3 * a_lo, a_hi - a_lo);
+                         if constexpr (kFloat)
+                           k.interleave3(reinterpret_cast<const float*>(xs) + a_lo, isB,
+                                         reinterpret_cast<float*>(yd) + 3 * a_lo, a_hi - a_lo);
+                         else
+                           interleave_runs<3>(xs, isB, yd, a_lo, a_hi);
                          continue;
                        case 4:
                          interleave_runs<4>(xs, isB, yd, a_lo, a_hi);
@@ -523,21 +535,35 @@ void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape,
                          break;
                      }
                    }
-                   // 16 x 16 tiles in vector registers, the ragged edges scalar
-                   const int64_t bfull = b0 + (b1 - b0) / 16 * 16;
-                   for (int64_t a0 = a_lo; a0 < a_hi; a0 += T) {
-                     const int64_t a1 = std::min(a_hi, a0 + T), afull = a0 + (a1 - a0) / 16 * 16;
-                     for (int64_t a = a0; a < afull; a += 16)
-                       for (int64_t b = b0; b < bfull; b += 16)
-                         k.transpose_tile16(x + xoff + a + b * isB, isB, y + yoff + a * osA + b, osA);
+                   // 16 x 16 tiles in vector registers (floats), the ragged edges scalar
+                   const int64_t bfull = kFloat ? b0 + (b1 - b0) / 16 * 16 : b0;
+                   for (int64_t a0 = a_lo; a0 < a_hi; a0 += Tl) {
+                     const int64_t a1 = std::min(a_hi, a0 + Tl), afull = a0 + (a1 - a0) / 16 * 16;
+                     if constexpr (kFloat)
+                       for (int64_t a = a0; a < afull; a += 16)
+                         for (int64_t b = b0; b < bfull; b += 16)
+                           k.transpose_tile16(reinterpret_cast<const float*>(x) + xoff + a + b * isB, isB,
+                                              reinterpret_cast<float*>(y) + yoff + a * osA + b, osA);
                      for (int64_t a = a0; a < a1; ++a) {
-                       const float* xs = x + xoff + a + b0 * isB;
-                       float* yd = y + yoff + a * osA + b0;
+                       const T* xs = x + xoff + a + b0 * isB;
+                       T* yd = y + yoff + a * osA + b0;
                        for (int64_t b = a < afull ? bfull - b0 : 0; b < b1 - b0; ++b) yd[b] = xs[b * isB];
                      }
                    }
                  }
                });
+}
+
+}  // namespace
+
+void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape,
+                   const std::vector<int64_t>& perm, ThreadPool* pool) {
+  transpose_impl(x, y, shape, perm, pool);
+}
+
+void transpose_bytes(const uint8_t* x, uint8_t* y, const std::vector<int64_t>& shape,
+                     const std::vector<int64_t>& perm, ThreadPool* pool) {
+  transpose_impl(x, y, shape, perm, pool);
 }
 
 }  // namespace tessera::kernels::x86

@@ -103,5 +103,8 @@ void groupnorm_f32(const float* x, const float* scale, const float* bias, float*
 // y = transpose(x, perm) for a contiguous x of the given shape (perm validated by the caller).
 void transpose_f32(const float* x, float* y, const std::vector<int64_t>& shape,
                    const std::vector<int64_t>& perm, ThreadPool* pool);
+// The same for 1-byte values (u8 / s8 / bool).
+void transpose_bytes(const uint8_t* x, uint8_t* y, const std::vector<int64_t>& shape,
+                     const std::vector<int64_t>& perm, ThreadPool* pool);
 
 }  // namespace tessera::kernels::x86

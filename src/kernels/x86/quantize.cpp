@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/cpu_features.h"
 #include "kernels/x86/eltwise.h"
 
 namespace tessera::kernels::x86 {
@@ -229,6 +230,17 @@ void qlinear_add_8bit(const void* a, bool a_signed, const void* b, bool b_signed
     return;
   }
   table[(a_signed ? 4 : 0) + (b_signed ? 2 : 0) + (c_signed ? 1 : 0)](a, b, n, p, c, pool);
+}
+
+void lookup_bytes(const uint8_t* x, int64_t n, const uint8_t* table, uint8_t* y, ThreadPool* pool) {
+  static const bool vbmi = cpu_features().avx512_core() && cpu_features().avx512vbmi;
+  parallel_for(n >= 2 * kGrain ? pool : nullptr, n, kGrain, [&](int64_t s, int64_t e) {
+    if (vbmi) {
+      lookup_bytes__avx512vbmi(x + s, e - s, table, y + s);
+      return;
+    }
+    for (int64_t i = s; i < e; ++i) y[i] = table[x[i]];
+  });
 }
 
 void minmax0_f32(const float* x, int64_t n, float* mn, float* mx) {

@@ -30,6 +30,11 @@ void requantize_planes_f32(const float* acc, int64_t planes, int64_t plane, cons
                            const float* scale, bool scale_per_plane, int32_t y_zero, bool y_signed, void* y,
                            ThreadPool* pool);
 
+// y[i] = table[x[i]] over bytes (tessera.QLookup: a quantized elementwise function as its 256 values);
+// AVX-512 VBMI where the CPU has it, else scalar. Threaded over the pool.
+void lookup_bytes(const uint8_t* x, int64_t n, const uint8_t* table, uint8_t* y, ThreadPool* pool);
+void lookup_bytes__avx512vbmi(const uint8_t* x, int64_t n, const uint8_t* table, uint8_t* y);
+
 // min(0, min x) and max(0, max x), NaNs skipped: DynamicQuantizeLinear's range.
 void minmax0_f32(const float* x, int64_t n, float* mn, float* mx);
 
