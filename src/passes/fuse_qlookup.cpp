@@ -91,15 +91,21 @@ class ChainFinder {
         continue;
       }
       ir::Node* p = v->producer;
-      const bool inner =
-          p && (is_onnx_op(p, "QuantizeLinear") || is_onnx_op(p, "DequantizeLinear") || elementwise_op(p));
-      if (dq && i == 0 &&
-          !(p && is_onnx_op(p, "QuantizeLinear") && per_tensor_qdq(g_, p, "QuantizeLinear"))) {
-        // the bytes the chain reads
+      if (dq && i == 0) {
+        // through a QuantizeLinear inside the chain (SiLU's quantized sigmoid) where that leads back to the
+        // source; else these are the bytes the chain reads
+        if (p && per_tensor_qdq(g_, p, "QuantizeLinear")) {
+          const Chain saved_chain = chain_;
+          const auto saved_seen = seen_;
+          if (visit(p)) continue;
+          chain_ = saved_chain, seen_ = saved_seen;
+        }
         if (!is_q8(v->type.elem) || (chain_.x && chain_.x != v)) return false;
         chain_.x = v;
         continue;
       }
+      const bool inner =
+          p && (is_onnx_op(p, "QuantizeLinear") || is_onnx_op(p, "DequantizeLinear") || elementwise_op(p));
       if (!inner || !visit(p)) return false;
     }
     chain_.nodes.push_back(n);

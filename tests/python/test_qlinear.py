@@ -576,3 +576,144 @@ def test_int8_region_maxpool_and_add(dtype, geom):
         np.testing.assert_array_equal(_run(model, {"x": x}, threads), nchw)
     want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(nchw, want, atol=0.9 + 1e-6)  # within a step of ys
+
+
+def _qdq_unary_model(op_nodes, shape, dtype=TensorProto.UINT8):
+    """x (float) -> Q -> DQ -> op_nodes (reading "d", writing "f") -> Q -> DQ -> y, per-tensor scales."""
+    dt = NP[dtype]
+    zi, zo = (128, 100) if dtype == TensorProto.UINT8 else (3, -7)
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "si"), numpy_helper.from_array(np.array(zi, dt), "zi"),
+             numpy_helper.from_array(np.array(0.021, np.float32), "so"), numpy_helper.from_array(np.array(zo, dt), "zo"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "half"), numpy_helper.from_array(np.array(3.0, np.float32), "three")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "si", "zi"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "si", "zi"], ["d"]), *op_nodes,
+             helper.make_node("QuantizeLinear", ["f", "so", "zo"], ["fq"]),
+             helper.make_node("DequantizeLinear", ["fq", "so", "zo"], ["y"])]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits, opset=17)
+
+
+UNARY_CHAINS = {
+    # SiLU as QDQ models write it: the sigmoid quantized on its own, then x * sigmoid(x)
+    "silu": [helper.make_node("Sigmoid", ["d"], ["s"]),
+             helper.make_node("QuantizeLinear", ["s", "so", "zo"], ["sq"]),
+             helper.make_node("DequantizeLinear", ["sq", "so", "zo"], ["sd"]),
+             helper.make_node("Mul", ["d", "sd"], ["f"])],
+    "hardswish": [helper.make_node("HardSwish", ["d"], ["f"])],
+    "tanh_scaled": [helper.make_node("Tanh", ["d"], ["t"]), helper.make_node("Mul", ["t", "three"], ["u"]),
+                    helper.make_node("Add", ["u", "half"], ["f"])],
+    "gelu_erf": [helper.make_node("Div", ["d", "three"], ["a"]), helper.make_node("Erf", ["a"], ["e"]),
+                 helper.make_node("Add", ["e", "half"], ["b"]), helper.make_node("Mul", ["d", "b"], ["f"])],
+    "requantize": [helper.make_node("Identity", ["d"], ["f"])],
+}
+
+
+@pytest.mark.parametrize("chain", list(UNARY_CHAINS))
+@pytest.mark.parametrize("dtype", [TensorProto.UINT8, TensorProto.INT8])
+def test_quantized_elementwise_chain_is_a_table(chain, dtype):
+    """Q(f(DQ(x))) with one 8-bit source becomes tessera.QLookup over a table of f's 256 values: no float op
+    left, and every output byte what the chain run as written gives (the table is made on the reference
+    kernels, the unfused run uses the tuned ones: a step apart at most, where a value sits on a half), and
+    onnxruntime's (running the graph as written) within a step."""
+    model = _qdq_unary_model(UNARY_CHAINS[chain], [2, 8, 9, 13], dtype)
+    text = tessera.InferenceSession(model).graph_text()
+    assert "tessera.QLookup(" in text and text.count("QuantizeLinear(") == 1, text  # (the input's)
+    for op in ("Sigmoid(", "HardSwish(", "Tanh(", "Erf(", " Mul("):
+        assert op not in text, text
+    x = (RNG.standard_normal((2, 8, 9, 13)) * 3).astype(np.float32)
+    unfused = tessera.InferenceSession(model, tessera.SessionOptions(optimization_level=0)).run(None, {"x": x})[0]
+    so = ort.SessionOptions()  # onnxruntime running the graph as written (its fusions round elsewhere)
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert len(np.unique(unfused)) > 20
+    for threads in (1, 2):
+        got = _run(model, {"x": x}, threads)
+        assert np.max(np.abs(got - unfused)) <= 0.021 + 1e-6 and np.mean(got != unfused) < 0.01
+        assert np.max(np.abs(got - want)) <= 0.021 + 1e-6
+
+
+def test_qlookup_kernels_match_reference():
+    """The VBMI lookup (4 registers of table, two vpermi2b and a blend) and the scalar one against numpy, on
+    every byte, ragged lengths, both input types."""
+    for dtype in (TensorProto.UINT8, TensorProto.INT8):
+        table = RNG.integers(0, 256, 256).astype(np.uint8)
+        for n in (1, 63, 64, 65, 200, 4099):
+            x = _q(dtype, (n,))
+            m = helper.make_model(helper.make_graph([helper.make_node("QLookup", ["x", "t"], ["y"], domain="tessera")],
+                                                    "g", [helper.make_tensor_value_info("x", dtype, [n])],
+                                                    [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+                                                    [numpy_helper.from_array(table, "t")]),
+                                  opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("tessera", 1)])
+            m.ir_version = 8
+            want = table[x.view(np.uint8)]
+            for threads in (1, 2):
+                np.testing.assert_array_equal(_run(m.SerializeToString(), {"x": x}, threads), want)
+
+
+@pytest.mark.parametrize("op", ["Reshape", "Transpose", "Split", "Flatten", "Slice"])
+def test_qdq_data_movement_runs_on_bytes(op):
+    """Q(op(DQ(x))) with the same scale and zero point, for an op that only moves values, becomes the op on
+    the bytes (as onnxruntime drops the pair): no float round trip, the same output."""
+    inits = [numpy_helper.from_array(np.array(0.04, np.float32), "s"), numpy_helper.from_array(np.array(131, np.uint8), "z"),
+             numpy_helper.from_array(np.array([4, 45, 6], np.int64), "shape"),
+             numpy_helper.from_array(np.array([1, 3], np.int64), "st"), numpy_helper.from_array(np.array([3, 7], np.int64), "en"),
+             numpy_helper.from_array(np.array([1, 2], np.int64), "ax")]
+    outs = ["p"]
+    mid = {"Reshape": helper.make_node("Reshape", ["d", "shape"], ["p"]),
+           "Transpose": helper.make_node("Transpose", ["d"], ["p"], perm=[0, 3, 1, 2]),
+           "Split": helper.make_node("Split", ["d"], ["p", "p2"], axis=1, num_outputs=2),
+           "Flatten": helper.make_node("Flatten", ["d"], ["p"], axis=2),
+           "Slice": helper.make_node("Slice", ["d", "st", "en", "ax"], ["p"])}[op]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]), mid,
+             helper.make_node("QuantizeLinear", ["p", "s", "z"], ["pq"]),
+             helper.make_node("DequantizeLinear", ["pq", "s", "z"], ["y"])]
+    if op == "Split":
+        nodes += [helper.make_node("QuantizeLinear", ["p2", "s", "z"], ["pq2"]),
+                  helper.make_node("DequantizeLinear", ["pq2", "s", "z"], ["y2"])]
+        outs.append("y2")
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6, 5, 9])],
+                   [helper.make_tensor_value_info(y, TensorProto.FLOAT, None) for y in ["y"] + outs[1:]], inits,
+                   opset=18)
+    text = tessera.InferenceSession(model).graph_text()
+    assert text.count("QuantizeLinear(") == 1, text
+    feeds = {"x": (RNG.standard_normal((4, 6, 5, 9)) * 3).astype(np.float32)}
+    unfused = tessera.InferenceSession(model, tessera.SessionOptions(optimization_level=0)).run(None, feeds)
+    got = tessera.InferenceSession(model, tessera.SessionOptions(threads=2)).run(None, feeds)
+    for a, b in zip(got, unfused):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_qdq_concat_of_different_scales_requantizes_by_table():
+    """Q(Concat(DQ(a), DQ(b))) where a's scale is not the output's: a requantized by its table, b (the
+    output's scale) as it is, the Concat on the bytes; the bytes of the chain run as written."""
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "sa"), numpy_helper.from_array(np.array(120, np.uint8), "za"),
+             numpy_helper.from_array(np.array(0.03, np.float32), "sb"), numpy_helper.from_array(np.array(128, np.uint8), "zb")]
+    nodes = [helper.make_node("DequantizeLinear", ["a", "sa", "za"], ["da"]),
+             helper.make_node("DequantizeLinear", ["b", "sb", "zb"], ["db"]),
+             helper.make_node("Concat", ["da", "db"], ["c"], axis=1),
+             helper.make_node("QuantizeLinear", ["c", "sb", "zb"], ["y"])]
+    model = _model(nodes, [helper.make_tensor_value_info("a", TensorProto.UINT8, [1, 5, 7, 7]),
+                           helper.make_tensor_value_info("b", TensorProto.UINT8, [1, 3, 7, 7])],
+                   [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], inits)
+    text = tessera.InferenceSession(model).graph_text()
+    assert "tessera.QLookup(" in text and "QuantizeLinear(" not in text, text
+    feeds = {"a": _q(TensorProto.UINT8, (1, 5, 7, 7)), "b": _q(TensorProto.UINT8, (1, 3, 7, 7))}
+    unfused = tessera.InferenceSession(model, tessera.SessionOptions(optimization_level=0)).run(None, feeds)[0]
+    np.testing.assert_array_equal(_run(model, feeds, 2), unfused)
+    np.testing.assert_array_equal(ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)[0],
+                                  unfused)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.bool_])
+@pytest.mark.parametrize("shape,perm", [((1, 3, 17, 19), (0, 2, 3, 1)), ((1, 28, 5, 2, 58), (0, 1, 2, 4, 3)),
+                                        ((33, 65), (1, 0)), ((2, 3, 4, 5), (3, 1, 0, 2)), ((1, 40, 40, 16), (0, 3, 1, 2))])
+def test_transpose_bytes_matches_numpy(dtype, shape, perm):
+    """Transpose over 1-byte values on the tiled kernel (an int8 region's channel shuffles and boundaries)."""
+    x = (RNG.integers(0, 256, shape).astype(np.uint8).view(np.int8) if dtype == np.int8 else
+         RNG.integers(0, 2, shape).astype(np.bool_) if dtype == np.bool_ else RNG.integers(0, 256, shape).astype(np.uint8))
+    et = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8, np.bool_: TensorProto.BOOL}[dtype]
+    model = _model([helper.make_node("Transpose", ["x"], ["y"], perm=list(perm))],
+                   [helper.make_tensor_value_info("x", et, list(shape))], [helper.make_tensor_value_info("y", et, None)], [])
+    for threads in (1, 2):
+        np.testing.assert_array_equal(_run(model, {"x": x}, threads), np.transpose(x, perm))
