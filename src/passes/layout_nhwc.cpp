@@ -285,6 +285,14 @@ std::optional<NhwcQConv> nhwc_qconv(const ir::Graph& g, const ir::Node* n, bool 
     QConvPackedW::pack(wc.raw_data(), w_signed, oc, c, w.dim(2), w.dim(3), pt.data<uint8_t>());
     return NhwcQConv{std::move(pt), 1, false};
   }
+  const int64_t cg = w.dim(1);
+  if (group > 1 && group < c && c % group == 0 && cg == c / group && cg % 4 == 0 && oc % group == 0 &&
+      zero_after_flip(g, n->inputs[5], w.dtype())) {  // grouped (ResNeXt, RegNet): a GEMM per group
+    Tensor pt(DType::u8, {int64_t(QConvPackedW::grouped_bytes(oc, cg, w.dim(2), w.dim(3), group))});
+    QConvPackedW::pack_grouped(wc.raw_data(), w_signed, oc, cg, w.dim(2), w.dim(3), group,
+                               pt.data<uint8_t>());
+    return NhwcQConv{std::move(pt), group, false};
+  }
   const ir::Value* zv = n->inputs[5];
   if (group > 1 && group == c && oc == c && w.dim(1) == 1 && w.dim(2) * w.dim(3) <= 258 &&
       (!zv || (is_constant(g, zv) && zv->initializer->dtype() == w.dtype() &&

@@ -717,3 +717,20 @@ def test_transpose_bytes_matches_numpy(dtype, shape, perm):
                    [helper.make_tensor_value_info("x", et, list(shape))], [helper.make_tensor_value_info("y", et, None)], [])
     for threads in (1, 2):
         np.testing.assert_array_equal(_run(model, {"x": x}, threads), np.transpose(x, perm))
+
+
+@pytest.mark.parametrize("xt,wt", PAIRS)
+@pytest.mark.parametrize("shape", [(1, 32, 9, 9, 48, 3, 1, 1, 1, 4), (1, 64, 8, 8, 64, 1, 1, 0, 1, 4),
+                                   (2, 48, 10, 11, 96, 3, 2, 1, 1, 3), (1, 128, 7, 7, 256, 3, 1, 2, 2, 8)])
+def test_qconv_grouped_nhwc_matches_numpy(xt, wt, shape):
+    """A grouped QLinearConv (ResNeXt's, RegNet's: each group a multiple of 4 channels) in an int8 region: each
+    group's weights packed on their own, one task space over every group's panels, each group's channels read
+    in place at its offset in the pixel; per-channel scales and biases at the group's columns."""
+    for per_oc in (False, True):
+        model, feeds, want = _conv_case(xt, wt, *shape, per_oc=per_oc, qlinear=True, sym_w=True)
+        text = tessera.InferenceSession(model).graph_text()
+        assert 'layout="NHWC"' in text and f"group={shape[9]}" in text, text
+        for threads in (1, 2):
+            np.testing.assert_array_equal(_run(model, feeds, threads), want)
+    ref = tessera.InferenceSession(model, tessera.SessionOptions(threads=1, optimization_level=0))
+    np.testing.assert_array_equal(ref.run(None, feeds)[0], want)

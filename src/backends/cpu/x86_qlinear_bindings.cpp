@@ -186,18 +186,21 @@ void qconv_packed_x86(KernelContext& ctx) {
       (reinterpret_cast<uintptr_t>(pk->raw_data()) % 64) != 0)
     return ref();
   const bool depthwise = nhwc && group == ws[0] && ws[1] == 1 && ws[0] > 1;
+  // grouped (NHWC): each group's channels a multiple of 4, read in place
+  const bool grouped = !depthwise && nhwc && group > 1 && ws[0] % group == 0 && ws[1] % 4 == 0;
   if (depthwise
           ? pk->dtype() != DType::f32 ||
                 pk->numel() != kernels::x86::QDepthwiseW::floats(ws[0], ws[2], ws[3]) || ws[2] * ws[3] > 258
-          : group != 1 || pk->dtype() != DType::u8 ||
-                size_t(pk->numel()) != kernels::x86::QConvPackedW::bytes(ws[0], ws[1], ws[2], ws[3]))
+          : (group != 1 && !grouped) || pk->dtype() != DType::u8 ||
+                size_t(pk->numel()) !=
+                    kernels::x86::QConvPackedW::grouped_bytes(ws[0], ws[1], ws[2], ws[3], group))
     return ref();
   kernels::x86::Conv2dParams p;
   p.n = x0->dim(0), p.c = x0->dim(nhwc ? 3 : 1), p.h = x0->dim(nhwc ? 1 : 2), p.w = x0->dim(nhwc ? 2 : 3);
   p.oc = ws[0], p.kh = ws[2], p.kw = ws[3], p.sh = st[0], p.sw = st[1], p.dh = dl[0], p.dw = dl[1];
-  p.pad_t = pd[0], p.pad_l = pd[1], p.pad_b = pd[2], p.pad_r = pd[3], p.groups = depthwise ? p.oc : 1;
-  if (p.c != (depthwise ? p.oc : ws[1]) || p.sh <= 0 || p.sw <= 0 || p.dh <= 0 || p.dw <= 0 || p.pad_t < 0 ||
-      p.pad_l < 0 || p.pad_b < 0 || p.pad_r < 0 || p.oh() <= 0 || p.ow() <= 0)
+  p.pad_t = pd[0], p.pad_l = pd[1], p.pad_b = pd[2], p.pad_r = pd[3], p.groups = depthwise ? p.oc : group;
+  if (p.c != (depthwise ? p.oc : ws[1] * group) || p.sh <= 0 || p.sw <= 0 || p.dh <= 0 || p.dw <= 0 ||
+      p.pad_t < 0 || p.pad_l < 0 || p.pad_b < 0 || p.pad_r < 0 || p.oh() <= 0 || p.ow() <= 0)
     return ref();
   std::vector<int32_t> zx, zw;
   const auto xs = f32_scalar(ctx, 1), ys = f32_scalar(ctx, 6);

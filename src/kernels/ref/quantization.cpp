@@ -458,6 +458,32 @@ void qlinear_conv_packed(KernelContext& ctx) {
     qlinear_conv_with(ctx, w, nhwc);
     return;
   }
+  const int64_t group = ctx.attr_int("group", 1);
+  if (nhwc && group > 1 && ws.size() == 4 && ws[0] % group == 0) {  // each group packed on its own
+    const Tensor& pk = ctx.required_input(3);
+    const DType wt = dtype_from_type_code(ctx.attr_int("w_type", 0));
+    const int64_t og = ws[0] / group;
+    ctx.check(wt == DType::u8 || wt == DType::i8, "w_type must be uint8 or int8");
+    ctx.check(ws[1] > 0 && ws[2] > 0 && ws[3] > 0 && pk.dtype() == DType::u8 && pk.rank() == 1 &&
+                  size_t(pk.numel()) == x86::QConvPackedW::grouped_bytes(ws[0], ws[1], ws[2], ws[3], group),
+              "packed grouped weights ", pk.text(), " do not match their shape");
+    const Tensor pc = pk.contiguous();
+    const size_t per = x86::QConvPackedW::bytes(og, ws[1], ws[2], ws[3]);
+    Tensor w(wt, Shape(ws.begin(), ws.end()));
+    uint8_t* wp = static_cast<uint8_t*>(w.raw_data());
+    for (int64_t gi = 0; gi < group; ++gi)
+      for (int64_t o = 0; o < og; ++o)
+        for (int64_t c = 0; c < ws[1]; ++c)
+          for (int64_t a = 0; a < ws[2]; ++a)
+            for (int64_t b = 0; b < ws[3]; ++b) {
+              const int32_t v = x86::QConvPackedW::at(pc.data<uint8_t>() + size_t(gi) * per, og, ws[1], ws[2],
+                                                      ws[3], o, c, a, b);
+              wp[(((gi * og + o) * ws[1] + c) * ws[2] + a) * ws[3] + b] =
+                  uint8_t(wt == DType::u8 ? v + 128 : v);
+            }
+    qlinear_conv_with(ctx, w, nhwc);
+    return;
+  }
   qlinear_conv_with(ctx, unpack_weights(ctx, 3, ws, false), nhwc);
 }
 

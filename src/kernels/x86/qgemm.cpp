@@ -478,6 +478,14 @@ void QConvPackedW::pack(const void* w, bool w_signed, int64_t oc, int64_t c, int
   pack_strided(static_cast<const uint8_t*>(w), c * taps, taps, 1, w_signed, oc, c, taps, out);
 }
 
+void QConvPackedW::pack_grouped(const void* w, bool w_signed, int64_t oc, int64_t cg, int64_t kh, int64_t kw,
+                                int64_t groups, uint8_t* out) {
+  const int64_t og = oc / groups;
+  for (int64_t g = 0; g < groups; ++g)
+    pack(static_cast<const uint8_t*>(w) + g * og * cg * kh * kw, w_signed, og, cg, kh, kw,
+         out + size_t(g) * bytes(og, cg, kh, kw));
+}
+
 void QConvPackedW::pack_matmul(const void* b, bool b_signed, int64_t k, int64_t n, uint8_t* out) {
   pack_strided(static_cast<const uint8_t*>(b), 1, n, 0, b_signed, n, k, 1, out);
 }
@@ -544,20 +552,27 @@ namespace {
 // stores) or, nhwc, y [npix][oc].
 template <class Fill>
 void packed_conv_gemm(const Conv2dParams& p, const uint8_t* w, int32_t zx, const QOutput& out, int64_t a_step,
-                      bool nhwc, uint8_t* y, Fill&& fill, ThreadPool* pool, const uint8_t* a_rows = nullptr) {
-  const int64_t npix = p.oh() * p.ow(), cp = QConvPackedW::cp(p.c), taps = p.kh * p.kw;
-  const int64_t kk = QConvPackedW::k(p.c, p.kh, p.kw);
-  const int32_t* colsum = reinterpret_cast<const int32_t*>(
-      w + round_up(int64_t(QConvPackedW::panel_bytes(p.oc, p.c, p.kh, p.kw)), 64));
+                      bool nhwc, uint8_t* y, Fill&& fill, ThreadPool* pool, const uint8_t* a_rows = nullptr,
+                      int64_t a_ld = 0) {
+  // per group (NHWC only: p.groups > 1): its cg input channels at byte cg * g of each pixel, its og outputs
+  // at column og * g, its weights a QConvPackedW of their own
+  const int64_t groups = p.groups, cg = p.c / groups, og = p.oc / groups;
+  const int64_t npix = p.oh() * p.ow(), cp = QConvPackedW::cp(cg), taps = p.kh * p.kw;
+  const int64_t kk = QConvPackedW::k(cg, p.kh, p.kw);
+  const size_t wbytes = QConvPackedW::bytes(og, cg, p.kh, p.kw);
+  const int64_t sums_at = round_up(int64_t(QConvPackedW::panel_bytes(og, cg, p.kh, p.kw)), 64);
   const int threads = pool ? pool->num_threads() : 1;
-  const int64_t np = (p.oc + kQNr - 1) / kQNr, strips = (npix + kQMr - 1) / kQMr;
+  const int64_t np = (og + kQNr - 1) / kQNr, strips = (npix + kQMr - 1) / kQMr;
   // strips in chunks so that there are a few tasks per thread; a panel's weights stay in L2 across a chunk
-  const int64_t chunks = std::min<int64_t>(strips, std::max<int64_t>(1, (4 * threads + np - 1) / np));
+  const int64_t chunks =
+      std::min<int64_t>(strips, std::max<int64_t>(1, (4 * threads + np * groups - 1) / (np * groups)));
   const int64_t per_chunk = (strips + chunks - 1) / chunks;
   const TileFn fn = tile_kernel();
   auto task = [&](int64_t t) {
-    const int64_t q = t % np, ci = t / np;
-    const int64_t n0 = q * kQNr, nr = std::min(kQNr, p.oc - n0), nv = (nr + 15) / 16;
+    const int64_t gi = t / (np * chunks), q = t % np, ci = t / np % chunks;
+    const int64_t n0 = q * kQNr, nr = std::min(kQNr, og - n0), nv = (nr + 15) / 16, o0 = gi * og + n0;
+    const uint8_t* wg = w + size_t(gi) * wbytes;
+    const int32_t* colsum = reinterpret_cast<const int32_t*>(wg + sums_at);
     const uint8_t* ptrs[64 * kQMr];
     std::vector<const uint8_t*> big;
     const uint8_t** pp = ptrs;
@@ -566,31 +581,34 @@ void packed_conv_gemm(const Conv2dParams& p, const uint8_t* w, int32_t zx, const
       pp = big.data();
     }
     QTile tl;
-    tl.kq = cp / 4, tl.a_ptrs = a_rows ? nullptr : pp, tl.taps = taps, tl.a_step = a_step, tl.lda = cp;
-    tl.nr = int(nr), tl.nv = int(nv), tl.b = w + n0 * kk, tl.a_signed = false;
+    tl.kq = cp / 4, tl.a_ptrs = a_rows ? nullptr : pp, tl.taps = taps, tl.a_step = a_step, tl.lda = a_ld;
+    tl.nr = int(nr), tl.nv = int(nv), tl.b = wg + n0 * kk, tl.a_signed = false;
     // x's zero-point term and the bias per output channel, folded into one subtraction
     alignas(64) int32_t col_sub[kQNr];
     for (int64_t c = 0; c < kQNr; ++c)
       col_sub[c] =
           c < nr
-              ? int32_t(uint32_t(zx) * uint32_t(colsum[n0 + c]) - uint32_t(out.bias ? out.bias[n0 + c] : 0))
+              ? int32_t(uint32_t(zx) * uint32_t(colsum[n0 + c]) - uint32_t(out.bias ? out.bias[o0 + c] : 0))
               : 0;
     tl.col_sub = col_sub;
     tl.type = out.type, tl.y_zero = out.y_zero, tl.ldc = nhwc ? p.oc : npix, tl.c_transposed = !nhwc;
-    tl.scale = out.scale + (out.scale_per_row ? n0 : 0), tl.scale_per_col = out.scale_per_row;
+    tl.scale = out.scale + (out.scale_per_row ? o0 : 0), tl.scale_per_col = out.scale_per_row;
     const int64_t s1 = std::min(strips, (ci + 1) * per_chunk);
     for (int64_t s = ci * per_chunk; s < s1; ++s) {
       const int64_t m0 = s * kQMr;
       tl.mr = int(std::min(kQMr, npix - m0));
-      if (a_rows)
-        tl.a = a_rows + m0 * cp;
-      else
+      if (a_rows) {
+        tl.a = a_rows + m0 * a_ld + gi * cg;
+      } else {
         fill(m0, pp);
-      tl.c = nhwc ? y + m0 * p.oc + n0 : y + n0 * npix + m0;
+        if (gi)
+          for (int64_t k = 0; k < taps * kQMr; ++k) pp[k] += gi * cg;
+      }
+      tl.c = nhwc ? y + m0 * p.oc + o0 : y + o0 * npix + m0;
       fn(tl);
     }
   };
-  const int64_t tasks = np * chunks;
+  const int64_t tasks = groups * np * chunks;
   if (pool && threads > 1 && tasks > 1)
     pool->run(tasks, task);
   else
@@ -618,7 +636,7 @@ void qconv2d_int8_packed(const Conv2dParams& p, const void* x, bool x_signed, in
       }
     };
     packed_conv_gemm(p, w, zx, out, hp * wp * 4, false, static_cast<uint8_t*>(out.data) + img * p.oc * npix,
-                     fill, pool);
+                     fill, pool);  // (groups 1)
   }
 }
 
@@ -627,7 +645,8 @@ void qconv2d_int8_packed_nhwc(const Conv2dParams& p, const void* x, bool x_signe
   const int64_t oh = p.oh(), ow = p.ow(), npix = oh * ow, cp = QConvPackedW::cp(p.c);
   if (npix <= 0 || p.oc <= 0) return;
   const int32_t zx = x_signed ? x_zero + 128 : x_zero;
-  // read in place where every pixel's k groups are whole (channels a multiple of 4) and need no flip
+  // read in place where every pixel's k groups are whole (channels a multiple of 4) and need no flip (a
+  // grouped conv's groups take a multiple of 4 each: the caller checks)
   const bool copy = x_signed || p.c % 4 != 0;
   const int64_t cs = copy ? cp : p.c;  // bytes between pixels
   uint8_t* xl =
@@ -660,7 +679,7 @@ void qconv2d_int8_packed_nhwc(const Conv2dParams& p, const void* x, bool x_signe
       }
     };
     packed_conv_gemm(p, w, zx, out, 4, true, static_cast<uint8_t*>(out.data) + img * npix * p.oc, fill, pool,
-                     p.is_pointwise() ? xi : nullptr);
+                     p.is_pointwise() ? xi : nullptr, cs);
   }
 }
 

@@ -63,6 +63,13 @@ struct QConvPackedW {
   static size_t bytes(int64_t oc, int64_t c, int64_t kh, int64_t kw);
   // w [oc, c, kh, kw] of u8 or s8
   static void pack(const void* w, bool w_signed, int64_t oc, int64_t c, int64_t kh, int64_t kw, uint8_t* out);
+  // a grouped conv's w [oc, cg, kh, kw]: each group's oc / groups outputs packed on their own, one group
+  // after another (qconv2d_int8_packed_nhwc with p.groups > 1)
+  static size_t grouped_bytes(int64_t oc, int64_t cg, int64_t kh, int64_t kw, int64_t groups) {
+    return size_t(groups) * bytes(oc / groups, cg, kh, kw);
+  }
+  static void pack_grouped(const void* w, bool w_signed, int64_t oc, int64_t cg, int64_t kh, int64_t kw,
+                           int64_t groups, uint8_t* out);
   // a matmul's B [k, n] as n output channels of k (kh = kw = 1), read in place
   static void pack_matmul(const void* b, bool b_signed, int64_t k, int64_t n, uint8_t* out);
   // weight (o, ci, i, j) as packed (s8: u8 weights minus 128)
@@ -80,10 +87,11 @@ void qconv2d_int8_packed(const Conv2dParams& p, const void* x, bool x_signed, in
                          const uint8_t* w, const QOutput& out, ThreadPool* pool);
 
 // The same conv over NHWC: x [n, h, w, c] into y [n, oh, ow, oc] (`out.ldc` ignored), for layout_nhwc's int8
-// regions. Every tap of a pixel is read in place (its channels are contiguous); a tap in the padding reads a
-// row of zero points. Only where the channels are not a multiple of 4, or x is s8 (flipped to u8), is the
-// image copied first, into [h][w][cp]. The results are stored as they come out of the tile, pixel rows of
-// output channels: no transposition.
+// regions; also grouped (p.groups > 1, each group's channels a multiple of 4, w packed by pack_grouped: one
+// task space over the groups' panels). Every tap of a pixel is read in place (its channels are contiguous); a
+// tap in the padding reads a row of zero points. Only where the channels are not a multiple of 4, or x is s8
+// (flipped to u8), is the image copied first, into [h][w][cp]. The results are stored as they come out of the
+// tile, pixel rows of output channels: no transposition.
 void qconv2d_int8_packed_nhwc(const Conv2dParams& p, const void* x, bool x_signed, int32_t x_zero,
                               const uint8_t* w, const QOutput& out, ThreadPool* pool);
 
