@@ -734,3 +734,55 @@ def test_qconv_grouped_nhwc_matches_numpy(xt, wt, shape):
             np.testing.assert_array_equal(_run(model, feeds, threads), want)
     ref = tessera.InferenceSession(model, tessera.SessionOptions(threads=1, optimization_level=0))
     np.testing.assert_array_equal(ref.run(None, feeds)[0], want)
+
+
+def _mbconv_cnn():
+    """EfficientNet's block as PyTorch exports it: conv-SiLU, depthwise-SiLU, squeeze-and-excitation (global
+    pool, 1x1 conv, SiLU, 1x1 conv, sigmoid, scaling), projection, residual; float weights."""
+    c, e, r = 16, 48, 8
+    def w(nm, *s):
+        t = numpy_helper.from_array((RNG.standard_normal(s) * (2.0 / np.prod(s[1:])) ** 0.5).astype(np.float32))
+        t.name = nm
+        return t
+    def b(nm, n):
+        return numpy_helper.from_array((RNG.standard_normal(n) * 0.1).astype(np.float32), nm)
+    inits = [w("w0", c, 3, 3, 3), b("b0", c), w("we", e, c, 1, 1), b("be", e), w("wd", e, 1, 3, 3), b("bd", e),
+             w("ws1", r, e, 1, 1), b("bs1", r), w("ws2", e, r, 1, 1), b("bs2", e), w("wp", c, e, 1, 1), b("bp", c)]
+    def silu(x, y):
+        return [helper.make_node("Sigmoid", [x], [y + "_s"]), helper.make_node("Mul", [x, y + "_s"], [y])]
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1] * 4, strides=[2, 2]), *silu("c0", "a0"),
+             helper.make_node("Conv", ["a0", "we", "be"], ["ce"]), *silu("ce", "ae"),
+             helper.make_node("Conv", ["ae", "wd", "bd"], ["cd"], pads=[1] * 4, group=e), *silu("cd", "ad"),
+             helper.make_node("GlobalAveragePool", ["ad"], ["g"]),
+             helper.make_node("Conv", ["g", "ws1", "bs1"], ["s1"]), *silu("s1", "as1"),
+             helper.make_node("Conv", ["as1", "ws2", "bs2"], ["s2"]), helper.make_node("Sigmoid", ["s2"], ["sg"]),
+             helper.make_node("Mul", ["ad", "sg"], ["se"]),
+             helper.make_node("Conv", ["se", "wp", "bp"], ["cp"]), helper.make_node("Add", ["cp", "a0"], ["y"])]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 48, 48])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+
+
+def test_quantized_mbconv_block_runs_in_one_int8_region(tmp_path):
+    """An EfficientNet block quantized by onnxruntime's tool (static QDQ): its SiLUs and sigmoid become
+    lookup tables, its convs (dense, pointwise, depthwise) NHWC int8 ones in one region; the output is
+    onnxruntime's within what quantization alone moves onnxruntime."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    src, dst = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    src.write_bytes(_mbconv_cnn())
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.d = [{"x": RNG.standard_normal((1, 3, 48, 48)).astype(np.float32)} for _ in range(3)]
+
+        def get_next(self):
+            return self.d.pop() if self.d else None
+    quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, per_channel=True)
+    text = tessera.InferenceSession(str(dst)).graph_text()
+    assert "tessera.QLookup(" in text and "Sigmoid(" not in text and " Conv(" not in text, text
+    assert text.count('layout="NHWC"') >= 5, text
+    feeds = {"x": RNG.standard_normal((1, 3, 48, 48)).astype(np.float32)}
+    want, spread = _ort_spread(str(dst), feeds)
+    for threads in (1, 2):
+        got = tessera.InferenceSession(str(dst), tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
+        assert np.max(np.abs(got - want)) <= max(2 * spread, 1e-4 * np.max(np.abs(want))), (got, want, spread)
