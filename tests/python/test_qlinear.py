@@ -786,3 +786,105 @@ def test_quantized_mbconv_block_runs_in_one_int8_region(tmp_path):
     for threads in (1, 2):
         got = tessera.InferenceSession(str(dst), tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
         assert np.max(np.abs(got - want)) <= max(2 * spread, 1e-4 * np.max(np.abs(want))), (got, want, spread)
+
+
+def _ms_model(node, inputs, out_type, inits):
+    g = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", out_type, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def _contrib_case(op, dtype):
+    """One com.microsoft quantized op with random bytes and per-tensor parameters: (model, feeds, output
+    type)."""
+    dt = NP[dtype]
+    s = lambda v, nm: numpy_helper.from_array(np.array(v, np.float32), nm)  # noqa: E731
+    z = lambda v, nm: numpy_helper.from_array(np.array(v, dt), nm)  # noqa: E731
+    zs = (131, 120, 125) if dtype == TensorProto.UINT8 else (3, -4, 1)
+    x = _q(dtype, (2, 6, 7, 5))
+    vi = lambda nm, sh: helper.make_tensor_value_info(nm, dtype, sh)  # noqa: E731
+    params = [s(0.05, "as"), z(zs[0], "az"), s(0.03, "bs"), z(zs[1], "bz"), s(0.07, "cs"), z(zs[2], "cz")]
+    if op in ("QLinearAdd", "QLinearMul"):
+        b = _q(dtype, (6, 1, 5))  # broadcast
+        node = helper.make_node(op, ["a", "as", "az", "b", "bs", "bz", "cs", "cz"], ["y"], domain="com.microsoft")
+        return _ms_model(node, [vi("a", [2, 6, 7, 5]), vi("b", [6, 1, 5])], dtype, params), {"a": x, "b": b}, dtype
+    if op in ("QLinearSigmoid", "QLinearLeakyRelu"):
+        node = helper.make_node(op, ["a", "as", "az", "cs", "cz"], ["y"], domain="com.microsoft",
+                                **({"alpha": 0.2} if op == "QLinearLeakyRelu" else {}))
+        return _ms_model(node, [vi("a", [2, 6, 7, 5])], dtype, params), {"a": x}, dtype
+    if op.startswith("QLinearGlobalAveragePool"):
+        node = helper.make_node("QLinearGlobalAveragePool", ["a", "as", "az", "cs", "cz"], ["y"], domain="com.microsoft",
+                                channels_last=int(op.endswith("nhwc")))
+        return _ms_model(node, [vi("a", [2, 6, 7, 5])], dtype, params), {"a": x}, dtype
+    if op == "QLinearConcat":
+        b = _q(dtype, (2, 3, 7, 5))
+        node = helper.make_node(op, ["cs", "cz", "a", "as", "az", "b", "bs", "bz"], ["y"], domain="com.microsoft", axis=1)
+        return _ms_model(node, [vi("a", [2, 6, 7, 5]), vi("b", [2, 3, 7, 5])], dtype, params), {"a": x, "b": b}, dtype
+    if op.startswith("QGemm"):
+        a = _q(dtype, (5, 12))
+        w = _q(TensorProto.INT8, (8, 12))
+        ws = RNG.uniform(0.01, 0.03, 8).astype(np.float32)
+        bias = RNG.integers(-300, 300, 8).astype(np.int32)
+        inits = params + [numpy_helper.from_array(w, "w"), numpy_helper.from_array(ws, "ws"),
+                          numpy_helper.from_array(np.zeros(8, np.int8), "wz"), numpy_helper.from_array(bias, "bias")]
+        quant_out = op.endswith("q")
+        ins = ["a", "as", "az", "w", "ws", "wz", "bias"] + (["cs", "cz"] if quant_out else [])
+        node = helper.make_node("QGemm", ins, ["y"], domain="com.microsoft", transB=1, alpha=1.0)
+        return (_ms_model(node, [vi("a", [5, 12])], dtype if quant_out else TensorProto.FLOAT, inits), {"a": a},
+                dtype if quant_out else TensorProto.FLOAT)
+    raise AssertionError(op)
+
+
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu",
+                                "QLinearGlobalAveragePool", "QLinearGlobalAveragePool_nhwc", "QLinearConcat",
+                                "QGemm", "QGemm_q"])
+@pytest.mark.parametrize("dtype", [TensorProto.UINT8, TensorProto.INT8])
+def test_contrib_quantized_ops_match_onnxruntime(op, dtype):
+    """onnxruntime's quantized contrib ops (the QOperator format's) expanded at import into the QDQ nodes that
+    define them: at every optimization level, onnxruntime's bytes within one step (its kernels round some
+    sums in other orders), most of them equal."""
+    if op == "QLinearGlobalAveragePool_nhwc" and dtype == TensorProto.INT8:
+        pytest.skip("onnxruntime has no int8 channels-last QLinearGlobalAveragePool")
+    model, feeds, yt = _contrib_case(op, dtype)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    for level in (0, 99):
+        got = tessera.InferenceSession(model, tessera.SessionOptions(threads=2, optimization_level=level)).run(
+            None, feeds)[0]
+        assert got.shape == want.shape and got.dtype == want.dtype
+        if yt == TensorProto.FLOAT:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+            continue
+        d = np.abs(got.astype(np.int32) - want.astype(np.int32))
+        assert d.max() <= 1 and np.mean(d) < 0.05, (op, d.max(), np.mean(d))
+
+
+@pytest.mark.parametrize("model_fn", ["_small_cnn", "_mbconv_cnn"])
+def test_qoperator_models_from_onnxruntimes_tool_run(tmp_path, model_fn):
+    """Models quantized by onnxruntime's tool in the QOperator format (QLinearConv, com.microsoft QLinearAdd,
+    QLinearSigmoid, QLinearMul, QLinearGlobalAveragePool, QGemm): they load, run in one NHWC int8 region with
+    lookup tables, and give onnxruntime's output (equal here; a step of its QLinearAdd allowed for)."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    src, dst = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    src.write_bytes(globals()[model_fn]())
+    shape = (1, 3, 40, 40) if model_fn == "_small_cnn" else (1, 3, 48, 48)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.d = [{"x": RNG.standard_normal(shape).astype(np.float32)} for _ in range(3)]
+
+        def get_next(self):
+            return self.d.pop() if self.d else None
+    quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QOperator,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True)
+    import onnx
+    assert any(n.domain == "com.microsoft" for n in onnx.load(str(dst)).graph.node)
+    text = tessera.InferenceSession(str(dst)).graph_text()
+    assert "QLinearConvPacked(" in text and 'layout="NHWC"' in text, text
+    if model_fn == "_mbconv_cnn":
+        assert "tessera.QLookup(" in text and "Sigmoid(" not in text, text
+    feeds = {"x": RNG.standard_normal(shape).astype(np.float32)}
+    want = ort.InferenceSession(str(dst), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    for threads in (1, 2):
+        got = tessera.InferenceSession(str(dst), tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
+        assert np.max(np.abs(got - want)) <= 0.02 * np.max(np.abs(want)), (got, want)  # (here: equal)

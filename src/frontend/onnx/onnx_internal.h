@@ -32,4 +32,8 @@ bool is_skeleton(const tessera_onnx::TensorProto& tp);
 // Node::opset must already be set.
 void canonicalize(ir::Graph& g);
 
+// Expands onnxruntime's quantized contrib ops (com.microsoft QLinearAdd, QLinearSigmoid, QGemm ...) into
+// the ONNX QDQ nodes that define them (onnx_contrib_quant.cpp).
+void expand_contrib_quant(ir::Graph& g);
+
 }  // namespace tessera::frontend::onnx::detail

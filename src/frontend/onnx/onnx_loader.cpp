@@ -451,6 +451,7 @@ ir::Model import_model(const pb::ModelProto& mp, const LoadOptions& opts, const 
   Importer imp(mp, opts, external_dir);
   m.opsets = imp.model_opsets();
   imp.import_graph(mp.graph(), *m.graph, imp.model_opsets(), 0);
+  detail::expand_contrib_quant(*m.graph);
   if (opts.canonicalize) detail::canonicalize(*m.graph);
   return m;
 }
