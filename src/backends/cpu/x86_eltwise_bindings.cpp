@@ -115,6 +115,27 @@ void binary_x86(KernelContext& ctx) {
   x86::binary_f32(Op, a.data<float>(), ka, b.data<float>(), kb, y.data<float>(), outer, inner, ctx.pool());
 }
 
+// Where(c, x, y) over 4-byte values on the blend kernel; other types and views the reference takes.
+void where_x86(KernelContext& ctx) {
+  const Tensor* c0 = ctx.input(0);
+  const Tensor* x0 = ctx.input(1);
+  const Tensor* y0 = ctx.input(2);
+  if (!c0 || !x0 || !y0 || c0->dtype() != DType::boolean || x0->dtype() != y0->dtype() ||
+      dtype_size(x0->dtype()) != 4 || x0->dtype() == DType::string)
+    return run_ref(ctx);
+  Shape out;
+  std::vector<x86::Bcast> kinds;
+  int64_t outer = 1, inner = 1;
+  if (!broadcast_view({&c0->shape(), &x0->shape(), &y0->shape()}, out, kinds, outer, inner))
+    return run_ref(ctx);
+  const Tensor c = c0->contiguous(), x = x0->contiguous(), y = y0->contiguous();
+  Tensor& z = ctx.output_for_overwrite(0, x.dtype(), out);
+  if (z.numel() == 0) return;
+  x86::where_32(c.data<bool>(), kinds[0], static_cast<const uint32_t*>(x.raw_data()), kinds[1],
+                static_cast<const uint32_t*>(y.raw_data()), kinds[2], static_cast<uint32_t*>(z.raw_data()),
+                outer, inner, ctx.pool());
+}
+
 int64_t prod(const Shape& s, size_t b, size_t e) {
   int64_t p = 1;
   for (size_t i = b; i < e; ++i) p *= s[i];
@@ -330,18 +351,22 @@ const Entry kEntries[] = {
     {"InstanceNormalization", [](KernelContext& c) { groupnorm_x86(c, true); }, 3, 3},
     {"GroupNormalization", [](KernelContext& c) { groupnorm_x86(c, false); }, 3, 3},
     {"Transpose", transpose_x86, 1, 1},
+    {"Where", where_x86, 3, 3},
     {"Gelu", gelu_x86, 1, 1},
 };
 
 // Claims a node whose arity fits and whose inputs are not known to be other
-// than f32 (the kernels still check at run time and fall back); a Transpose also of bytes.
+// than f32 (the kernels still check at run time and fall back); a Transpose also of bytes, a Where of a
+// bool condition and any 4-byte values.
 bool claims(const Entry& e, const ir::Node& n) {
   if (n.inputs.size() < e.min_inputs || n.inputs.size() > e.max_inputs) return false;
-  const bool any_bytes = std::string_view(e.op) == "Transpose";
-  for (const ir::Value* v : n.inputs) {
-    if (!v) continue;
-    if (v->type.kind == ir::TypeInfo::Kind::tensor && v->type.elem != DType::undefined &&
-        v->type.elem != DType::f32 && !(any_bytes && dtype_size(v->type.elem) == 1))
+  const bool any_bytes = std::string_view(e.op) == "Transpose", where = std::string_view(e.op) == "Where";
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const ir::Value* v = n.inputs[i];
+    if (!v || v->type.kind != ir::TypeInfo::Kind::tensor || v->type.elem == DType::undefined) continue;
+    const DType t = v->type.elem;
+    if (where ? (i == 0 ? t != DType::boolean : dtype_size(t) != 4 || t == DType::string)
+              : t != DType::f32 && !(any_bytes && dtype_size(t) == 1))
       return false;
   }
   return n.inputs[0] != nullptr;

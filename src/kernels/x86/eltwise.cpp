@@ -297,6 +297,45 @@ void binary_f32(BinaryOp op, const float* a, Bcast ka, const float* b, Bcast kb,
   });
 }
 
+namespace {
+
+template <bool SC, bool SX, bool SY>
+void where_row(const bool* c, const uint32_t* x, const uint32_t* y, uint32_t* z, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) z[i] = c[SC ? i : 0] ? x[SX ? i : 0] : y[SY ? i : 0];
+}
+
+void where_row_portable(const bool* c, bool sc, const uint32_t* x, bool sx, const uint32_t* y, bool sy,
+                        uint32_t* z, int64_t n) {
+  using F = void (*)(const bool*, const uint32_t*, const uint32_t*, uint32_t*, int64_t);
+  static constexpr F kRows[8] = {where_row<false, false, false>, where_row<false, false, true>,
+                                 where_row<false, true, false>,  where_row<false, true, true>,
+                                 where_row<true, false, false>,  where_row<true, false, true>,
+                                 where_row<true, true, false>,   where_row<true, true, true>};
+  kRows[(sc ? 4 : 0) + (sx ? 2 : 0) + (sy ? 1 : 0)](c, x, y, z, n);
+}
+
+}  // namespace
+
+void where_32(const bool* c, Bcast kc, const uint32_t* x, Bcast kx, const uint32_t* y, Bcast ky, uint32_t* z,
+              int64_t outer, int64_t inner, ThreadPool* pool) {
+  const auto row = eltwise_isa() == EltIsa::avx512f ? where_row_32__avx512f : where_row_portable;
+  // an operand's row o starts at (full) o * inner, (col) o, (row, scalar) 0; steps along it for full / row
+  const auto start = [inner](Bcast k, int64_t o) {
+    return k == Bcast::full ? o * inner : k == Bcast::col ? o : int64_t(0);
+  };
+  const auto steps = [](Bcast k) { return k == Bcast::full || k == Bcast::row; };
+  if (kc == Bcast::full && kx == Bcast::full && ky == Bcast::full) {  // one flat range, split anywhere
+    parallel_for(pool, outer * inner, kGrain,
+                 [&](int64_t b, int64_t e) { row(c + b, true, x + b, true, y + b, true, z + b, e - b); });
+    return;
+  }
+  parallel_for(pool, outer, row_grain(inner), [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o)
+      row(c + start(kc, o), steps(kc), x + start(kx, o), steps(kx), y + start(ky, o), steps(ky),
+          z + o * inner, inner);
+  });
+}
+
 void softmax_f32(const float* x, float* y, int64_t rows, int64_t len, ThreadPool* pool) {
   const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
   parallel_for(pool, rows, row_grain(len),

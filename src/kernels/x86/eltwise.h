@@ -90,6 +90,15 @@ enum class Bcast : uint8_t { full, row, col, scalar };  // a[o*inner+i], a[i], a
 void unary_f32(UnaryOp op, const float* x, float* y, int64_t n, ThreadPool* pool);
 void binary_f32(BinaryOp op, const float* a, Bcast ka, const float* b, Bcast kb, float* y, int64_t outer,
                 int64_t inner, ThreadPool* pool);
+
+// Where(c, x, y) over 4-byte values viewed as [outer, inner] (each operand full, a row, a column or a scalar
+// of it, as binary_f32's): z = c ? x : y, bit for bit. AVX-512 (a byte mask per 16 conditions and a blend)
+// where the CPU has it, else a loop the compiler vectorizes.
+void where_32(const bool* c, Bcast kc, const uint32_t* x, Bcast kx, const uint32_t* y, Bcast ky, uint32_t* z,
+              int64_t outer, int64_t inner, ThreadPool* pool);
+// its AVX-512 row: z[i] = c[i * sc] ? x[i * sx] : y[i * sy] for i < n (strides 0 or 1)
+void where_row_32__avx512f(const bool* c, bool sc, const uint32_t* x, bool sx, const uint32_t* y, bool sy,
+                           uint32_t* z, int64_t n);
 void softmax_f32(const float* x, float* y, int64_t rows, int64_t len, ThreadPool* pool);
 void log_softmax_f32(const float* x, float* y, int64_t rows, int64_t len, ThreadPool* pool);
 void layernorm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t len,
