@@ -1059,6 +1059,8 @@ void register_x86_bindings() {
   register_x86_concat_bindings();
   void register_x86_tile_bindings();
   register_x86_tile_bindings();
+  void register_x86_gather_bindings();
+  register_x86_gather_bindings();
   void register_x86_pad_bindings();
   register_x86_pad_bindings();
   void register_x86_qlinear_bindings();
