@@ -118,6 +118,63 @@ TEST(X86QGemm, ConvKernelsMatchInt64) {
     }
 }
 
+// The NHWC packed conv (layout_nhwc's int8 regions) against the int64 formula, on a buffer of exactly the
+// image (ASan: every tap is read in place, a padded one from a row of zero points; channels not a multiple of
+// 4 and s8 images through a copy), dense, pointwise (a plain GEMM) and grouped.
+TEST(X86QGemm, NhwcPackedConvMatchesInt64) {
+  ThreadPool pool(2);
+  struct Case {
+    int64_t n, c, h, w, oc, kh, kw, s, pad, d, groups;
+  };
+  for (const Case& cs : {Case{1, 8, 9, 11, 7, 3, 3, 1, 1, 1, 1}, Case{2, 16, 12, 12, 70, 3, 3, 2, 1, 1, 1},
+                         Case{1, 12, 7, 7, 64, 1, 1, 1, 0, 1, 1}, Case{1, 6, 15, 13, 9, 5, 3, 3, 2, 2, 1},
+                         Case{1, 32, 6, 6, 130, 1, 1, 1, 0, 1, 1}, Case{1, 3, 10, 9, 16, 3, 3, 2, 1, 1, 1},
+                         Case{2, 32, 9, 8, 48, 3, 3, 1, 1, 1, 4}, Case{1, 64, 5, 7, 64, 1, 1, 1, 0, 1, 8}})
+    for (bool xs : {false, true}) {
+      Conv2dParams p;
+      p.n = cs.n, p.c = cs.c, p.h = cs.h, p.w = cs.w, p.oc = cs.oc, p.kh = cs.kh, p.kw = cs.kw;
+      p.sh = p.sw = cs.s, p.pad_t = p.pad_l = p.pad_b = p.pad_r = cs.pad, p.dh = p.dw = cs.d, p.groups = cs.groups;
+      const int64_t cg = p.c / p.groups, og = p.oc / p.groups, oh = p.oh(), ow = p.ow();
+      const auto x = rand_bytes(size_t(p.n * p.h * p.w * p.c), uint32_t(cs.c + cs.n));  // NHWC, exactly
+      const auto w = rand_bytes(size_t(p.oc * cg * p.kh * p.kw), 11);
+      const int32_t zx = xs ? -5 : 121;
+      std::mt19937 g(7);
+      const int64_t padded = (p.oc + 63) / 64 * 64;
+      std::vector<float> f(size_t(padded), 0.f);
+      std::vector<int32_t> bias(size_t(padded), 0);
+      for (int64_t o = 0; o < p.oc; ++o)
+        f[size_t(o)] = 1e-3f * float(1 + g() % 50), bias[size_t(o)] = int32_t(g() % 4001) - 2000;
+      std::vector<uint8_t> want(size_t(p.n * oh * ow * p.oc));
+      for (int64_t b = 0; b < p.n; ++b)
+        for (int64_t o = 0; o < p.oc; ++o)
+          for (int64_t oy = 0; oy < oh; ++oy)
+            for (int64_t ox = 0; ox < ow; ++ox) {
+              int64_t acc = bias[size_t(o)];
+              for (int64_t c = 0; c < cg; ++c)
+                for (int64_t i = 0; i < p.kh; ++i)
+                  for (int64_t j = 0; j < p.kw; ++j) {
+                    const int64_t iy = oy * p.sh - p.pad_t + i * p.dh, ix = ox * p.sw - p.pad_l + j * p.dw;
+                    if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
+                    const int64_t ci = o / og * cg + c;
+                    acc += int64_t(val(x, size_t(((b * p.h + iy) * p.w + ix) * p.c + ci), xs) - zx) *
+                           val(w, size_t(((o * cg + c) * p.kh + i) * p.kw + j), true);
+                  }
+              const float v = std::clamp(float(int32_t(acc)) * f[size_t(o)], float(0 - 100), float(255 - 100));
+              want[size_t(((b * oh + oy) * ow + ox) * p.oc + o)] = uint8_t(int32_t(std::nearbyint(v)) + 100);
+            }
+      QOutput o;
+      o.type = QOut::u8, o.scale = f.data(), o.scale_per_row = true, o.bias = bias.data(), o.y_zero = 100;
+      std::vector<uint8_t> got(want.size());
+      o.data = got.data();
+      AlignedScratch pk;
+      uint8_t* packed = reinterpret_cast<uint8_t*>(
+          pk.get(QConvPackedW::grouped_bytes(p.oc, cg, p.kh, p.kw, p.groups) / 4 + 1));
+      QConvPackedW::pack_grouped(w.data(), true, p.oc, cg, p.kh, p.kw, p.groups, packed);
+      qconv2d_int8_packed_nhwc(p, x.data(), xs, zx, packed, o, &pool);
+      EXPECT_EQ(got, want) << "nhwc c=" << cs.c << " oc=" << cs.oc << " groups=" << cs.groups << " s8 " << xs;
+    }
+}
+
 TEST(X86QGemm, PortableTileMatchesVnni) {
   // The same tile through both kernels (where the CPU has VNNI; otherwise both runs are portable).
   const int64_t kq = 17;
