@@ -592,7 +592,12 @@ void packed_conv_gemm(const Conv2dParams& p, const uint8_t* w, int32_t zx, const
               : 0;
     tl.col_sub = col_sub;
     tl.type = out.type, tl.y_zero = out.y_zero, tl.ldc = nhwc ? p.oc : npix, tl.c_transposed = !nhwc;
-    tl.scale = out.scale + (out.scale_per_row ? o0 : 0), tl.scale_per_col = out.scale_per_row;
+    // the panel's scales (per output channel) copied: the tile reads whole vectors, and a group's panel need
+    // not start at a multiple of 64 of the caller's array
+    alignas(64) float scale[kQNr];
+    if (out.scale_per_row)
+      for (int64_t c = 0; c < kQNr; ++c) scale[c] = c < nr ? out.scale[o0 + c] : 0.0f;
+    tl.scale = out.scale_per_row ? scale : out.scale, tl.scale_per_col = out.scale_per_row;
     const int64_t s1 = std::min(strips, (ci + 1) * per_chunk);
     for (int64_t s = ci * per_chunk; s < s1; ++s) {
       const int64_t m0 = s * kQMr;
