@@ -28,7 +28,7 @@ from model_inputs import make_feeds  # noqa: E402
 OUT = os.path.join(ROOT, "build", "models", "quant")
 
 
-def static_qdq(src: str, dst: str) -> None:
+def static_qdq(src: str, dst: str, fmt: str = "QDQ") -> None:
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -43,9 +43,15 @@ def static_qdq(src: str, dst: str) -> None:
         def get_next(self):
             return self.feeds.pop() if self.feeds else None
 
-    quantize_static(pre, dst, Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+    quantize_static(pre, dst, Reader(), quant_format=getattr(QuantFormat, fmt), activation_type=QuantType.QUInt8,
                     weight_type=QuantType.QInt8, per_channel=True)
     os.remove(pre)
+
+
+def static_qoperator(src: str, dst: str) -> None:
+    """The QOperator format: QLinearConv and onnxruntime's com.microsoft QLinearAdd, QLinearSigmoid,
+    QLinearMul, QLinearConcat, QLinearGlobalAveragePool, QGemm (the ONNX model zoo's int8 models)."""
+    static_qdq(src, dst, fmt="QOperator")
 
 
 def dynamic_int8(src: str, dst: str) -> None:
@@ -69,6 +75,10 @@ MODELS = {
     "resnext50_qdq": ("arch/resnext50", static_qdq),
     "squeezenet1_1_qdq": ("arch/squeezenet1_1", static_qdq),
     "googlenet_qdq": ("arch/googlenet", static_qdq),
+    # the QOperator format (contrib ops expanded at import)
+    "resnet18_qop": ("resnet18", static_qoperator),
+    "efficientnet_b0_qop": ("arch/efficientnet_b0", static_qoperator),
+    "googlenet_qop": ("arch/googlenet", static_qoperator),
 }
 
 # the shared models' (the default)

@@ -74,7 +74,8 @@ def with_probe_outputs(model):
     for out in list(g.output):
         node = producers.get(out.name)
         for x in (node.input if node is not None else []):
-            if x and x not in known and types.get(x, onnx.TensorProto.FLOAT):
+            # (where inference ran, a value it could not type — a contrib op's output — is left out too)
+            if x and x not in known and (x in types or not inferred) and types.get(x, onnx.TensorProto.FLOAT):
                 g.output.append(onnx.helper.make_tensor_value_info(x, types.get(x, onnx.TensorProto.FLOAT), None))
                 known.add(x)
     return m
