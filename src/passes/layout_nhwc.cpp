@@ -312,6 +312,21 @@ std::optional<NhwcQConv> nhwc_qconv(const ir::Graph& g, const ir::Node* n, bool 
   return std::nullopt;
 }
 
+// Whether a reader of n's result is an op an int8 region takes in (another int8 conv, a quantized Add or
+// lookup, a MaxPool, Concat or Split).
+bool joined_by_int8_region(const ir::Graph& g, const ir::Node* n) {
+  if (n->outputs.empty() || !n->outputs[0]) return false;
+  for (const auto& [u, slot] : n->outputs[0]->uses) {
+    if (u->owner != &g) continue;
+    if (is_onnx_op(u, "QLinearConv") || is_onnx_op(u, "MaxPool") || is_onnx_op(u, "Concat") ||
+        is_onnx_op(u, "Split") ||
+        (u->domain == "tessera" &&
+         (u->op_type == "QLinearConvPacked" || u->op_type == "QLinearAdd" || u->op_type == "QLookup")))
+      return true;
+  }
+  return false;
+}
+
 // tessera.QLinearAdd (fuse_qdq) of two 4-D values of one shape.
 bool qlinear_add_4d(const ir::Node* n) {
   return n->domain == "tessera" && n->op_type == "QLinearAdd" && n->inputs.size() >= 7 &&
@@ -515,7 +530,11 @@ void layout_nhwc(ir::Graph& g) {
     // An int8 conv (a QDQ model's, through fuse_qdq and pack_qconv, or a QOperator model's): the NHWC
     // QLinearConvPacked, its weights packed for the NHWC kernels. Quantized values then stay channels-last
     // between int8 convs, as onnxruntime keeps them.
-    if (auto qc = nhwc_qconv(g, n, !n->inputs.empty() && twin.count(n->inputs[0]))) {
+    // A conv from outside the region starts one only where a reader of its result can join it: a lone int8
+    // conv runs about as fast in NCHW, so its two Transposes would cost more than NHWC saves (the op scan's
+    // single QLinearConv: 1.03 -> 1.31x onnxruntime's time; a partly quantized model's isolated convs).
+    const bool in_region = !n->inputs.empty() && twin.count(n->inputs[0]);
+    if (auto qc = in_region || joined_by_int8_region(g, n) ? nhwc_qconv(g, n, in_region) : std::nullopt) {
       const Tensor& w = *n->inputs[3]->initializer;
       const bool from_packed = n->domain == "tessera";
       const std::vector<int64_t> ws = from_packed

@@ -83,6 +83,18 @@ def test_qmatmul_matches_numpy(at, bt, m, k, n, qlinear):
         np.testing.assert_array_equal(_run(model, feeds, threads), want)
 
 
+def _with_pool_after(model):
+    """The model with a 1 x 1 MaxPool (the identity on bytes) after its output: a reader that joins an int8
+    region, so that layout_nhwc runs a single conv in NHWC (a lone one stays NCHW)."""
+    import onnx
+    m = onnx.load_from_string(model)
+    out = m.graph.output[0].name
+    for node in m.graph.node:
+        node.output[:] = [o + "_conv" if o == out else o for o in node.output]
+    m.graph.node.append(helper.make_node("MaxPool", [out + "_conv"], [out], kernel_shape=[1, 1]))
+    return m.SerializeToString()
+
+
 def _conv_case(xt, wt, n, c, h, w, oc, ks, stride, pad, dil, group, per_oc, qlinear, one_d=False, sym_w=False):
     kh, ph = (1, 0) if one_d else (ks, pad)
     x = _q(xt, (n, c, h, w))
@@ -160,7 +172,8 @@ def test_qconv_matches_numpy(xt, wt, shape, qlinear):
 @pytest.mark.parametrize("per_oc", [False, True])
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_qconv_packed_matches_numpy(xt, wt, shape, per_oc, layout, monkeypatch):
-    """tessera.QLinearConvPacked (weights whose zero point is 0 once flipped to s8) in both layouts: NCHW,
+    """tessera.QLinearConvPacked (weights whose zero point is 0 once flipped to s8, a pool after it) in both
+    layouts: NCHW,
     pack_qconv's (with layout_nhwc off), the transposed GEMM over the padded image with its stores transposed;
     NHWC, layout_nhwc's, every tap read in place (a padded one from a row of zero points; the image copied
     where its channels are not a multiple of 4 or it is s8). Output channels past a 64-wide panel."""
@@ -169,6 +182,7 @@ def test_qconv_packed_matches_numpy(xt, wt, shape, per_oc, layout, monkeypatch):
             pytest.skip("pack_qconv leaves convs over at most 4 channels on the im2col kernel")
         monkeypatch.setenv("TESSERA_DISABLE_PASSES", "layout_nhwc")
     model, feeds, want = _conv_case(xt, wt, *shape, per_oc=per_oc, qlinear=True, sym_w=True)
+    model = _with_pool_after(model)
     text = tessera.InferenceSession(model).graph_text()
     assert "tessera.QLinearConvPacked(" in text and (layout == "NHWC") == ('layout="NHWC"' in text), text
     for threads in (1, 2):
@@ -196,6 +210,7 @@ def test_qconv_depthwise_matches_numpy(xt, wt, shape, layout, monkeypatch):
     for per_oc in (False, True):
         model, feeds, want = _conv_case(xt, wt, n, c, h, w, c, ks, stride, pad, dil, c, per_oc=per_oc,
                                         qlinear=True)
+        model = _with_pool_after(model)
         text = tessera.InferenceSession(model).graph_text()
         assert (layout == "NHWC") == ('layout="NHWC"' in text), text
         for threads in (1, 2):
@@ -728,6 +743,7 @@ def test_qconv_grouped_nhwc_matches_numpy(xt, wt, shape):
     in place at its offset in the pixel; per-channel scales and biases at the group's columns."""
     for per_oc in (False, True):
         model, feeds, want = _conv_case(xt, wt, *shape, per_oc=per_oc, qlinear=True, sym_w=True)
+        model = _with_pool_after(model)
         text = tessera.InferenceSession(model).graph_text()
         assert 'layout="NHWC"' in text and f"group={shape[9]}" in text, text
         for threads in (1, 2):
@@ -888,3 +904,13 @@ def test_qoperator_models_from_onnxruntimes_tool_run(tmp_path, model_fn):
     for threads in (1, 2):
         got = tessera.InferenceSession(str(dst), tessera.SessionOptions(threads=threads)).run(None, feeds)[0]
         assert np.max(np.abs(got - want)) <= 0.02 * np.max(np.abs(want)), (got, want)  # (here: equal)
+
+
+def test_lone_int8_conv_stays_nchw():
+    """An int8 conv whose input comes from outside an int8 region and whose result no region op reads (a
+    partly quantized model's isolated conv) stays NCHW: its two Transposes would cost more than NHWC saves."""
+    model, feeds, want = _conv_case(TensorProto.UINT8, TensorProto.INT8, *CONVS[5], per_oc=True, qlinear=True,
+                                    sym_w=True)
+    text = tessera.InferenceSession(model).graph_text()
+    assert "tessera.QLinearConvPacked(" in text and 'layout="NHWC"' not in text and "Transpose(" not in text, text
+    np.testing.assert_array_equal(_run(model, feeds, 2), want)
