@@ -13,6 +13,10 @@
 // squeeze-and-excitation's scaling, a layer scale or residual Add); a Transpose to channels-last of a region
 // value is its twin (ConvNeXt's Permute before LayerNorm: no copy), and one back to channels-first makes its
 // input the twin of its result.
+// Int8 regions the same way (session 33): QLinearConv / QLinearConvPacked (dense, grouped, depthwise; a stem
+// over few channels reading its NCHW input) become NHWC QLinearConvPacked, and QLinearAdd, QLookup,
+// per-tensor Q / DQ, MaxPool on bytes, Concat, Split and channel shuffles of int8 values stay in the region;
+// an int8 conv from outside starts one only where a reader of its result joins it.
 #include <algorithm>
 #include <cstring>
 #include <map>
