@@ -102,6 +102,103 @@ static inline simde__m512 tessera_emu_mm512_cvtepi32_ps(simde__m512i a) {
   for (int i = 0; i < 16; ++i) r[i] = (float)x[i];
   return simde_mm512_loadu_ps(r);
 }
+// The 8-bit kernels' intrinsics SIMDe 0.7.4 lacks (int8 convs, QLinearAdd, Where), with the hardware's
+// semantics: vpmovdb truncates, vcvtps2dq rounds to nearest even (the default MXCSR; the kernels' explicit
+// rounding is that too) and gives INT32_MIN for NaN and out-of-range lanes; masked loads and stores touch only
+// the lanes that are set.
+static inline int32_t tessera_emu_round_i32(float x) {
+  return x > -2147483904.0f && x < 2147483648.0f ? (int32_t)nearbyintf(x) : INT32_MIN;
+}
+static inline simde__m512i tessera_emu_mm512_cvtps_epi32(simde__m512 a) {
+  float x[16];
+  int32_t r[16];
+  simde_mm512_storeu_ps(x, a);
+  for (int i = 0; i < 16; ++i) r[i] = tessera_emu_round_i32(x[i]);
+  return simde_mm512_loadu_si512(r);
+}
+static inline simde__m512i tessera_emu_mm512_cvt_roundps_epi32(simde__m512 a, int) {
+  return tessera_emu_mm512_cvtps_epi32(a);
+}
+static inline __m128i tessera_emu_mm512_cvtepi32_epi8(simde__m512i a) {
+  int32_t x[16];
+  uint8_t r[16];
+  simde_mm512_storeu_si512(x, a);
+  for (int i = 0; i < 16; ++i) r[i] = (uint8_t)(uint32_t)x[i];
+  return _mm_loadu_si128((const __m128i*)r);
+}
+static inline simde__m512i tessera_emu_mm512_cvtepi8_epi32(__m128i a) {
+  int8_t x[16];
+  int32_t r[16];
+  _mm_storeu_si128((__m128i*)x, a);
+  for (int i = 0; i < 16; ++i) r[i] = x[i];
+  return simde_mm512_loadu_si512(r);
+}
+static inline simde__m512i tessera_emu_mm512_cvtepu8_epi32(__m128i a) {
+  uint8_t x[16];
+  int32_t r[16];
+  _mm_storeu_si128((__m128i*)x, a);
+  for (int i = 0; i < 16; ++i) r[i] = x[i];
+  return simde_mm512_loadu_si512(r);
+}
+static inline __m128i tessera_emu_mm_maskz_loadu_epi8(simde__mmask16 k, const void* p) {
+  uint8_t v[16] = {};
+  for (int i = 0; i < 16; ++i)
+    if ((k >> i) & 1) v[i] = static_cast<const uint8_t*>(p)[i];
+  return _mm_loadu_si128((const __m128i*)v);
+}
+static inline void tessera_emu_mm_mask_storeu_epi8(void* p, simde__mmask16 k, __m128i a) {
+  uint8_t v[16];
+  _mm_storeu_si128((__m128i*)v, a);
+  for (int i = 0; i < 16; ++i)
+    if ((k >> i) & 1) static_cast<uint8_t*>(p)[i] = v[i];
+}
+static inline simde__m512i tessera_emu_mm512_maskz_loadu_epi32(simde__mmask16 k, const void* p) {
+  int32_t v[16] = {};
+  for (int i = 0; i < 16; ++i)
+    if ((k >> i) & 1) memcpy(&v[i], static_cast<const int32_t*>(p) + i, sizeof(int32_t));
+  return simde_mm512_loadu_si512(v);
+}
+static inline void tessera_emu_mm512_mask_storeu_epi32(void* p, simde__mmask16 k, simde__m512i a) {
+  int32_t v[16];
+  simde_mm512_storeu_si512(v, a);
+  for (int i = 0; i < 16; ++i)
+    if ((k >> i) & 1) memcpy(static_cast<int32_t*>(p) + i, &v[i], sizeof(int32_t));
+}
+static inline simde__mmask16 tessera_emu_mm_test_epi8_mask(__m128i a, __m128i b) {
+  uint8_t x[16], y[16];
+  _mm_storeu_si128((__m128i*)x, a);
+  _mm_storeu_si128((__m128i*)y, b);
+  simde__mmask16 m = 0;
+  for (int i = 0; i < 16; ++i) m = (simde__mmask16)(m | ((x[i] & y[i]) ? 1u << i : 0u));
+  return m;
+}
+// The explicit-rounding arithmetic (QLinearAdd's, written so that the compiler does not contract it into
+// FMAs) with round-to-nearest, the only mode the kernels pass: the plain ops (these files are built with
+// -ffp-contract=off under emulation).
+#define _mm512_add_round_ps(a, b, r) simde_mm512_add_ps(a, b)
+#define _mm512_sub_round_ps(a, b, r) simde_mm512_sub_ps(a, b)
+#define _mm512_mul_round_ps(a, b, r) simde_mm512_mul_ps(a, b)
+#define _mm512_div_round_ps(a, b, r) simde_mm512_div_ps(a, b)
+#undef _mm512_cvtps_epi32
+#define _mm512_cvtps_epi32 tessera_emu_mm512_cvtps_epi32
+#undef _mm512_cvt_roundps_epi32
+#define _mm512_cvt_roundps_epi32 tessera_emu_mm512_cvt_roundps_epi32
+#undef _mm512_cvtepi32_epi8
+#define _mm512_cvtepi32_epi8 tessera_emu_mm512_cvtepi32_epi8
+#undef _mm512_cvtepi8_epi32
+#define _mm512_cvtepi8_epi32 tessera_emu_mm512_cvtepi8_epi32
+#undef _mm512_cvtepu8_epi32
+#define _mm512_cvtepu8_epi32 tessera_emu_mm512_cvtepu8_epi32
+#undef _mm_maskz_loadu_epi8
+#define _mm_maskz_loadu_epi8 tessera_emu_mm_maskz_loadu_epi8
+#undef _mm_mask_storeu_epi8
+#define _mm_mask_storeu_epi8 tessera_emu_mm_mask_storeu_epi8
+#undef _mm512_maskz_loadu_epi32
+#define _mm512_maskz_loadu_epi32 tessera_emu_mm512_maskz_loadu_epi32
+#undef _mm512_mask_storeu_epi32
+#define _mm512_mask_storeu_epi32 tessera_emu_mm512_mask_storeu_epi32
+#undef _mm_test_epi8_mask
+#define _mm_test_epi8_mask tessera_emu_mm_test_epi8_mask
 #undef _mm512_scalef_ps
 #define _mm512_scalef_ps tessera_emu_mm512_scalef_ps
 #undef _mm512_cvtepi32_ps
