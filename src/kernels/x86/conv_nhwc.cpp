@@ -1223,6 +1223,14 @@ void conv_grouped(const Conv2dParams& p, const float* x, const float* wp, const 
   constexpr int64_t kBandPixels = 32;
   const bool band = row != grouped_row_portable && co % 16 == 0 && ow < 8;
   const int64_t rows = band ? std::min(oh, (kBandPixels + ow - 1) / ow) : 1, bands = (oh + rows - 1) / rows;
+  // Software prefetch of the next band's input rows (vector ISAs): each block reads its group's line(s) of
+  // every pixel, block after block, which the hardware prefetchers do not follow. RegNetY's 112 x 112 x 64
+  // stride-2 conv with its input out of cache (as a model leaves it) ran 2.3x slower than in cache.
+  // tiles: about how many tile calls a band makes (blocks, two at a time where a group has 32+ outputs, times
+  // the row's tiles of up to 8 pixels), so the prefetches end about halfway through the band.
+  const bool prefetch = row != grouped_row_portable;
+  const int64_t tiles =
+      std::max<int64_t>(1, (p.oc + 15) / 16 / (co % 32 == 0 ? 2 : 1)) * ((rows * ow + 7) / 8);
   run_tasks(pool, p.n * bands, double(p.n * oh * ow) * double(p.oc * ci * p.kh * p.kw),
             [&](int64_t b, int64_t e) {
               const size_t nz = size_t(std::max<int64_t>(16, ci));
@@ -1239,6 +1247,18 @@ void conv_grouped(const Conv2dParams& p, const float* x, const float* wp, const 
                 a.y = y + first * ow * p.oc;
                 a.residual = ep.residual ? ep.residual + first * ow * p.oc : nullptr;
                 a.bias = ep.bias, a.act = ep.act, a.clip_min = ep.clip_min, a.clip_max = ep.clip_max;
+                // the input rows the next band reads and this one does not, spread over this band's tiles
+                LinePrefetch pf;
+                const int64_t reach = (p.kh - 1) * p.dh, last = a.iy0 + (a.rows - 1) * p.sh + reach;
+                const int64_t next0 = a.iy0 + rows * p.sh, r0 = std::max({last + 1, next0, int64_t(0)}),
+                              r1 = std::min(next0 + (rows - 1) * p.sh + reach, p.h - 1);
+                if (prefetch && oy + rows < oh && r0 <= r1) {
+                  const int64_t row_bytes = p.w * p.c * int64_t(sizeof(float));
+                  pf.next = reinterpret_cast<const char*>(a.x) + r0 * row_bytes;
+                  pf.end = reinterpret_cast<const char*>(a.x) + (r1 + 1) * row_bytes;
+                  pf.per_tile = ((pf.end - pf.next) / 64 + tiles - 1) / tiles + 1;
+                  a.prefetch = &pf;
+                }
                 row(a, tl_zeros.data());
               }
             });

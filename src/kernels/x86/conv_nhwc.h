@@ -257,6 +257,19 @@ void grouped_nhwc_pack_weights(const float* w, const Conv2dParams& p,
                                float* out);  // w [oc][c/groups][kh][kw]
 float grouped_nhwc_packed_at(const float* wp, const Conv2dParams& p, int64_t o, int64_t ci, int64_t tap);
 
+// Software prefetch spread over a row's tiles: `per_tile` cache lines from `next` each call, until `end`.
+// A grouped block reads one or two lines of each input pixel (its group's channels), every block a
+// different line, a pattern the hardware prefetchers miss; the conv prefetches the next row's new input
+// rows while it computes this one.
+struct LinePrefetch {
+  const char* next = nullptr;
+  const char* end = nullptr;
+  int64_t per_tile = 0;
+  void step() {
+    for (int64_t i = 0; i < per_tile && next < end; ++i, next += 64) __builtin_prefetch(next, 0, 1);
+  }
+};
+
 struct GroupedRowArgs {
   const float* x;  // image base [h][w][c]
   int64_t h, w, c;
@@ -271,6 +284,7 @@ struct GroupedRowArgs {
   const float* bias;
   Activation act;
   float clip_min, clip_max;
+  LinePrefetch* prefetch = nullptr;  // stepped once a tile (vector ISAs), or nullptr
 };
 // zeros: max(16, cpg_in) zeros, read for taps outside the image
 void grouped_row_avx512f(const GroupedRowArgs& a, const float* zeros);

@@ -178,7 +178,10 @@ template <class V, int SW, bool FULL>
 void row_blocks3(const GroupedRowArgs& a, int64_t blk, const float* zeros, const dw3::Epilogue<V>& ep) {
   constexpr int PX = SW == 1 ? 8 : 4;
   int64_t ox = 0;
-  for (; ox + PX <= a.ow; ox += PX) tile3<V, PX, SW, FULL>(a, ox, blk, zeros, ep);
+  for (; ox + PX <= a.ow; ox += PX) {
+    if (a.prefetch) a.prefetch->step();
+    tile3<V, PX, SW, FULL>(a, ox, blk, zeros, ep);
+  }
   if (ox + PX / 2 <= a.ow) tile3<V, PX / 2, SW, FULL>(a, ox, blk, zeros, ep), ox += PX / 2;
   if constexpr (PX >= 4) {
     if (ox + 2 <= a.ow) tile3<V, 2, SW, FULL>(a, ox, blk, zeros, ep), ox += 2;
@@ -202,6 +205,7 @@ void row_blocks(const GroupedRowArgs& a, int64_t blk, const float* zeros, const 
   (std::make_integer_sequence<int, PX>{});
   const int64_t n = BAND ? a.rows * a.ow : a.ow, tiles = (n + PX - 1) / PX;
   for (int64_t q = 0; q < tiles; ++q) {
+    if (a.prefetch) a.prefetch->step();
     const int64_t ox = q * n / tiles;
     kTile[size_t((q + 1) * n / tiles - ox - 1)](a, ox, blk, zeros, ep);
   }
