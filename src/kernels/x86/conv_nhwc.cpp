@@ -1231,37 +1231,40 @@ void conv_grouped(const Conv2dParams& p, const float* x, const float* wp, const 
   const bool prefetch = row != grouped_row_portable;
   const int64_t tiles =
       std::max<int64_t>(1, (p.oc + 15) / 16 / (co % 32 == 0 ? 2 : 1)) * ((rows * ow + 7) / 8);
-  run_tasks(pool, p.n * bands, double(p.n * oh * ow) * double(p.oc * ci * p.kh * p.kw),
-            [&](int64_t b, int64_t e) {
-              const size_t nz = size_t(std::max<int64_t>(16, ci));
-              if (tl_zeros.size() < nz) tl_zeros.assign(nz, 0.0f);
-              for (int64_t t = b; t < e; ++t) {
-                const int64_t img = t / bands, oy = t % bands * rows, first = img * oh + oy;
-                GroupedRowArgs a{};
-                a.x = x + img * p.h * p.w * p.c;
-                a.h = p.h, a.w = p.w, a.c = p.c, a.wp = wp, a.oc = p.oc, a.cpg_in = ci, a.cpg_out = co;
-                a.permute = co % 16 != 0;
-                a.kh = p.kh, a.kw = p.kw, a.sw = p.sw, a.dh = p.dh, a.dw = p.dw;
-                a.iy0 = oy * p.sh - p.pad_t, a.ix0 = -p.pad_l, a.ow = ow;
-                a.rows = std::min(rows, oh - oy), a.sh = p.sh;
-                a.y = y + first * ow * p.oc;
-                a.residual = ep.residual ? ep.residual + first * ow * p.oc : nullptr;
-                a.bias = ep.bias, a.act = ep.act, a.clip_min = ep.clip_min, a.clip_max = ep.clip_max;
-                // the input rows the next band reads and this one does not, spread over this band's tiles
-                LinePrefetch pf;
-                const int64_t reach = (p.kh - 1) * p.dh, last = a.iy0 + (a.rows - 1) * p.sh + reach;
-                const int64_t next0 = a.iy0 + rows * p.sh, r0 = std::max({last + 1, next0, int64_t(0)}),
-                              r1 = std::min(next0 + (rows - 1) * p.sh + reach, p.h - 1);
-                if (prefetch && oy + rows < oh && r0 <= r1) {
-                  const int64_t row_bytes = p.w * p.c * int64_t(sizeof(float));
-                  pf.next = reinterpret_cast<const char*>(a.x) + r0 * row_bytes;
-                  pf.end = reinterpret_cast<const char*>(a.x) + (r1 + 1) * row_bytes;
-                  pf.per_tile = ((pf.end - pf.next) / 64 + tiles - 1) / tiles + 1;
-                  a.prefetch = &pf;
-                }
-                row(a, tl_zeros.data());
-              }
-            });
+  run_tasks(
+      pool, p.n * bands, double(p.n * oh * ow) * double(p.oc * ci * p.kh * p.kw), [&](int64_t b, int64_t e) {
+        const size_t nz = size_t(std::max<int64_t>(16, ci));
+        if (tl_zeros.size() < nz) tl_zeros.assign(nz, 0.0f);
+        for (int64_t t = b; t < e; ++t) {
+          const int64_t img = t / bands, oy = t % bands * rows, first = img * oh + oy;
+          GroupedRowArgs a{};
+          a.x = x + img * p.h * p.w * p.c;
+          a.h = p.h, a.w = p.w, a.c = p.c, a.wp = wp, a.oc = p.oc, a.cpg_in = ci, a.cpg_out = co;
+          a.permute = co % 16 != 0;
+          a.kh = p.kh, a.kw = p.kw, a.sw = p.sw, a.dh = p.dh, a.dw = p.dw;
+          a.iy0 = oy * p.sh - p.pad_t, a.ix0 = -p.pad_l, a.ow = ow;
+          a.rows = std::min(rows, oh - oy), a.sh = p.sh;
+          a.y = y + first * ow * p.oc;
+          a.residual = ep.residual ? ep.residual + first * ow * p.oc : nullptr;
+          a.bias = ep.bias, a.act = ep.act, a.clip_min = ep.clip_min, a.clip_max = ep.clip_max;
+          // the input rows the next band reads and this one does not, spread over this band's tiles,
+          LinePrefetch pf;
+          const int64_t reach = (p.kh - 1) * p.dh, last = a.iy0 + (a.rows - 1) * p.sh + reach;
+          const int64_t next0 = a.iy0 + rows * p.sh, r0 = std::max({last + 1, next0, int64_t(0)}),
+                        r1 = std::min(next0 + (rows - 1) * p.sh + reach, p.h - 1);
+          if (prefetch && t + 1 < e && oy + rows < oh && r0 <= r1) {  // (the next band is this thread's)
+            const int64_t row_bytes = p.w * p.c * int64_t(sizeof(float));
+            pf.next = reinterpret_cast<const char*>(a.x) + r0 * row_bytes;
+            pf.end = reinterpret_cast<const char*>(a.x) + (r1 + 1) * row_bytes;
+            pf.per_tile = ((pf.end - pf.next) / 64 + tiles - 1) / tiles + 1;
+            // and the output rows it writes (partial lines, block by block: each one's read first)
+            pf.wnext = reinterpret_cast<char*>(a.y + a.rows * ow * p.oc);
+            pf.wend = reinterpret_cast<char*>(a.y + std::min(2 * rows, oh - oy) * ow * p.oc);
+            a.prefetch = &pf;
+          }
+          row(a, tl_zeros.data());
+        }
+      });
 }
 
 }  // namespace

@@ -265,8 +265,11 @@ struct LinePrefetch {
   const char* next = nullptr;
   const char* end = nullptr;
   int64_t per_tile = 0;
+  char* wnext = nullptr;  // lines the next band writes, prefetched for writing, as many a tile
+  char* wend = nullptr;
   void step() {
     for (int64_t i = 0; i < per_tile && next < end; ++i, next += 64) __builtin_prefetch(next, 0, 1);
+    for (int64_t i = 0; i < per_tile && wnext < wend; ++i, wnext += 64) __builtin_prefetch(wnext, 1, 1);
   }
 };
 
