@@ -26,7 +26,8 @@ void pack_one(ir::Graph& g, ir::Node* n) {
   const int64_t k = b.dim(0), nn = b.dim(1);
   using kernels::x86::QConvPackedW;
   const Tensor bc = b.contiguous();
-  Tensor pt(DType::u8, {int64_t(QConvPackedW::bytes(nn, k, 1, 1))});
+  // (pack_matmul writes every byte: zeroing first cost as much again in page faults and stores)
+  Tensor pt = Tensor::uninitialized(DType::u8, {int64_t(QConvPackedW::bytes(nn, k, 1, 1))});
   QConvPackedW::pack_matmul(bc.raw_data(), b.dtype() == DType::i8, k, nn, pt.data<uint8_t>());
   ir::Node* f = replace_with_packed(g, n, qlinear ? "QLinearMatMulPacked" : "MatMulIntegerPacked", bi, pt);
   set_attr_int(f, "K", k);

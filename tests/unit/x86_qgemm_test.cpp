@@ -133,7 +133,8 @@ TEST(X86QGemm, NhwcPackedConvMatchesInt64) {
     for (bool xs : {false, true}) {
       Conv2dParams p;
       p.n = cs.n, p.c = cs.c, p.h = cs.h, p.w = cs.w, p.oc = cs.oc, p.kh = cs.kh, p.kw = cs.kw;
-      p.sh = p.sw = cs.s, p.pad_t = p.pad_l = p.pad_b = p.pad_r = cs.pad, p.dh = p.dw = cs.d, p.groups = cs.groups;
+      p.sh = p.sw = cs.s, p.pad_t = p.pad_l = p.pad_b = p.pad_r = cs.pad, p.dh = p.dw = cs.d,
+      p.groups = cs.groups;
       const int64_t cg = p.c / p.groups, og = p.oc / p.groups, oh = p.oh(), ow = p.ow();
       const auto x = rand_bytes(size_t(p.n * p.h * p.w * p.c), uint32_t(cs.c + cs.n));  // NHWC, exactly
       const auto w = rand_bytes(size_t(p.oc * cg * p.kh * p.kw), 11);
@@ -159,7 +160,8 @@ TEST(X86QGemm, NhwcPackedConvMatchesInt64) {
                     acc += int64_t(val(x, size_t(((b * p.h + iy) * p.w + ix) * p.c + ci), xs) - zx) *
                            val(w, size_t(((o * cg + c) * p.kh + i) * p.kw + j), true);
                   }
-              const float v = std::clamp(float(int32_t(acc)) * f[size_t(o)], float(0 - 100), float(255 - 100));
+              const float v =
+                  std::clamp(float(int32_t(acc)) * f[size_t(o)], float(0 - 100), float(255 - 100));
               want[size_t(((b * oh + oy) * ow + ox) * p.oc + o)] = uint8_t(int32_t(std::nearbyint(v)) + 100);
             }
       QOutput o;
@@ -240,7 +242,8 @@ TEST(X86QGemm, PackedConvReferenceMatchesQLinearConv) {
 TEST(X86QGemm, PackedMatmulKernelAndReferenceMatchMatMulInteger) {
   ThreadPool pool(2);
   for (DType bt : {DType::i8, DType::u8})
-    for (auto [m, k, n] : {std::tuple{1, 5, 3}, {7, 64, 65}, {13, 130, 200}}) {
+    for (auto [m, k, n] :
+         {std::tuple{1, 5, 3}, {7, 64, 65}, {13, 130, 200}, {2, 3, 16}, {3, 33, 129}, {1, 257, 64}}) {
       Tensor a(DType::u8, {m, k}), b(bt, {k, n});
       const auto ab = rand_bytes(size_t(a.numel()), 1), bb = rand_bytes(size_t(b.numel()), 2);
       std::copy(ab.begin(), ab.end(), a.data<uint8_t>());

@@ -443,8 +443,7 @@ size_t QConvPackedW::bytes(int64_t oc, int64_t c, int64_t kh, int64_t kw) {
 namespace {
 
 // Packs weights whose element (output o, channel ci, tap t) is at src[o * so + ci * sc + t * st] (a conv's
-// [oc][c][taps], or a matmul's B [k][n] with n as the outputs): per panel, tap and channel, the panel's
-// columns in one pass (no division per element: B's 85 MB took most of a quantized BERT's session creation).
+// [oc][c][taps]): per panel, tap and channel, the panel's columns in one pass (no division per element).
 void pack_strided(const uint8_t* src, int64_t so, int64_t sc, int64_t st, bool w_signed, int64_t oc,
                   int64_t c, int64_t taps, uint8_t* out) {
   const int64_t cpad = QConvPackedW::cp(c), kk = taps * cpad;
@@ -486,8 +485,60 @@ void QConvPackedW::pack_grouped(const void* w, bool w_signed, int64_t oc, int64_
          out + size_t(g) * bytes(og, cg, kh, kw));
 }
 
+// B [k][n] read in place: four rows of 16 columns at a time are interleaved into the panel's 4-byte words by
+// SSE2 unpacks, and their column sums taken from the same vectors (the strided loop's byte at a time took
+// 140 ms of a quantized BERT's session creation).
 void QConvPackedW::pack_matmul(const void* b, bool b_signed, int64_t k, int64_t n, uint8_t* out) {
-  pack_strided(static_cast<const uint8_t*>(b), 1, n, 0, b_signed, n, k, 1, out);
+  const auto* src = static_cast<const uint8_t*>(b);
+  const int64_t kp = cp(k);
+  const uint8_t flip = b_signed ? 0 : 0x80;
+  const int64_t pb = int64_t(panel_bytes(n, k, 1, 1));
+  std::memset(out + pb, 0, size_t(round_up(pb, 64) - pb));  // every byte written (callers need not zero)
+  int32_t* sums = reinterpret_cast<int32_t*>(out + round_up(pb, 64));
+  std::fill(sums, sums + round_up(n, kQNr), 0);
+  alignas(16) uint8_t pad_row[kQNr];  // rows past k: `flip`, which the xor turns into the 0 they must hold
+  std::memset(pad_row, flip, sizeof pad_row);
+  const __m128i fv = _mm_set1_epi8(char(flip));
+  for (int64_t q = 0; q * kQNr < n; ++q) {
+    const int64_t width = panel_width(n, q), cols = std::min(kQNr, n - q * kQNr), full = cols / 16 * 16;
+    uint8_t* panel = out + q * kQNr * kp;
+    int32_t* psum = sums + q * kQNr;
+    for (int64_t g = 0; g < kp / 4; ++g) {
+      const uint8_t* r[4];
+      for (int j = 0; j < 4; ++j) r[j] = 4 * g + j < k ? src + (4 * g + j) * n + q * kQNr : pad_row;
+      uint8_t* dst = panel + g * 4 * width;
+      for (int64_t c0 = 0; c0 < full; c0 += 16) {
+        __m128i v[4];
+        for (int j = 0; j < 4; ++j)
+          v[j] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[j] + c0)), fv);
+        const __m128i ab_lo = _mm_unpacklo_epi8(v[0], v[1]), ab_hi = _mm_unpackhi_epi8(v[0], v[1]);
+        const __m128i cd_lo = _mm_unpacklo_epi8(v[2], v[3]), cd_hi = _mm_unpackhi_epi8(v[2], v[3]);
+        __m128i* d = reinterpret_cast<__m128i*>(dst + c0 * 4);
+        _mm_storeu_si128(d, _mm_unpacklo_epi16(ab_lo, cd_lo));
+        _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(ab_lo, cd_lo));
+        _mm_storeu_si128(d + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
+        _mm_storeu_si128(d + 3, _mm_unpackhi_epi16(ab_hi, cd_hi));
+        // the four rows' bytes as signed 16-bit sums per column (|sum| <= 512), then into the int32 sums
+        __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128();
+        for (int j = 0; j < 4; ++j) {
+          lo = _mm_add_epi16(lo, _mm_srai_epi16(_mm_unpacklo_epi8(v[j], v[j]), 8));
+          hi = _mm_add_epi16(hi, _mm_srai_epi16(_mm_unpackhi_epi8(v[j], v[j]), 8));
+        }
+        __m128i* s4 = reinterpret_cast<__m128i*>(psum + c0);
+        const __m128i parts[4] = {
+            _mm_srai_epi32(_mm_unpacklo_epi16(lo, lo), 16), _mm_srai_epi32(_mm_unpackhi_epi16(lo, lo), 16),
+            _mm_srai_epi32(_mm_unpacklo_epi16(hi, hi), 16), _mm_srai_epi32(_mm_unpackhi_epi16(hi, hi), 16)};
+        for (int j = 0; j < 4; ++j)
+          _mm_storeu_si128(s4 + j, _mm_add_epi32(_mm_loadu_si128(s4 + j), parts[j]));
+      }
+      for (int64_t col = full; col < width; ++col)  // the last columns, and zeros past n
+        for (int j = 0; j < 4; ++j) {
+          const uint8_t v = col < cols ? uint8_t(r[j][col] ^ flip) : 0;
+          dst[col * 4 + j] = v;
+          psum[col] += int32_t(int8_t(v));
+        }
+    }
+  }
 }
 
 int32_t QConvPackedW::at(const uint8_t* packed, int64_t oc, int64_t c, int64_t kh, int64_t kw, int64_t o,

@@ -70,7 +70,7 @@ struct QConvPackedW {
   }
   static void pack_grouped(const void* w, bool w_signed, int64_t oc, int64_t cg, int64_t kh, int64_t kw,
                            int64_t groups, uint8_t* out);
-  // a matmul's B [k, n] as n output channels of k (kh = kw = 1), read in place
+  // a matmul's B [k, n] as n output channels of k (kh = kw = 1), read in place; writes all bytes(n, k, 1, 1)
   static void pack_matmul(const void* b, bool b_signed, int64_t k, int64_t n, uint8_t* out);
   // weight (o, ci, i, j) as packed (s8: u8 weights minus 128)
   static int32_t at(const uint8_t* packed, int64_t oc, int64_t c, int64_t kh, int64_t kw, int64_t o,
