@@ -119,20 +119,26 @@ void normalize_f32(NormKind kind, const float* x, float* y, const std::vector<in
   parallel_for(parallel ? pool : nullptr, int64_t(g.size()) * blocks, 1, [&](int64_t t0, int64_t t1) {
     const size_t nw = static_cast<size_t>(width);
     std::vector<double> acc(nw), m(nw), s(nw);
+    std::vector<float> sf(nw);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t i0 = t % blocks * width, w = std::min(width, cols - i0);
       const int64_t base = g[size_t(t / blocks)] + i0;
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (const int64_t o : q) k.col_sum(first, acc.data(), x + base + o, nullptr, w);
+      const int64_t nq = int64_t(q.size());
+      k.col_sums(first, acc.data(), x + base, q.data(), nq, nullptr, w);
       if (kind == NormKind::mvn) {
         for (int64_t i = 0; i < w; ++i) m[size_t(i)] = acc[size_t(i)] / n;
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (const int64_t o : q) k.col_sum(NormSum::dev2, acc.data(), x + base + o, m.data(), w);
+        k.col_sums(NormSum::dev2, acc.data(), x + base, q.data(), nq, m.data(), w);
         for (int64_t i = 0; i < w; ++i) s[size_t(i)] = mvn_affine(m[size_t(i)], acc[size_t(i)], n).s;
       } else {
+        bool tiny = false;  // a norm below 2^-128 (denormals only): its reciprocal needs double
         for (int64_t i = 0; i < w; ++i) {
-          const Affine a = norm_affine(kind, acc[size_t(i)]);
-          m[size_t(i)] = a.m, s[size_t(i)] = a.s;
+          m[size_t(i)] = 0, s[size_t(i)] = norm_affine(kind, acc[size_t(i)]).s;
+          sf[size_t(i)] = float(s[size_t(i)]);
+          tiny |= std::isinf(sf[size_t(i)]);
+        }
+        if (!tiny) {
+          for (const int64_t o : q) k.col_scale(x + base + o, y + base + o, sf.data(), w);
+          continue;
         }
       }
       for (const int64_t o : q) k.col_affine(x + base + o, y + base + o, m.data(), s.data(), w);

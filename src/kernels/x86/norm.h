@@ -17,8 +17,10 @@ enum class TopkMode : uint8_t { all, every, filter };
 struct NormRowKernels {
   double (*row_sum)(NormSum k, const float* x, int64_t n, double m);
   void (*row_affine)(const float* x, float* y, int64_t n, double m, double s);
-  void (*col_sum)(NormSum k, double* acc, const float* row, const double* m, int64_t w);
+  void (*col_sums)(NormSum k, double* acc, const float* x, const int64_t* q, int64_t nq, const double* m,
+                   int64_t w);
   void (*col_affine)(const float* x, float* y, const double* m, const double* s, int64_t w);
+  void (*col_scale)(const float* x, float* y, const float* s, int64_t w);
   void (*col_arg)(bool max, bool last, const float* x, int64_t len, int64_t ld, int64_t w, float* bv,
                   int32_t* bi);
   void (*col_scan)(const float* x, float* y, int64_t len, int64_t ld, int64_t w, bool exclusive, bool reverse,
@@ -34,8 +36,8 @@ enum class NormKind : uint8_t { mvn, l1, l2 };
 
 // x (and y) of shape dims; each slice is the elements that share their coordinates on the axes not in
 // `reduced`. mvn: y = (x - mean) / (sqrt(var) + 1e-9), the ONNX function's epsilon; l1 / l2: y = x / norm,
-// 0 where the norm is 0. Mean, variance and norm summed in double and y computed in double, as the reference:
-// within an ulp or two of it.
+// 0 where the norm is 0. Mean, variance and norm summed in double as the reference; MVN's y computed in
+// double (within an ulp of the reference), LpNorm's as x times the norm's reciprocal in float (1.5 ulps).
 void normalize_f32(NormKind kind, const float* x, float* y, const std::vector<int64_t>& dims,
                    const std::vector<bool>& reduced, ThreadPool* pool = nullptr);
 

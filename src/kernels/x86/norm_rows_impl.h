@@ -50,28 +50,48 @@ void row_affine(const float* x, float* y, int64_t n, double m, double s) {
   for (int64_t j = 0; j < n; ++j) y[j] = float((double(x[j]) - m) * s);
 }
 
+// acc[i] = sum over rows j < nq of term(x[q[j] + i], m[i]), i < w: 32 columns at a time down every row, their
+// sums held in registers (m read for dev2 only).
 template <NormSum K>
-void col_sum_t(double* acc, const float* row, const double* m, int64_t w) {
-  for (int64_t i = 0; i < w; ++i) acc[i] += term<K>(row[i], K == NormSum::dev2 ? m[i] : 0.0);
+void col_sums_t(double* acc, const float* x, const int64_t* q, int64_t nq, const double* m, int64_t w) {
+  constexpr int kCols = 32;
+  int64_t i0 = 0;
+  for (; i0 + kCols <= w; i0 += kCols) {
+    double a[kCols] = {}, mm[kCols];
+    for (int l = 0; l < kCols; ++l) mm[l] = K == NormSum::dev2 ? m[i0 + l] : 0.0;
+    for (int64_t j = 0; j < nq; ++j) {
+      const float* r = x + q[j] + i0;
+      for (int l = 0; l < kCols; ++l) a[l] += term<K>(r[l], mm[l]);
+    }
+    for (int l = 0; l < kCols; ++l) acc[i0 + l] = a[l];
+  }
+  for (int64_t i = i0; i < w; ++i) acc[i] = 0;
+  for (int64_t j = 0; j < nq; ++j)
+    for (int64_t i = i0; i < w; ++i) acc[i] += term<K>(x[q[j] + i], K == NormSum::dev2 ? m[i] : 0.0);
 }
 
-// acc[i] += term(row[i], m[i]), i < w (m read for dev2 only)
-void col_sum(NormSum k, double* acc, const float* row, const double* m, int64_t w) {
+void col_sums(NormSum k, double* acc, const float* x, const int64_t* q, int64_t nq, const double* m,
+              int64_t w) {
   switch (k) {
     case NormSum::sum:
-      return col_sum_t<NormSum::sum>(acc, row, m, w);
+      return col_sums_t<NormSum::sum>(acc, x, q, nq, m, w);
     case NormSum::dev2:
-      return col_sum_t<NormSum::dev2>(acc, row, m, w);
+      return col_sums_t<NormSum::dev2>(acc, x, q, nq, m, w);
     case NormSum::sq:
-      return col_sum_t<NormSum::sq>(acc, row, m, w);
+      return col_sums_t<NormSum::sq>(acc, x, q, nq, m, w);
     default:
-      return col_sum_t<NormSum::abs>(acc, row, m, w);
+      return col_sums_t<NormSum::abs>(acc, x, q, nq, m, w);
   }
 }
 
 // y[i] = (x[i] - m[i]) * s[i], i < w
 void col_affine(const float* x, float* y, const double* m, const double* s, int64_t w) {
   for (int64_t i = 0; i < w; ++i) y[i] = float((double(x[i]) - m[i]) * s[i]);
+}
+
+// y[i] = x[i] * s[i], i < w, in float (LpNormalization: within an ulp and a half of x / norm)
+void col_scale(const float* x, float* y, const float* s, int64_t w) {
+  for (int64_t i = 0; i < w; ++i) y[i] = x[i] * s[i];
 }
 
 // ArgMax / ArgMin down columns: w columns, len rows ld apart; bv / bi take the best value and its row. The
@@ -191,5 +211,5 @@ int64_t topk_filter(const float* x, int64_t n, bool largest, float tf, int32_t t
   return c;
 }
 
-constexpr NormRowKernels kNormRowKernels = {row_sum, row_affine, col_sum,    col_affine,
-                                            col_arg, col_scan,   topk_filter};
+constexpr NormRowKernels kNormRowKernels = {row_sum,   row_affine, col_sums, col_affine,
+                                            col_scale, col_arg,    col_scan, topk_filter};
