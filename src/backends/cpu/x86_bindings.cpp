@@ -19,6 +19,7 @@
 #include "kernels/x86/eltwise.h"
 #include "kernels/x86/gemm.h"
 #include "kernels/x86/grid_sample.h"
+#include "kernels/x86/norm.h"
 #include "kernels/x86/pool_indices.h"
 #include "kernels/x86/pool_separable.h"
 #include "kernels/x86/quantize.h"
@@ -926,12 +927,13 @@ std::optional<AxisView> axis_view(const Tensor& x, int64_t axis) {
   return v;
 }
 
-// ArgMax / ArgMin of f32 along the last axis (a decoder's token choice over its vocabulary), or any axis of
-// a tensor whose later axes are all 1 (kernels/x86/reduce.h); other axes and types go to the reference.
+// ArgMax / ArgMin of f32 along any axis: along the last one (a decoder's token choice over its vocabulary)
+// row by row, along another down columns, each column's best in vector lanes (kernels/x86/reduce.h, norm.h);
+// other types go to the reference.
 void arg_extreme_x86(KernelContext& ctx, bool max) {
   const Tensor& x0 = ctx.required_input(0);
   const auto v = axis_view(x0, ctx.attr_int("axis", 0));
-  if (x0.dtype() != DType::f32 || !v || v->inner != 1 || v->len == 0) return run_ref(ctx, "");
+  if (x0.dtype() != DType::f32 || !v || v->len == 0 || v->len >= (int64_t(1) << 31)) return run_ref(ctx, "");
   Shape ys;
   for (int64_t d = 0; d < x0.rank(); ++d)
     if (d != v->axis)
@@ -940,8 +942,13 @@ void arg_extreme_x86(KernelContext& ctx, bool max) {
       ys.push_back(1);
   const Tensor x = x0.contiguous();
   Tensor& y = ctx.output_for_overwrite(0, DType::i64, ys);
-  kernels::x86::arg_extreme_f32(max, x.data<float>(), v->outer, v->len,
-                                ctx.attr_int("select_last_index", 0) != 0, y.data<int64_t>(), ctx.pool());
+  const bool last = ctx.attr_int("select_last_index", 0) != 0;
+  if (v->inner == 1)
+    kernels::x86::arg_extreme_f32(max, x.data<float>(), v->outer, v->len, last, y.data<int64_t>(),
+                                  ctx.pool());
+  else
+    kernels::x86::arg_extreme_cols_f32(max, x.data<float>(), v->outer, v->len, v->inner, last,
+                                       y.data<int64_t>(), ctx.pool());
 }
 
 // QuantizeLinear / DequantizeLinear between f32 and u8 / i8 with one scale and zero point (a QDQ model's
@@ -1013,6 +1020,15 @@ void cumsum_x86(KernelContext& ctx) {
                            ctx.attr_int("reverse", 0) != 0, y.data<float>(), ctx.pool());
 }
 
+// The tuned kernels of CumSum, ArgMax and ArgMin themselves, for the unit tests.
+KernelFn x86_axis_kernel(const std::string& op);
+KernelFn x86_axis_kernel(const std::string& op) {
+  if (op == "CumSum") return cumsum_x86;
+  if (op == "ArgMax") return [](KernelContext& c) { arg_extreme_x86(c, true); };
+  if (op == "ArgMin") return [](KernelContext& c) { arg_extreme_x86(c, false); };
+  return nullptr;
+}
+
 void register_x86_bindings() {
   add_tuned_kernel("tessera", "FusedGemm", {}, fused_gemm_x86);
   add_tuned_kernel("tessera", "FusedConv", {}, fused_conv_x86);
@@ -1063,6 +1079,8 @@ void register_x86_bindings() {
   register_x86_gather_bindings();
   void register_x86_pad_bindings();
   register_x86_pad_bindings();
+  void register_x86_norm_bindings();
+  register_x86_norm_bindings();
   void register_x86_qlinear_bindings();
   register_x86_qlinear_bindings();
   void register_x86_cast_bindings();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/x86/eltwise.h"
+#include "kernels/x86/norm.h"
 
 namespace tessera::kernels::x86 {
 namespace {
@@ -245,22 +246,30 @@ void arg_extreme_f32(bool max, const float* x, int64_t rows, int64_t len, bool l
 void cumsum_f32(const float* x, int64_t outer, int64_t len, int64_t inner, bool exclusive, bool reverse,
                 float* y, ThreadPool* pool) {
   if (outer <= 0 || len <= 0 || inner <= 0) return;
-  constexpr int64_t kBlock = 64;  // inner values a task's running sums cover
-  const bool rows = inner == 1;   // the last axis: sequences are rows, kLanes at a time
-  constexpr int64_t kLanes = 4;
-  const int64_t per_outer = rows ? 1 : (inner + kBlock - 1) / kBlock;
-  const int64_t tasks = rows ? (outer + kLanes - 1) / kLanes : outer * per_outer;
   const bool parallel = double(outer) * double(len) * double(inner) >= double(1 << 16);
-  parallel_for(parallel ? pool : nullptr, tasks, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      if (rows) {
+  if (inner == 1) {  // the last axis: sequences are rows, kLanes at a time
+    constexpr int64_t kLanes = 4;
+    parallel_for(parallel ? pool : nullptr, (outer + kLanes - 1) / kLanes, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
         const int64_t r0 = t * kLanes, n = std::min(kLanes, outer - r0);
         scan_block<kLanes>(x + r0 * len, y + r0 * len, n, len, len, 1, exclusive, reverse);
-      } else {
-        const int64_t o = t / per_outer, i0 = t % per_outer * kBlock, n = std::min(kBlock, inner - i0);
-        const int64_t off = o * len * inner + i0;
-        scan_block<kBlock>(x + off, y + off, n, 1, len, inner, exclusive, reverse);
       }
+    });
+    return;
+  }
+  // Columns: whole rows of up to 1024 running sums stream through in vector lanes (norm.h's col_scan), a
+  // run per thread when there are fewer outer slices than threads.
+  const int threads = pool ? pool->num_threads() : 1;
+  int64_t width = std::min<int64_t>(inner, 1024);
+  if (parallel && outer < threads)
+    width = std::min(width, std::max<int64_t>(64, (inner + threads - 1) / threads));
+  const int64_t blocks = (inner + width - 1) / width;
+  const NormRowKernels& k = norm_row_kernels();
+  parallel_for(parallel ? pool : nullptr, outer * blocks, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<double> acc(static_cast<size_t>(width));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = t / blocks, i0 = t % blocks * width, off = o * len * inner + i0;
+      k.col_scan(x + off, y + off, len, inner, std::min(width, inner - i0), exclusive, reverse, acc.data());
     }
   });
 }
