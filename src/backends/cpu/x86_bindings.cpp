@@ -26,6 +26,7 @@
 #include "kernels/x86/reduce.h"
 #include "kernels/x86/resize.h"
 #include "kernels/x86/rnn.h"
+#include "kernels/x86/roi_align.h"
 
 namespace tessera::backends::cpu {
 
@@ -909,6 +910,43 @@ void grid_sample_x86(KernelContext& ctx) {
   kernels::x86::grid_sample_f32(p, x.data<float>(), g.data<float>(), y.data<float>(), ctx.pool());
 }
 
+// RoiAlign of an f32 map with f32 boxes (kernels/x86/roi_align.h); the reference takes other types and
+// reports every bad input (box coordinates not finite, batch indices out of range, bad attributes), and
+// boxes so large that their sample grids would not fit in 32 bits.
+void roi_align_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  const Tensor& r0 = ctx.required_input(1);
+  const Tensor& b0 = ctx.required_input(2);
+  const std::string mode = ctx.attr_string("mode", "avg"),
+                    ctm = ctx.attr_string("coordinate_transformation_mode", "half_pixel");
+  kernels::x86::RoiAlignParams p;
+  p.oh = ctx.attr_int("output_height", 1), p.ow = ctx.attr_int("output_width", 1);
+  p.sampling = ctx.attr_int("sampling_ratio", 0);
+  p.spatial_scale = ctx.attr_float("spatial_scale", 1.0f);
+  if (x0.dtype() != DType::f32 || r0.dtype() != DType::f32 || x0.rank() != 4 || r0.rank() != 2 ||
+      r0.dim(1) != 4 || b0.rank() != 1 || b0.dim(0) != r0.dim(0) ||
+      (b0.dtype() != DType::i64 && b0.dtype() != DType::i32) || (mode != "avg" && mode != "max") ||
+      (ctm != "half_pixel" && ctm != "output_half_pixel") || p.oh <= 0 || p.ow <= 0 || p.sampling < 0 ||
+      p.sampling > 4096 || x0.dim(2) * x0.dim(3) >= (int64_t(1) << 31) || x0.dim(2) == 0 || x0.dim(3) == 0 ||
+      p.oh * p.ow > (int64_t(1) << 24))
+    return run_ref(ctx, "");
+  p.n = x0.dim(0), p.c = x0.dim(1), p.h = x0.dim(2), p.w = x0.dim(3);
+  p.max_mode = mode == "max", p.half_pixel = ctm == "half_pixel";
+  const Tensor rois = r0.contiguous();
+  const std::vector<int64_t> batch = b0.to_int_vector();
+  const float* rv = rois.data<float>();
+  for (int64_t i = 0; i < rois.dim(0); ++i) {
+    if (batch[size_t(i)] < 0 || batch[size_t(i)] >= p.n) return run_ref(ctx, "");
+    for (int k = 0; k < 4; ++k) {
+      const double v = double(rv[i * 4 + k]) * p.spatial_scale;
+      if (!std::isfinite(v) || std::fabs(v) > 1e6) return run_ref(ctx, "");
+    }
+  }
+  const Tensor x = x0.contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {rois.dim(0), p.c, p.oh, p.ow});
+  kernels::x86::roi_align_f32(p, x.data<float>(), rv, batch.data(), rois.dim(0), y.data<float>(), ctx.pool());
+}
+
 // x viewed as [outer, len, inner] around `axis` (negative counts from the end), or nullopt for an axis out
 // of range.
 struct AxisView {
@@ -1062,6 +1100,7 @@ void register_x86_bindings() {
   add_tuned_kernel("", "ArgMax", {}, [](KernelContext& c) { arg_extreme_x86(c, true); });
   add_tuned_kernel("", "ArgMin", {}, [](KernelContext& c) { arg_extreme_x86(c, false); });
   add_tuned_kernel("", "GridSample", claims_grid_sample, grid_sample_x86);
+  add_tuned_kernel("", "RoiAlign", {}, roi_align_x86);
   add_tuned_kernel("", "ReduceMean", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::mean); });
   add_tuned_kernel("", "ReduceSumSquare", {},
                    [](KernelContext& c) { reduce_x86(c, ReduceKind::sum_square); });
