@@ -8,7 +8,7 @@ namespace tessera::kernels::x86 {
 
 namespace {
 
-constexpr int64_t kChunk = 1024;   // samples whose taps a task holds at once (32 KiB)
+constexpr int64_t kChunk = 512;  // samples whose taps a task holds at once (22 KiB: in L1 beside the planes)
 constexpr int64_t kChannels = 16;  // channels a task takes of one box
 
 struct Sample {
