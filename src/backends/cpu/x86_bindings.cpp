@@ -19,6 +19,7 @@
 #include "kernels/x86/eltwise.h"
 #include "kernels/x86/gemm.h"
 #include "kernels/x86/grid_sample.h"
+#include "kernels/x86/nms.h"
 #include "kernels/x86/norm.h"
 #include "kernels/x86/pool_indices.h"
 #include "kernels/x86/pool_separable.h"
@@ -947,6 +948,35 @@ void roi_align_x86(KernelContext& ctx) {
   kernels::x86::roi_align_f32(p, x.data<float>(), rv, batch.data(), rois.dim(0), y.data<float>(), ctx.pool());
 }
 
+// NonMaxSuppression of f32 boxes and scores (kernels/x86/nms.h); the reference takes other types, scores with
+// a NaN (its comparator's order there is its own), and reports every bad input.
+void nms_x86(KernelContext& ctx) {
+  const Tensor& b0 = ctx.required_input(0);
+  const Tensor& s0 = ctx.required_input(1);
+  const int64_t cpb = ctx.attr_int("center_point_box", 0);
+  if (b0.dtype() != DType::f32 || s0.dtype() != DType::f32 || b0.rank() != 3 || b0.dim(2) != 4 ||
+      s0.rank() != 3 || s0.dim(0) != b0.dim(0) || s0.dim(2) != b0.dim(1) || b0.dim(1) >= (int64_t(1) << 31) ||
+      (cpb != 0 && cpb != 1))
+    return run_ref(ctx, "");
+  auto scalar = [&](size_t i) -> const Tensor* {
+    const Tensor* t = ctx.input(i);
+    return t && t->numel() > 0 ? t : nullptr;
+  };
+  kernels::x86::NmsParams p;
+  p.batches = b0.dim(0), p.classes = s0.dim(1), p.boxes = b0.dim(1), p.center_point_box = cpb == 1;
+  if (const Tensor* t = scalar(2)) p.max_out = std::max<int64_t>(t->at_int(0), 0);
+  if (const Tensor* t = scalar(3)) p.iou_threshold = float(t->at_double(0));
+  if (const Tensor* t = scalar(4)) p.has_score_threshold = true, p.score_threshold = float(t->at_double(0));
+  const Tensor boxes = b0.contiguous(), scores = s0.contiguous();
+  const float* sv = scores.data<float>();
+  for (int64_t i = 0; i < scores.numel(); ++i)
+    if (std::isnan(sv[i])) return run_ref(ctx, "");
+  std::vector<int64_t> sel;
+  kernels::x86::nms_f32(p, boxes.data<float>(), sv, sel);
+  Tensor& y = ctx.output(0, DType::i64, {int64_t(sel.size() / 3), 3});
+  std::copy(sel.begin(), sel.end(), y.data<int64_t>());
+}
+
 // x viewed as [outer, len, inner] around `axis` (negative counts from the end), or nullopt for an axis out
 // of range.
 struct AxisView {
@@ -1101,6 +1131,7 @@ void register_x86_bindings() {
   add_tuned_kernel("", "ArgMin", {}, [](KernelContext& c) { arg_extreme_x86(c, false); });
   add_tuned_kernel("", "GridSample", claims_grid_sample, grid_sample_x86);
   add_tuned_kernel("", "RoiAlign", {}, roi_align_x86);
+  add_tuned_kernel("", "NonMaxSuppression", {}, nms_x86);
   add_tuned_kernel("", "ReduceMean", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::mean); });
   add_tuned_kernel("", "ReduceSumSquare", {},
                    [](KernelContext& c) { reduce_x86(c, ReduceKind::sum_square); });
