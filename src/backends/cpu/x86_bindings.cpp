@@ -948,6 +948,38 @@ void roi_align_x86(KernelContext& ctx) {
   kernels::x86::roi_align_f32(p, x.data<float>(), rv, batch.data(), rois.dim(0), y.data<float>(), ctx.pool());
 }
 
+// MaxUnpool at its natural output size (or an output_shape equal to it), any element type: one scatter over a
+// zeroed output (kernels/x86/pool_indices.h). A larger output_shape, bad attributes or an index out of range
+// go to the reference, which moves the indices or names the bad one.
+void max_unpool_x86(KernelContext& ctx) {
+  const Tensor& x0 = ctx.required_input(0);
+  const Tensor& i0 = ctx.required_input(1);
+  const int64_t nsp = x0.rank() - 2;
+  const std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape");
+  const std::vector<int64_t> strides =
+      ctx.attr_ints("strides", std::vector<int64_t>(size_t(std::max<int64_t>(nsp, 0)), 1));
+  const std::vector<int64_t> pads =
+      ctx.attr_ints("pads", std::vector<int64_t>(size_t(std::max<int64_t>(2 * nsp, 0)), 0));
+  if (nsp < 1 || i0.dtype() != DType::i64 || i0.shape() != x0.shape() || int64_t(kernel.size()) != nsp ||
+      int64_t(strides.size()) != nsp || int64_t(pads.size()) != 2 * nsp || x0.dtype() == DType::string)
+    return run_ref(ctx, "");
+  Shape os{x0.dim(0), x0.dim(1)};
+  for (int64_t i = 0; i < nsp; ++i) {
+    const int64_t d = (x0.dim(i + 2) - 1) * strides[size_t(i)] + kernel[size_t(i)] - pads[size_t(i)] -
+                      pads[size_t(nsp + i)];
+    if (d < 0 || x0.dim(i + 2) < 1) return run_ref(ctx, "");
+    os.push_back(d);
+  }
+  if (ctx.has_input(2) && ctx.input(2)->to_int_vector() != os) return run_ref(ctx, "");
+  const Tensor x = x0.contiguous(), idx = i0.contiguous();
+  const int64_t total = shape_numel(os);
+  const int64_t* iv = idx.data<int64_t>();
+  for (int64_t j = 0; j < idx.numel(); ++j)
+    if (iv[j] < 0 || iv[j] >= total) return run_ref(ctx, "");
+  Tensor& y = ctx.output_for_overwrite(0, x.dtype(), os);
+  kernels::x86::max_unpool_scatter(x.raw_data(), dtype_size(x.dtype()), iv, x.numel(), total, y.raw_data());
+}
+
 // NonMaxSuppression of f32 boxes and scores (kernels/x86/nms.h); the reference takes other types, scores with
 // a NaN (its comparator's order there is its own), and reports every bad input.
 void nms_x86(KernelContext& ctx) {
@@ -1132,6 +1164,7 @@ void register_x86_bindings() {
   add_tuned_kernel("", "GridSample", claims_grid_sample, grid_sample_x86);
   add_tuned_kernel("", "RoiAlign", {}, roi_align_x86);
   add_tuned_kernel("", "NonMaxSuppression", {}, nms_x86);
+  add_tuned_kernel("", "MaxUnpool", {}, max_unpool_x86);
   add_tuned_kernel("", "ReduceMean", {}, [](KernelContext& c) { reduce_x86(c, ReduceKind::mean); });
   add_tuned_kernel("", "ReduceSumSquare", {},
                    [](KernelContext& c) { reduce_x86(c, ReduceKind::sum_square); });

@@ -1,6 +1,7 @@
 #include "kernels/x86/pool_indices.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace tessera::kernels::x86 {
 
@@ -48,6 +49,37 @@ void max_pool2d_indices_f32(const PoolParams& p, const float* x, float* y, int64
   };
   const double work = double(planes) * double(out_plane) * double(g.kh * g.kw);
   parallel_for(work >= double(1 << 16) ? pool : nullptr, planes, 1, rows);
+}
+
+bool max_unpool_scatter(const void* x, size_t elem, const int64_t* idx, int64_t n, int64_t total, void* y) {
+  for (int64_t j = 0; j < n; ++j)
+    if (idx[j] < 0 || idx[j] >= total) return false;
+  std::memset(y, 0, size_t(total) * elem);
+  auto scatter = [&](auto tag) {
+    using T = decltype(tag);
+    const T* xs = static_cast<const T*>(x);
+    T* ys = static_cast<T*>(y);
+    for (int64_t j = 0; j < n; ++j) ys[idx[j]] = xs[j];
+  };
+  switch (elem) {  // the values' bits, whatever their type
+    case 1:
+      scatter(uint8_t{});
+      break;
+    case 2:
+      scatter(uint16_t{});
+      break;
+    case 4:
+      scatter(uint32_t{});
+      break;
+    case 8:
+      scatter(uint64_t{});
+      break;
+    default:
+      for (int64_t j = 0; j < n; ++j)
+        std::memcpy(static_cast<char*>(y) + size_t(idx[j]) * elem,
+                    static_cast<const char*>(x) + size_t(j) * elem, elem);
+  }
+  return true;
 }
 
 }  // namespace tessera::kernels::x86
