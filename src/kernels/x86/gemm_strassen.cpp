@@ -80,14 +80,20 @@ void StrassenB::pack_into(float* dst, const float* b, int64_t ldb, bool trans_b,
   check_even(k, n);
   const int64_t k2 = k / 2, n2 = n / 2;
   const size_t step = PackedB::packed_floats(k2, n2, PackedB::kc_for(k2, n2), PackedB::native_nr());
-  std::vector<float> rows;  // a transposed B as K x N rows first (in 64 x 64 blocks), so the pieces read rows
+  // a transposed B as K x N rows first: the tuned transpose, into a buffer kept between calls (a session
+  // packs many weights; fresh pages for each cost more than the copy)
+  thread_local AlignedScratch rows_buf;
   if (trans_b) {
-    rows.resize(size_t(k * n));
-    for (int64_t j0 = 0; j0 < n; j0 += 64)
-      for (int64_t p0 = 0; p0 < k; p0 += 64)
-        for (int64_t j = j0; j < std::min(n, j0 + 64); ++j)
-          for (int64_t p = p0; p < std::min(k, p0 + 64); ++p) rows[size_t(p * n + j)] = b[j * ldb + p];
-    b = rows.data(), ldb = n;
+    float* rows = rows_buf.get(size_t(k * n));
+    if (ldb == k) {
+      transpose_f32(b, rows, {n, k}, {1, 0}, nullptr);
+    } else {
+      for (int64_t j0 = 0; j0 < n; j0 += 64)
+        for (int64_t p0 = 0; p0 < k; p0 += 64)
+          for (int64_t j = j0; j < std::min(n, j0 + 64); ++j)
+            for (int64_t p = p0; p < std::min(k, p0 + 64); ++p) rows[size_t(p * n + j)] = b[j * ldb + p];
+    }
+    b = rows, ldb = n;
   }
   // B11, B21, B22 pack from B in place; the sums go through one K/2 x N/2 buffer, kept between calls (a
   // session packs many weights: fresh pages for each cost more than the arithmetic)
