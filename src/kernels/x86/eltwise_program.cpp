@@ -27,6 +27,9 @@ bool as_binary(EwOp op, BinaryOp& b) {
     case EwOp::div:
       b = BinaryOp::div;
       return true;
+    case EwOp::pow:
+      b = BinaryOp::pow;
+      return true;
     default:
       return false;
   }
@@ -54,6 +57,18 @@ bool as_unary(EwOp op, UnaryOp& u) {
       return true;
     case EwOp::hardswish:
       u = UnaryOp::hardswish;
+      return true;
+    case EwOp::log:
+      u = UnaryOp::log;
+      return true;
+    case EwOp::sin:
+      u = UnaryOp::sin;
+      return true;
+    case EwOp::cos:
+      u = UnaryOp::cos;
+      return true;
+    case EwOp::softplus:
+      u = UnaryOp::softplus;
       return true;
     default:
       return false;
@@ -177,6 +192,11 @@ void ew_program_f32(const std::vector<EwInstr>& program, int64_t num_registers,
         if (sa == 0) {
           std::fill(tmp, tmp + n, *a);
           a = tmp;
+        }
+        if (ins.op == EwOp::threshold) {  // (the compiler vectorizes it)
+          const float* b = operand(ins.b, sb);
+          for (int64_t i = 0; i < n; ++i) dst[i] = a[i] > b[i * sb] ? a[i] : 0.0f;
+          continue;
         }
         if (ew_arity(ins.op) == 2) {  // Max, Min: a broadcast b spread over the block first
           const float* b = operand(ins.b, sb);
