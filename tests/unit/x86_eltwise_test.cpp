@@ -165,7 +165,7 @@ TEST(X86EltwiseMath, ErfUlp) {
   check_ulp(UnaryOp::erf, "erf", 2.5);
 }
 TEST(X86EltwiseMath, TanhUlp) {
-  check_ulp(UnaryOp::tanh, "tanh", 2.5);
+  check_ulp(UnaryOp::tanh, "tanh", 6.0);  // the rational form (eltwise_impl.h); the portable std::tanh
 }
 TEST(X86EltwiseMath, SigmoidUlp) {
   check_ulp(UnaryOp::sigmoid, "sigmoid", 3.0);

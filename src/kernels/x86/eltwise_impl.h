@@ -16,7 +16,7 @@
 // Optionally (AVX-512): I (an int vector), Table32, table32(p), trunc_int, to_float, lookup(table, i) —
 // 32-entry lookups, for the tabulated GELUs.
 //
-// Max errors (tested bounds, see eltwise.h): exp <= 1.5 ulp, erf <= 2.5, tanh <= 2.5, sigmoid <= 3; log, sin,
+// Max errors (tested bounds, see eltwise.h): exp <= 1.5 ulp, erf <= 2.5, tanh <= 6, sigmoid <= 3; log, sin,
 // cos, softplus, pow there.
 
 template <class O>
@@ -94,9 +94,30 @@ struct Math {
     return O::blend(O::isnan(x), x, y);
   }
 
-  // tanh: |x| < 0.625: x * P5(x^2) (relative fit error 3.7e-9); else
-  // 1 - 2 / (e^{2|x|} + 1), |x| clamped to 9.5 (tanh rounds to 1 beyond 9.01).
+  // tanh as x P4(x^2) / Q4(x^2), x clamped to +-9.1 (tanh rounds to +-1 beyond 9.01): relative fit error
+  // 4.3e-8 with f32 coefficients (fitted for this file, Loeb's iteration on Chebyshev nodes), all positive
+  // (no cancellation); 14 operations a vector against tanh_exp's ~36 (op scan: 1.45x onnxruntime's time).
+  // NaN stays NaN (the clamp's min / max return x).
   static V tanh(V x) {
+    const V c = O::max(O::set1(-9.1f), O::min(O::set1(9.1f), x));
+    const V s = O::mul(c, c);
+    V p = O::set1(1.317818e-08f);
+    p = O::fma(p, s, O::set1(2.0481732e-05f));
+    p = O::fma(p, s, O::set1(0.003487847f));
+    p = O::fma(p, s, O::set1(0.13374506f));
+    p = O::fma(p, s, O::set1(1.0f));
+    V q = O::set1(7.704336e-07f);
+    q = O::fma(q, s, O::set1(0.0003272977f));
+    q = O::fma(q, s, O::set1(0.025847528f));
+    q = O::fma(q, s, O::set1(0.4670782f));
+    q = O::fma(q, s, O::set1(1.0f));
+    return O::div(O::mul(c, p), q);
+  }
+
+  // tanh for GELU, whose x/2 (1 + tanh) cancels near -1 (an absolute bound there): |x| < 0.625: x * P5(x^2)
+  // (relative fit error 3.7e-9); else 1 - 2 / (e^{2|x|} + 1), |x| clamped to 9.5 (tanh rounds to 1 beyond
+  // 9.01).
+  static V tanh_exp(V x) {
     const V a = O::abs(x);
     const V s = O::mul(a, a);
     V p = O::set1(-5.672764236e-03f);
@@ -172,7 +193,7 @@ struct Math {
     const V x2 = O::mul(x, x);
     const V u =
         O::mul(O::mul(O::set1(0.79788456080286536f), x), O::fma(O::set1(0.044715f), x2, O::set1(1.0f)));
-    return O::fma(h, tanh(u), h);
+    return O::fma(h, tanh_exp(u), h);
   }
 
   // x = 2^e m with m in [sqrt(1/2), sqrt 2) by integer arithmetic on the bits (subnormals scaled by 2^23
