@@ -32,11 +32,18 @@ bool thresholded_relu(const ir::Node* n) {
   return is_onnx_op(n, "ThresholdedRelu") && n->inputs.size() == 1;
 }
 
+// The two-input HardSigmoid(t, alpha) this pass makes of HardSigmoid(x) (t = x + beta / alpha): the program's
+// unit_clamp_mul(t, alpha). It never leaves the pass (always a program, alone too).
+bool scaled_hard_sigmoid(const ir::Node* n) {
+  return is_onnx_op(n, "HardSigmoid") && n->inputs.size() == 2;
+}
+
 bool candidate(const ir::Graph& g, const ir::Node* n) {
   if (!n || n->owner != &g || !n->domain.empty() || !n->subgraphs().empty() || n->outputs.size() != 1)
     return false;
   const auto op = ew_from_onnx(n->op_type);
-  if (!thresholded_relu(n) && (!op || int(n->inputs.size()) != ew_arity(*op))) return false;
+  if (!thresholded_relu(n) && !scaled_hard_sigmoid(n) && (!op || int(n->inputs.size()) != ew_arity(*op)))
+    return false;
   if (!is_f32(n->outputs[0])) return false;
   for (const ir::Value* v : n->inputs)
     if (!is_f32(v)) return false;
@@ -198,9 +205,17 @@ void fuse_elementwise(ir::Graph& g) {
       step("Sub", {pos, neg}, y);
       continue;
     }
-    if (hard_sigmoid) {  // min(Relu(x a + b), 1): max(0, min(1, a x + b)) for every x but NaN
+    if (hard_sigmoid) {  // max(0, min(1, a x + b)), NaN kept
       const float a = float_attr(n, "alpha", 0.2f), b = float_attr(n, "beta", 0.5f);
       g.remove_node(n);
+      if (a != 0.0f && std::isfinite(b / a)) {  // unit_clamp_mul(x + b / a, a): two passes, not four
+        ir::Node* m = g.add_node("HardSigmoid", g.unique_name(name + "_scaled"));
+        m->opset = 6;
+        g.connect_input(m, step("Add", {x, scalar("_beta_over_alpha", value(b / a))}));
+        g.connect_input(m, scalar("_alpha", value(a)));
+        g.connect_output(m, y);
+        continue;
+      }
       ir::Value* t = step("Add", {step("Mul", {x, scalar("_alpha", value(a))}), scalar("_beta", value(b))});
       step("Min", {step("Relu", {t}), scalar("_one", value(1.0f))}, y);
       continue;
@@ -248,7 +263,7 @@ void fuse_elementwise(ir::Graph& g) {
     // Alone, a program op with no tuned kernel of its own (Sqrt, Abs, Neg, Max / Min of two, Floor, Ceil,
     // Round, Reciprocal: the reference's element-by-element loop in double, Sqrt 21x onnxruntime's time, Max
     // 7x, Round 5x) is a program of one instruction.
-    const bool lone = [&] {
+    const bool lone = scaled_hard_sigmoid(root) || [&] {
       for (const char* op :
            {"Sqrt", "Abs", "Neg", "Max", "Min", "Floor", "Ceil", "Round", "Reciprocal", "ThresholdedRelu"})
         if (is_onnx_op(root, op)) return true;
@@ -311,7 +326,9 @@ void fuse_elementwise(ir::Graph& g) {
         continue;
       }
       const bool thr = thresholded_relu(n);
-      const EwOp op = thr ? EwOp::threshold : *ew_from_onnx(n->op_type);
+      const EwOp op = thr                       ? EwOp::threshold
+                      : scaled_hard_sigmoid(n) ? EwOp::unit_clamp_mul
+                                               : *ew_from_onnx(n->op_type);
       const bool last = n == gr.root;
       const int64_t dst = last ? -1 : n_in + regs++;
       program.insert(program.end(), {int64_t(op), dst, operand.at(n->inputs[0]),
