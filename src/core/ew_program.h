@@ -121,8 +121,8 @@ inline float ew_apply(EwOp op, float a, float b) {
       return std::pow(a, b);
     case EwOp::threshold:
       return a > b ? a : 0.0f;
-    case EwOp::unit_clamp_mul: {
-      const float v = a * b;
+    case EwOp::hard_sigmoid_half: {
+      const float v = std::fma(a, b, 0.5f);
       return v > 1.0f ? 1.0f : v < 0.0f ? 0.0f : v;
     }
   }

@@ -166,6 +166,10 @@ def _chain(kind):
     if kind == "hardsigmoid":
         nodes = [helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.4)]
         return nodes, [], "HardSigmoid("
+    if kind == "hardsigmoid_default":  # beta 1/2: one instruction
+        return [helper.make_node("HardSigmoid", ["x"], ["y"])], [], "HardSigmoid("
+    if kind == "hardsigmoid_alpha0":  # alpha 0: a constant (the Mul / Add / Relu / Min form)
+        return [helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.0, beta=0.7)], [], "HardSigmoid("
     if kind == "thresholded":  # ThresholdedRelu(x * 2, 0.7) + x
         nodes = [helper.make_node("Mul", ["x", "two"], ["t"]), helper.make_node("ThresholdedRelu", ["t"], ["r"],
                                                                                 alpha=0.7),
@@ -175,8 +179,8 @@ def _chain(kind):
     return nodes, [], "ThresholdedRelu("
 
 
-@pytest.mark.parametrize("kind", ["log", "sincos", "softplus", "pow", "hardsigmoid", "thresholded",
-                                  "thresholded_alone"])
+@pytest.mark.parametrize("kind", ["log", "sincos", "softplus", "pow", "hardsigmoid", "hardsigmoid_default",
+                                  "hardsigmoid_alpha0", "thresholded", "thresholded_alone"])
 @pytest.mark.parametrize("rows", [1, 15, 58824])  # x 17: 17, 255 and 1000008 elements
 def test_chains_fuse(kind, rows):
     nodes, inits, op = _chain(kind)

@@ -104,16 +104,17 @@ void minmax(bool is_max, const float* a, const float* b, int64_t sb, float* y, i
   for (int64_t i = 0; i < n; ++i) y[i] = ew_apply(is_max ? EwOp::max : EwOp::min, a[i], b[i * sb]);
 }
 
-// unit_clamp_mul: min(max(a * b, 0), 1) with NaN kept (b with stride sb: 0 for a scalar)
-__attribute__((target("avx2"))) void unit_clamp_mul_avx2(const float* a, const float* b, int64_t sb, float* y,
-                                                         int64_t n) {
+// hard_sigmoid_half: min(max(a * b + 1/2, 0), 1) with NaN kept (b with stride sb: 0 for a scalar)
+__attribute__((target("avx2,fma"))) void hard_sigmoid_half_avx2(const float* a, const float* b, int64_t sb,
+                                                               float* y, int64_t n) {
   int64_t i = 0;
-  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
   for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(a + i), sb ? _mm256_loadu_ps(b + i) : _mm256_set1_ps(*b));
+    const __m256 v =
+        _mm256_fmadd_ps(_mm256_loadu_ps(a + i), sb ? _mm256_loadu_ps(b + i) : _mm256_set1_ps(*b), half);
     _mm256_storeu_ps(y + i, _mm256_min_ps(one, _mm256_max_ps(zero, v)));  // (max / min return v if NaN)
   }
-  for (; i < n; ++i) y[i] = ew_apply(EwOp::unit_clamp_mul, a[i], b[i * sb]);
+  for (; i < n; ++i) y[i] = ew_apply(EwOp::hard_sigmoid_half, a[i], b[i * sb]);
 }
 
 // Floor, Ceil, Round (half to even): vroundps on AVX2, the libm calls elsewhere.
@@ -219,10 +220,10 @@ void ew_program_f32(const std::vector<EwInstr>& program, int64_t num_registers,
           for (int64_t i = 0; i < n; ++i) dst[i] = a[i] > b[i * sb] ? a[i] : 0.0f;
           continue;
         }
-        if (ins.op == EwOp::unit_clamp_mul) {
+        if (ins.op == EwOp::hard_sigmoid_half) {
           const float* b = operand(ins.b, sb);
           if (avx2)
-            unit_clamp_mul_avx2(a, b, sb, dst, n);
+            hard_sigmoid_half_avx2(a, b, sb, dst, n);
           else
             for (int64_t i = 0; i < n; ++i) dst[i] = ew_apply(ins.op, a[i], b[i * sb]);
           continue;
