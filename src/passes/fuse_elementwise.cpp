@@ -10,9 +10,9 @@
 // Sigmoid(x)) (SiLU as the exporters write it) is one silu instruction: one vectorized pass instead of a
 // sigmoid into a register and a multiply. A Pow of an f32 by a constant 2 or 0.5 (RMSNorm's and a
 // variance's square, as the exporters write them) becomes Mul(x, x) or Sqrt(x) first, so that it joins too
-// (Pow itself runs std::pow per element: LLaMA's RMSNorms took 10% of the model); by 3, Mul(Mul(x, x), x); by 1,
-// Mul(x, 1). Other f32 Pows are the programs' pow. LeakyRelu, PRelu (of a constant slope), Mish and HardSigmoid
-// become programs' ops to join as well, ThresholdedRelu a threshold instruction (alone too).
+// (Pow itself runs std::pow per element: LLaMA's RMSNorms took 10% of the model); by 3, Mul(Mul(x, x), x); by
+// 1, Mul(x, 1). Other f32 Pows are the programs' pow. LeakyRelu, PRelu (of a constant slope), Mish and
+// HardSigmoid become programs' ops to join as well, ThresholdedRelu a threshold instruction (alone too).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -328,13 +328,15 @@ void fuse_elementwise(ir::Graph& g) {
         continue;
       }
       const bool thr = thresholded_relu(n);
-      const EwOp op = thr                       ? EwOp::threshold
+      const EwOp op = thr                      ? EwOp::threshold
                       : scaled_hard_sigmoid(n) ? EwOp::hard_sigmoid_half
                                                : *ew_from_onnx(n->op_type);
       const bool last = n == gr.root;
       const int64_t dst = last ? -1 : n_in + regs++;
       program.insert(program.end(), {int64_t(op), dst, operand.at(n->inputs[0]),
-                                     thr ? alpha_of.at(n) : ew_arity(op) == 2 ? operand.at(n->inputs[1]) : -1});
+                                     thr                 ? alpha_of.at(n)
+                                     : ew_arity(op) == 2 ? operand.at(n->inputs[1])
+                                                         : -1});
       if (!last) operand[n->outputs[0]] = dst;
     }
     ir::Value* out = gr.root->outputs[0];

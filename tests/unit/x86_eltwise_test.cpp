@@ -214,7 +214,8 @@ TEST(X86EltwiseMath, PowUlp) {
     }
     // integral and special exponents, negative, zero, subnormal, inf and NaN bases
     for (float x : {-2.5f, -2.0f, -0.0f, 0.0f, 1e-45f, 1e-40f, 1.0f, 2.0f, 3e38f, inf, -inf, nan})
-      for (float y : {-3.0f, -2.0f, -0.5f, 0.0f, 0.5f, 1.0f, 2.0f, 3.0f, 1.7f, 200.0f, -200.0f, inf, -inf, nan})
+      for (float y :
+           {-3.0f, -2.0f, -0.5f, 0.0f, 0.5f, 1.0f, 2.0f, 3.0f, 1.7f, 200.0f, -200.0f, inf, -inf, nan})
         a.push_back(x), b.push_back(y);
     for (EltIsa isa : isas()) {
       std::vector<float> y(a.size());
@@ -231,7 +232,8 @@ TEST(X86EltwiseMath, PowUlp) {
         const double e = ulp_error(y[i], want);
         if (e > worst) worst = e, at = i;
       }
-      EXPECT_LE(worst, bmax == 8.0f ? 2.0 : 5.0) << x86::eltwise_isa_name(isa) << " " << a[at] << "^" << b[at];
+      EXPECT_LE(worst, bmax == 8.0f ? 2.0 : 5.0)
+          << x86::eltwise_isa_name(isa) << " " << a[at] << "^" << b[at];
       std::printf("[ ulp ] pow |b|<=%-3g %-9s max %.3f ulp (at %.9g ^ %.9g)\n", double(bmax),
                   x86::eltwise_isa_name(isa), worst, double(a[at]), double(b[at]));
     }

@@ -45,7 +45,21 @@ void force_eltwise_isa(EltIsa isa, bool reset = false);
 // gelu_erf(x) = x/2 (1 + erf(x/sqrt 2)); gelu_tanh(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));
 // silu(x) = x * sigmoid(x); hardswish(x) = x * clamp(x / 6 + 1/2, 0, 1) (ONNX's HardSwish: <= 2 ulp against
 // that formula with x / 6 rounded as the reference rounds it, measured 1.48).
-enum class UnaryOp : uint8_t { exp, erf, tanh, sigmoid, relu, gelu_erf, gelu_tanh, silu, hardswish, log, sin, cos, softplus };
+enum class UnaryOp : uint8_t {
+  exp,
+  erf,
+  tanh,
+  sigmoid,
+  relu,
+  gelu_erf,
+  gelu_tanh,
+  silu,
+  hardswish,
+  log,
+  sin,
+  cos,
+  softplus
+};
 // pow: std::pow's values (a < 0, 0, inf, NaN and out-of-range results through it per lane)
 enum class BinaryOp : uint8_t { add, sub, mul, div, pow };
 

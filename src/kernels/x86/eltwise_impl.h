@@ -203,7 +203,8 @@ struct Math {
   static V log_split(V x, V& e) {
     const auto sub = O::lt(x, O::set1(1.17549435e-38f));
     const V xs = O::blend(sub, O::mul(x, O::set1(8388608.0f)), x);
-    const auto k = O::template srai<23>(O::isub(O::as_int(xs), O::iset1(0x3f3504f3)));  // 0x3f3504f3: sqrt(1/2)
+    const auto k =
+        O::template srai<23>(O::isub(O::as_int(xs), O::iset1(0x3f3504f3)));  // 0x3f3504f3: sqrt(1/2)
     const V m = O::as_float(O::isub(O::as_int(xs), O::template slli<23>(k)));
     e = O::to_float(k);
     e = O::blend(sub, O::sub(e, O::set1(23.0f)), e);

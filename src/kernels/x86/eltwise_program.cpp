@@ -106,7 +106,7 @@ void minmax(bool is_max, const float* a, const float* b, int64_t sb, float* y, i
 
 // hard_sigmoid_half: min(max(a * b + 1/2, 0), 1) with NaN kept (b with stride sb: 0 for a scalar)
 __attribute__((target("avx2,fma"))) void hard_sigmoid_half_avx2(const float* a, const float* b, int64_t sb,
-                                                               float* y, int64_t n) {
+                                                                float* y, int64_t n) {
   int64_t i = 0;
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
   for (; i + 8 <= n; i += 8) {
