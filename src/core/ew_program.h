@@ -107,6 +107,24 @@ inline float ew_apply(EwOp op, float a, float b) {
       return std::nearbyint(a);
     case EwOp::reciprocal:
       return 1.0f / a;
+    case EwOp::log:  // (in double, as the reference kernels: correctly rounded in practice)
+      return float(std::log(double(a)));
+    case EwOp::sin:
+      return float(std::sin(double(a)));
+    case EwOp::cos:
+      return float(std::cos(double(a)));
+    case EwOp::softplus: {  // log(1 + e^a) without overflow, as the reference's
+      const double x = a;
+      return float(x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)));
+    }
+    case EwOp::pow:
+      return std::pow(a, b);
+    case EwOp::threshold:
+      return a > b ? a : 0.0f;
+    case EwOp::hard_sigmoid_half: {
+      const float v = std::fma(a, b, 0.5f);
+      return v > 1.0f ? 1.0f : v < 0.0f ? 0.0f : v;
+    }
   }
   return 0;
 }

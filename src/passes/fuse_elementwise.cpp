@@ -1,5 +1,5 @@
 // fuse_elementwise: connected f32 elementwise ops (core/ew_program.def: Add,
-// Sub, Mul, Div, Exp, Erf, Tanh, Sigmoid, Relu, Neg, Sqrt, Abs) whose
+// Sub, Mul, Div, Exp, Erf, Tanh, Sigmoid, Relu, Neg, Sqrt, Abs, Log, Sin, Cos, Softplus, Pow, ...) whose
 // intermediate results are used only inside the group become one
 // tessera.FusedElementwise node running a small program, so the chain
 // streams its tensors through memory once. This is how the exporters' GELU
@@ -10,8 +10,9 @@
 // Sigmoid(x)) (SiLU as the exporters write it) is one silu instruction: one vectorized pass instead of a
 // sigmoid into a register and a multiply. A Pow of an f32 by a constant 2 or 0.5 (RMSNorm's and a
 // variance's square, as the exporters write them) becomes Mul(x, x) or Sqrt(x) first, so that it joins too
-// (Pow itself runs std::pow per element: LLaMA's RMSNorms took 10% of the model). LeakyRelu, PRelu (of a
-// constant slope) and Mish become programs' ops to join as well.
+// (Pow itself runs std::pow per element: LLaMA's RMSNorms took 10% of the model); by 3, Mul(Mul(x, x), x); by
+// 1, Mul(x, 1). Other f32 Pows are the programs' pow. LeakyRelu, PRelu (of a constant slope), Mish and
+// HardSigmoid become programs' ops to join as well, ThresholdedRelu a threshold instruction (alone too).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -26,11 +27,23 @@ namespace {
 
 constexpr size_t kMaxGroup = 24;
 
+// ThresholdedRelu(x): the program's threshold(x, alpha), alpha a scalar input of the group.
+bool thresholded_relu(const ir::Node* n) {
+  return is_onnx_op(n, "ThresholdedRelu") && n->inputs.size() == 1;
+}
+
+// The two-input HardSigmoid(t, alpha) this pass makes of HardSigmoid(x) (t = x, or x + (beta - 1/2) / alpha):
+// the program's hard_sigmoid_half(t, alpha). It never leaves the pass (always a program, alone too).
+bool scaled_hard_sigmoid(const ir::Node* n) {
+  return is_onnx_op(n, "HardSigmoid") && n->inputs.size() == 2;
+}
+
 bool candidate(const ir::Graph& g, const ir::Node* n) {
   if (!n || n->owner != &g || !n->domain.empty() || !n->subgraphs().empty() || n->outputs.size() != 1)
     return false;
   const auto op = ew_from_onnx(n->op_type);
-  if (!op || int(n->inputs.size()) != ew_arity(*op)) return false;
+  if (!thresholded_relu(n) && !scaled_hard_sigmoid(n) && (!op || int(n->inputs.size()) != ew_arity(*op)))
+    return false;
   if (!is_f32(n->outputs[0])) return false;
   for (const ir::Value* v : n->inputs)
     if (!is_f32(v)) return false;
@@ -69,15 +82,37 @@ void fuse_elementwise(ir::Graph& g) {
         !is_f32(n->outputs[0]) || !is_constant(g, n->inputs[1]))
       continue;
     const auto e = constant_scalar(n->inputs[1]);
-    if (!e || (*e != 2.0f && *e != 0.5f)) continue;
+    if (!e || (*e != 2.0f && *e != 0.5f && *e != 1.0f && *e != 3.0f)) continue;
     ir::Value* x = n->inputs[0];
     ir::Value* y = n->outputs[0];
-    ir::Node* r = g.add_node(*e == 2.0f ? "Mul" : "Sqrt", n->name);
-    r->opset = 13;
+    const std::string name = n->name;
     g.remove_node(n);
-    g.connect_input(r, x);
-    if (*e == 2.0f) g.connect_input(r, x);
-    g.connect_output(r, y);
+    auto node = [&](const char* op, ir::Value* a, ir::Value* b, ir::Value* out) {
+      ir::Node* r = g.add_node(op, g.unique_name(name + "_" + op));
+      r->opset = 13;
+      g.connect_input(r, a);
+      if (b) g.connect_input(r, b);
+      if (!out) {
+        out = g.add_value(g.unique_name(name + "_" + op));
+        out->type = y->type;
+      }
+      g.connect_output(r, out);
+      return out;
+    };
+    if (*e == 2.0f) {
+      node("Mul", x, x, y);
+    } else if (*e == 0.5f) {
+      node("Sqrt", x, nullptr, y);
+    } else if (*e == 3.0f) {
+      node("Mul", node("Mul", x, x, nullptr), x, y);
+    } else {  // x * 1: x exactly (NaN, -0 and inf included), and it can join a group
+      ir::Value* one = g.add_value(g.unique_name(name + "_one"));
+      Tensor t(DType::f32, {});
+      t.data<float>()[0] = 1.0f;
+      one->type = ir::TypeInfo::tensor_of(t);
+      one->initializer = t;
+      node("Mul", x, one, y);
+    }
   }
   // Activations with no program op of their own, rewritten into the programs' ops so that they join a group
   // (or make one) and stream once, vectorized — alone they ran on the reference kernels, element by element
@@ -118,7 +153,8 @@ void fuse_elementwise(ir::Graph& g) {
     const bool mish = (is_onnx_op(n, "Mish") && n->inputs.size() == 1) || !mish_chain.empty();
     const bool elu_like =
         (is_onnx_op(n, "Elu") || is_onnx_op(n, "Selu") || is_onnx_op(n, "Celu")) && n->inputs.size() == 1;
-    if (!leaky && !prelu && !mish && !elu_like) continue;
+    const bool hard_sigmoid = is_onnx_op(n, "HardSigmoid") && n->inputs.size() == 1;
+    if (!leaky && !prelu && !mish && !elu_like && !hard_sigmoid) continue;
     ir::Value* y = n->outputs[0];
     const std::string name = n->name;
     auto scalar = [&](const char* tag, const Tensor& t) {
@@ -169,6 +205,23 @@ void fuse_elementwise(ir::Graph& g) {
       step("Sub", {pos, neg}, y);
       continue;
     }
+    if (hard_sigmoid) {  // max(0, min(1, a x + b)), NaN kept
+      const float a = float_attr(n, "alpha", 0.2f), b = float_attr(n, "beta", 0.5f);
+      g.remove_node(n);
+      // hard_sigmoid_half(x, a), one pass; another beta: of x + (b - 1/2) / a (four passes as Mul, Add, Relu,
+      // Min took 1.4x onnxruntime's time)
+      if (a != 0.0f && std::isfinite((b - 0.5f) / a)) {
+        ir::Node* m = g.add_node("HardSigmoid", g.unique_name(name + "_half"));
+        m->opset = 6;
+        g.connect_input(m, b == 0.5f ? x : step("Add", {x, scalar("_shift", value((b - 0.5f) / a))}));
+        g.connect_input(m, scalar("_alpha", value(a)));
+        g.connect_output(m, y);
+        continue;
+      }
+      ir::Value* t = step("Add", {step("Mul", {x, scalar("_alpha", value(a))}), scalar("_beta", value(b))});
+      step("Min", {step("Relu", {t}), scalar("_one", value(1.0f))}, y);
+      continue;
+    }
     Tensor c;
     if (leaky) {
       c = value(1.0f - float_attr(n, "alpha", 0.01f));
@@ -212,8 +265,9 @@ void fuse_elementwise(ir::Graph& g) {
     // Alone, a program op with no tuned kernel of its own (Sqrt, Abs, Neg, Max / Min of two, Floor, Ceil,
     // Round, Reciprocal: the reference's element-by-element loop in double, Sqrt 21x onnxruntime's time, Max
     // 7x, Round 5x) is a program of one instruction.
-    const bool lone = [&] {
-      for (const char* op : {"Sqrt", "Abs", "Neg", "Max", "Min", "Floor", "Ceil", "Round", "Reciprocal"})
+    const bool lone = scaled_hard_sigmoid(root) || [&] {
+      for (const char* op :
+           {"Sqrt", "Abs", "Neg", "Max", "Min", "Floor", "Ceil", "Round", "Reciprocal", "ThresholdedRelu"})
         if (is_onnx_op(root, op)) return true;
       return false;
     }();
@@ -235,6 +289,17 @@ void fuse_elementwise(ir::Graph& g) {
           operand[v] = int64_t(inputs.size());
           inputs.push_back(v);
         }
+    std::map<const ir::Node*, int64_t> alpha_of;  // ThresholdedRelu -> its alpha's input
+    for (ir::Node* n : gr.nodes)
+      if (thresholded_relu(n)) {
+        ir::Value* v = g.add_value(g.unique_name(n->name + "_alpha"));
+        Tensor t(DType::f32, {});
+        t.data<float>()[0] = float_attr(n, "alpha", 1.0f);
+        v->type = ir::TypeInfo::tensor_of(t);
+        v->initializer = t;
+        alpha_of[n] = int64_t(inputs.size());
+        inputs.push_back(v);
+      }
     const int64_t n_in = int64_t(inputs.size());
     // Mul(x, Sigmoid(x)) whose Sigmoid feeds only it: the Mul becomes silu(x), the Sigmoid goes
     std::set<const ir::Node*> folded;
@@ -262,11 +327,16 @@ void fuse_elementwise(ir::Graph& g) {
         if (n != gr.root) operand[n->outputs[0]] = dst;
         continue;
       }
-      const EwOp op = *ew_from_onnx(n->op_type);
+      const bool thr = thresholded_relu(n);
+      const EwOp op = thr                      ? EwOp::threshold
+                      : scaled_hard_sigmoid(n) ? EwOp::hard_sigmoid_half
+                                               : *ew_from_onnx(n->op_type);
       const bool last = n == gr.root;
       const int64_t dst = last ? -1 : n_in + regs++;
       program.insert(program.end(), {int64_t(op), dst, operand.at(n->inputs[0]),
-                                     ew_arity(op) == 2 ? operand.at(n->inputs[1]) : -1});
+                                     thr                 ? alpha_of.at(n)
+                                     : ew_arity(op) == 2 ? operand.at(n->inputs[1])
+                                                         : -1});
       if (!last) operand[n->outputs[0]] = dst;
     }
     ir::Value* out = gr.root->outputs[0];

@@ -69,6 +69,14 @@ double ref_of(UnaryOp op, double x) {
     case UnaryOp::gelu_tanh:
       return 0.5 * x *
              (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+    case UnaryOp::log:
+      return std::log(x);
+    case UnaryOp::sin:
+      return std::sin(x);
+    case UnaryOp::cos:
+      return std::cos(x);
+    case UnaryOp::softplus:
+      return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
   }
   return 0;
 }
@@ -105,9 +113,28 @@ std::vector<float> sweep_inputs() {
   return v;
 }
 
-// floor: results below it in magnitude pass within it absolutely (0: none)
-void check_ulp(UnaryOp op, const char* name, double bound, double floor = 0) {
-  static const std::vector<float> xs = sweep_inputs();
+// Every `stride`-th bit pattern from lo to hi (both included), and their negations if `both_signs`.
+std::vector<float> pattern_sweep(float lo, float hi, uint32_t stride, bool both_signs) {
+  uint32_t a, b;
+  std::memcpy(&a, &lo, 4);
+  std::memcpy(&b, &hi, 4);
+  std::vector<float> v;
+  for (uint64_t u = a; u <= b; u += stride) {
+    const uint32_t w = uint32_t(u);
+    float f;
+    std::memcpy(&f, &w, 4);
+    v.push_back(f);
+    if (both_signs) v.push_back(-f);
+  }
+  v.push_back(hi);
+  return v;
+}
+
+// floor: results below it in magnitude pass within it absolutely (0: none); extra: more inputs
+void check_ulp(UnaryOp op, const char* name, double bound, double floor = 0, std::vector<float> extra = {}) {
+  static const std::vector<float> base = sweep_inputs();
+  std::vector<float> xs = base;
+  xs.insert(xs.end(), extra.begin(), extra.end());
   std::vector<double> exact(xs.size());
   for (size_t i = 0; i < xs.size(); ++i) exact[i] = ref_of(op, double(xs[i]));
   for (EltIsa isa : isas()) {
@@ -138,7 +165,7 @@ TEST(X86EltwiseMath, ErfUlp) {
   check_ulp(UnaryOp::erf, "erf", 2.5);
 }
 TEST(X86EltwiseMath, TanhUlp) {
-  check_ulp(UnaryOp::tanh, "tanh", 2.5);
+  check_ulp(UnaryOp::tanh, "tanh", 6.0);  // the rational form (eltwise_impl.h); the portable std::tanh
 }
 TEST(X86EltwiseMath, SigmoidUlp) {
   check_ulp(UnaryOp::sigmoid, "sigmoid", 3.0);
@@ -150,6 +177,95 @@ TEST(X86EltwiseMath, SiluUlp) {
   // x / (1 + e^{-x}): results under 1e-30 in magnitude (x < -64) are held to 1e-30 absolutely
   // (eltwise_impl.h)
   check_ulp(UnaryOp::silu, "silu", 4.0, 1e-30);
+}
+
+TEST(X86EltwiseMath, LogUlp) {
+  // every 257th positive pattern (subnormals, 0, +inf included), every 5th in [0.5, 2]
+  std::vector<float> xs = pattern_sweep(0.0f, std::numeric_limits<float>::infinity(), 257, false);
+  const auto near1 = pattern_sweep(0.5f, 2.0f, 5, false);
+  xs.insert(xs.end(), near1.begin(), near1.end());
+  check_ulp(UnaryOp::log, "log", 1.75, 0, xs);
+}
+TEST(X86EltwiseMath, SinCosUlp) {
+  // every 199th pattern up to 4 (both signs), every 37th up to past the vector path's bound (105414), the
+  // per-lane fallback beyond
+  std::vector<float> xs = pattern_sweep(0.0f, 4.0f, 199, true);
+  const auto mid = pattern_sweep(4.0f, 2.5e5f, 37, true);
+  xs.insert(xs.end(), mid.begin(), mid.end());
+  for (float f : {105413.99f, 105414.0f, 105414.01f, 1e6f, 3e38f, -3e38f}) xs.push_back(f);
+  check_ulp(UnaryOp::sin, "sin", 2.0, 0, xs);
+  check_ulp(UnaryOp::cos, "cos", 2.0, 0, xs);
+}
+TEST(X86EltwiseMath, SoftplusUlp) {
+  check_ulp(UnaryOp::softplus, "softplus", 2.5, 0, pattern_sweep(0.0f, 120.0f, 997, true));
+}
+
+// pow against std::pow in double: random bases over many binades, exponents |b| <= 8 (the common ones) and
+// |b| <= 80, and the special cases (through std::pow per lane).
+TEST(X86EltwiseMath, PowUlp) {
+  std::mt19937 g(7);
+  std::uniform_real_distribution<float> ea(-40.0f, 40.0f), eb(-1.0f, 1.0f);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (float bmax : {8.0f, 80.0f}) {
+    std::vector<float> a, b;
+    for (int i = 0; i < 3000000; ++i) {
+      a.push_back(std::exp2(ea(g) * (i % 4 == 0 ? 3.0f : i % 4 == 1 ? 0.01f : 1.0f)));
+      b.push_back(eb(g) * bmax);
+    }
+    // integral and special exponents, negative, zero, subnormal, inf and NaN bases
+    for (float x : {-2.5f, -2.0f, -0.0f, 0.0f, 1e-45f, 1e-40f, 1.0f, 2.0f, 3e38f, inf, -inf, nan})
+      for (float y :
+           {-3.0f, -2.0f, -0.5f, 0.0f, 0.5f, 1.0f, 2.0f, 3.0f, 1.7f, 200.0f, -200.0f, inf, -inf, nan})
+        a.push_back(x), b.push_back(y);
+    for (EltIsa isa : isas()) {
+      std::vector<float> y(a.size());
+      x86::eltwise_kernels(isa).binary(x86::BinaryOp::pow, a.data(), 1, b.data(), 1, y.data(),
+                                       int64_t(a.size()));
+      double worst = 0;
+      size_t at = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        const double want = std::pow(double(a[i]), double(b[i]));
+        if (std::isnan(want)) {
+          ASSERT_TRUE(std::isnan(y[i])) << a[i] << "^" << b[i];
+          continue;
+        }
+        const double e = ulp_error(y[i], want);
+        if (e > worst) worst = e, at = i;
+      }
+      EXPECT_LE(worst, bmax == 8.0f ? 2.0 : 5.0)
+          << x86::eltwise_isa_name(isa) << " " << a[at] << "^" << b[at];
+      std::printf("[ ulp ] pow |b|<=%-3g %-9s max %.3f ulp (at %.9g ^ %.9g)\n", double(bmax),
+                  x86::eltwise_isa_name(isa), worst, double(a[at]), double(b[at]));
+    }
+  }
+}
+
+TEST(X86EltwiseMath, LogSinCosSpecials) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {inf, -inf, 0.0f, -0.0f, -1.0f, 1e-45f};
+  for (EltIsa isa : isas()) {
+    const auto& k = x86::eltwise_kernels(isa);
+    std::vector<float> y(x.size());
+    k.unary(UnaryOp::log, x.data(), y.data(), int64_t(x.size()));
+    EXPECT_EQ(y[0], inf);
+    EXPECT_TRUE(std::isnan(y[1]));
+    EXPECT_EQ(y[2], -inf);
+    EXPECT_EQ(y[3], -inf);
+    EXPECT_TRUE(std::isnan(y[4]));
+    EXPECT_FLOAT_EQ(y[5], float(std::log(double(1e-45f))));
+    k.unary(UnaryOp::sin, x.data(), y.data(), int64_t(x.size()));
+    EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
+    EXPECT_TRUE(y[2] == 0.0f && !std::signbit(y[2]));
+    EXPECT_TRUE(y[3] == 0.0f && std::signbit(y[3]));
+    k.unary(UnaryOp::cos, x.data(), y.data(), int64_t(x.size()));
+    EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
+    EXPECT_EQ(y[2], 1.0f);
+    EXPECT_EQ(y[3], 1.0f);
+    k.unary(UnaryOp::softplus, x.data(), y.data(), int64_t(x.size()));
+    EXPECT_EQ(y[0], inf);
+    EXPECT_EQ(y[1], 0.0f);
+    EXPECT_FLOAT_EQ(y[2], float(std::log(2.0)));
+  }
 }
 
 // GELU is x/2 (1 + f), as written or as x/2 + |x| E(|x|): the bound is absolute, scaled by max(1, |x|)
@@ -259,9 +375,9 @@ TEST(X86Eltwise, UnaryMatchesRef) {
   std::mt19937 g(1);
   for (EltIsa isa : isas()) {
     ForceIsa f(isa);
-    for (const char* op : {"Exp", "Erf", "Tanh", "Sigmoid", "Relu"})
+    for (const char* op : {"Exp", "Erf", "Tanh", "Sigmoid", "Relu", "Log", "Sin", "Cos", "Softplus"})
       for (int64_t n : kSizes) {
-        Tensor x = rand_f32({n}, g, -12.0f, 12.0f);
+        Tensor x = rand_f32({n}, g, std::string(op) == "Log" ? 1e-3f : -12.0f, 12.0f);
         if (n > 3) x.data<float>()[2] = std::numeric_limits<float>::quiet_NaN();
         const auto want = tessera::testing::run_ref(op, {x});
         const auto got = run_tuned(op, {x}, {}, 1, 23, n > 1000);
@@ -296,12 +412,13 @@ TEST(X86Eltwise, BinaryMatchesRef) {
                                                        {{0, 4}, {4}}};
   for (EltIsa isa : isas()) {
     ForceIsa f(isa);
-    for (const char* op : {"Add", "Sub", "Mul", "Div"})
+    for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow"})
       for (const auto& [sa, sb] : shapes) {
-        const Tensor a = rand_f32(sa, g), b = rand_f32(sb, g, 0.5f, 3.0f);
+        const bool pow = std::string(op) == "Pow";
+        const Tensor a = rand_f32(sa, g, pow ? 0.01f : -3.0f, 3.0f), b = rand_f32(sb, g, 0.5f, 3.0f);
         const auto want = tessera::testing::run_ref(op, {a, b});
         const auto got = run_tuned(op, {a, b}, {}, 1, 23, true);
-        expect_close(got[0].tensor, want[0].tensor, 1e-7, 0,
+        expect_close(got[0].tensor, want[0].tensor, pow ? 3e-7 : 1e-7, 0,
                      std::string(op) + " " + a.describe() + " " + b.describe());
       }
   }

@@ -44,6 +44,14 @@ float unary_scalar(UnaryOp op, float x) {
       return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
     case UnaryOp::gelu_tanh:
       return 0.5f * x * (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case UnaryOp::log:
+      return std::log(x);
+    case UnaryOp::sin:
+      return std::sin(x);
+    case UnaryOp::cos:
+      return std::cos(x);
+    case UnaryOp::softplus:
+      return std::isnan(x) ? x : std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x)));
   }
   return x;
 }
@@ -98,6 +106,9 @@ void binary_portable(BinaryOp op, const float* a, int64_t sa, const float* b, in
         break;
       case BinaryOp::div:
         y[i] = u / v;
+        break;
+      case BinaryOp::pow:
+        y[i] = std::pow(u, v);
         break;
     }
   }

@@ -69,6 +69,31 @@ struct O256 {
     s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
     return _mm_cvtss_f32(s);
   }
+  // integer lanes (log's exponent split, sin / cos quadrants)
+  using I = __m256i;
+  static I as_int(V a) { return _mm256_castps_si256(a); }
+  static V as_float(I a) { return _mm256_castsi256_ps(a); }
+  static I iset1(int k) { return _mm256_set1_epi32(k); }
+  static I iadd(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I isub(I a, I b) { return _mm256_sub_epi32(a, b); }
+  static I iand(I a, I b) { return _mm256_and_si256(a, b); }
+  static I ixor(I a, I b) { return _mm256_xor_si256(a, b); }
+  template <int K>
+  static I srai(I a) {
+    return _mm256_srai_epi32(a, K);
+  }
+  template <int K>
+  static I slli(I a) {
+    return _mm256_slli_epi32(a, K);
+  }
+  static I round_int(V a) { return _mm256_cvtps_epi32(a); }
+  static V to_float(I a) { return _mm256_cvtepi32_ps(a); }
+  static C itest(I a, int k) {  // (a & k) != 0
+    const I z = _mm256_cmpeq_epi32(_mm256_and_si256(a, _mm256_set1_epi32(k)), _mm256_setzero_si256());
+    return _mm256_castsi256_ps(_mm256_xor_si256(z, _mm256_set1_epi32(-1)));
+  }
+  static C cand(C a, C b) { return _mm256_and_ps(a, b); }
+  static bool all(C c) { return _mm256_movemask_ps(c) == 0xFF; }
 };
 
 #include "kernels/x86/eltwise_impl.h"

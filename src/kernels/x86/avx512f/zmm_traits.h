@@ -63,6 +63,26 @@ struct O512 {
   static I trunc_int(V a) { return _mm512_cvttps_epi32(a); }
   static V to_float(I i) { return _mm512_cvtepi32_ps(i); }
   static V lookup(const Table32& t, I i) { return _mm512_permutex2var_ps(t.lo, i, t.hi); }
+  // integer lanes (log's exponent split, sin / cos quadrants)
+  static I as_int(V a) { return _mm512_castps_si512(a); }
+  static V as_float(I a) { return _mm512_castsi512_ps(a); }
+  static I iset1(int k) { return _mm512_set1_epi32(k); }
+  static I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I isub(I a, I b) { return _mm512_sub_epi32(a, b); }
+  static I iand(I a, I b) { return _mm512_and_si512(a, b); }
+  static I ixor(I a, I b) { return _mm512_xor_si512(a, b); }
+  template <int K>
+  static I srai(I a) {
+    return _mm512_srai_epi32(a, K);
+  }
+  template <int K>
+  static I slli(I a) {
+    return _mm512_slli_epi32(a, K);
+  }
+  static I round_int(V a) { return _mm512_cvtps_epi32(a); }
+  static C itest(I a, int k) { return _mm512_test_epi32_mask(a, _mm512_set1_epi32(k)); }  // (a & k) != 0
+  static C cand(C a, C b) { return C(a & b); }
+  static bool all(C c) { return c == C(0xFFFF); }
 };
 
 #include "kernels/x86/eltwise_impl.h"
