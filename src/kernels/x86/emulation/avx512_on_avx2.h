@@ -116,6 +116,13 @@ static inline simde__m512i tessera_emu_mm512_cvtps_epi32(simde__m512 a) {
   for (int i = 0; i < 16; ++i) r[i] = tessera_emu_round_i32(x[i]);
   return simde_mm512_loadu_si512(r);
 }
+// vpsrad by an immediate (the vector math's exponent splits): counts of 32 or more fill with the sign
+static inline simde__m512i tessera_emu_mm512_srai_epi32(simde__m512i a, unsigned int k) {
+  int32_t x[16];
+  simde_mm512_storeu_si512(x, a);
+  for (int i = 0; i < 16; ++i) x[i] = k > 31 ? (x[i] < 0 ? -1 : 0) : (int32_t)(x[i] >> k);
+  return simde_mm512_loadu_si512(x);
+}
 static inline simde__m512i tessera_emu_mm512_cvt_roundps_epi32(simde__m512 a, int) {
   return tessera_emu_mm512_cvtps_epi32(a);
 }
@@ -181,6 +188,8 @@ static inline simde__mmask16 tessera_emu_mm_test_epi8_mask(__m128i a, __m128i b)
 #define _mm512_div_round_ps(a, b, r) simde_mm512_div_ps(a, b)
 #undef _mm512_cvtps_epi32
 #define _mm512_cvtps_epi32 tessera_emu_mm512_cvtps_epi32
+#undef _mm512_srai_epi32
+#define _mm512_srai_epi32 tessera_emu_mm512_srai_epi32
 #undef _mm512_cvt_roundps_epi32
 #define _mm512_cvt_roundps_epi32 tessera_emu_mm512_cvt_roundps_epi32
 #undef _mm512_cvtepi32_epi8
