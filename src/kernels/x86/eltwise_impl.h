@@ -37,6 +37,10 @@ struct Math {
     n = O::round(O::mul(xc, O::set1(1.44269504088896341f)));
     V r = O::fma(n, O::set1(-0.693359375f), xc);
     r = O::fma(n, O::set1(2.12194440e-4f), r);
+    return exp_poly(r);
+  }
+  // e^r for |r| <= ln2/2: the degree-7 Taylor polynomial (exp_parts, pow)
+  static V exp_poly(V r) {
     V p = O::set1(1.0f / 5040.0f);
     p = O::fma(p, r, O::set1(1.0f / 720.0f));
     p = O::fma(p, r, O::set1(1.0f / 120.0f));
@@ -329,14 +333,7 @@ struct Math {
     const V n = O::round(O::mul(th, O::set1(1.44269504088896341f)));
     V r = O::fma(n, O::set1(-0.693359375f), th);
     r = O::add(O::fma(n, O::set1(2.12194440e-4f), r), tl);
-    V p = O::set1(1.0f / 5040.0f);
-    p = O::fma(p, r, O::set1(1.0f / 720.0f));
-    p = O::fma(p, r, O::set1(1.0f / 120.0f));
-    p = O::fma(p, r, O::set1(1.0f / 24.0f));
-    p = O::fma(p, r, O::set1(1.0f / 6.0f));
-    p = O::fma(p, r, O::set1(0.5f));
-    p = O::fma(p, r, O::set1(1.0f));
-    p = O::fma(p, r, O::set1(1.0f));
+    const V p = exp_poly(r);
     V y = O::scale2(p, O::max(O::min(n, O::set1(130.0f)), O::set1(-130.0f)));  // NaN n: a fallback lane
     const auto ok = O::cand(O::cand(O::lt(O::set1(0.0f), a), O::lt(a, O::set1(__builtin_inff()))),
                             O::lt(O::abs(th), O::set1(87.0f)));
