@@ -237,18 +237,10 @@ void ew_program_f32(const std::vector<EwInstr>& program, int64_t num_registers,
           std::fill(tmp, tmp + n, *a);
           a = tmp;
         }
-        if (ins.op == EwOp::threshold) {
+        if (ins.op == EwOp::threshold || ins.op == EwOp::hard_sigmoid_half) {
           const float* b = operand(ins.b, sb);
           if (avx2)
-            threshold_avx2(a, b, sb, dst, n);
-          else
-            for (int64_t i = 0; i < n; ++i) dst[i] = ew_apply(ins.op, a[i], b[i * sb]);
-          continue;
-        }
-        if (ins.op == EwOp::hard_sigmoid_half) {
-          const float* b = operand(ins.b, sb);
-          if (avx2)
-            hard_sigmoid_half_avx2(a, b, sb, dst, n);
+            (ins.op == EwOp::threshold ? threshold_avx2 : hard_sigmoid_half_avx2)(a, b, sb, dst, n);
           else
             for (int64_t i = 0; i < n; ++i) dst[i] = ew_apply(ins.op, a[i], b[i * sb]);
           continue;

@@ -51,9 +51,7 @@ void max_pool2d_indices_f32(const PoolParams& p, const float* x, float* y, int64
   parallel_for(work >= double(1 << 16) ? pool : nullptr, planes, 1, rows);
 }
 
-bool max_unpool_scatter(const void* x, size_t elem, const int64_t* idx, int64_t n, int64_t total, void* y) {
-  for (int64_t j = 0; j < n; ++j)
-    if (idx[j] < 0 || idx[j] >= total) return false;
+void max_unpool_scatter(const void* x, size_t elem, const int64_t* idx, int64_t n, int64_t total, void* y) {
   std::memset(y, 0, size_t(total) * elem);
   auto scatter = [&](auto tag) {
     using T = decltype(tag);
@@ -79,7 +77,6 @@ bool max_unpool_scatter(const void* x, size_t elem, const int64_t* idx, int64_t 
         std::memcpy(static_cast<char*>(y) + size_t(idx[j]) * elem,
                     static_cast<const char*>(x) + size_t(j) * elem, elem);
   }
-  return true;
 }
 
 }  // namespace tessera::kernels::x86

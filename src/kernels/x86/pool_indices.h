@@ -17,8 +17,8 @@ void max_pool2d_indices_f32(const PoolParams& p, const float* x, float* y, int64
                             bool column_major, ThreadPool* pool);
 
 // MaxUnpool at its natural output size: y (`total` elements of `elem` bytes) zero, then y[idx[j]] = x[j] for
-// j < n in order (a repeated index keeps the last value, as the reference). False, with y untouched, when an
-// index is outside [0, total) (the caller's reference kernel then names it).
-bool max_unpool_scatter(const void* x, size_t elem, const int64_t* idx, int64_t n, int64_t total, void* y);
+// j < n in order (a repeated index keeps the last value, as the reference). Every index in [0, total): the
+// caller checks (and hands a bad one to the reference kernel, which names it).
+void max_unpool_scatter(const void* x, size_t elem, const int64_t* idx, int64_t n, int64_t total, void* y);
 
 }  // namespace tessera::kernels::x86
