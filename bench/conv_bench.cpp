@@ -97,6 +97,10 @@ const ConvShape kConvs[] = {
     {"resnext 3x3 7x7x1024 g32", 7, 7, 1024, 1024, 3, 1, 32},
     {"resnext 3x3 7x7x1024 g32 wino2", 7, 7, 1024, 1024, 3, 1, 32, 2},
     {"resnext 3x3 7x7x1024 g32 wino4", 7, 7, 1024, 1024, 3, 1, 32, 4},
+    {"yolov8n stem 640x640 3->16 3x3 s2", 640, 640, 3, 16, 3, 2, 1},
+    {"shufflenet stem 224x224 3->24 3x3 s2", 224, 224, 3, 24, 3, 2, 1},
+    {"stem 224x224 3->48 3x3 s2", 224, 224, 3, 48, 3, 2, 1},
+    {"stem 224x224 3->64 3x3 s2", 224, 224, 3, 64, 3, 2, 1},
 };
 
 const PairShape kPairs[] = {
@@ -194,6 +198,23 @@ void BM_tessera(benchmark::State& st) {
     else
       x86::conv2d_nhwc_f32(p, x.data(), wp.data(), ep, y.data(), &pool);
   }
+  report(st, conv_flops(p), threads);
+}
+
+// A stem conv reading its image in NCHW (conv2d_nchw_in_f32, how the models run it), for the shapes it takes.
+void BM_tessera_nchw_in(benchmark::State& st) {
+  const ConvShape& s = kConvs[st.range(0)];
+  const int threads = int(st.range(1));
+  const x86::Conv2dParams p = params(s);
+  const auto x = random_floats(size_t(p.h * p.w * p.c), 1);
+  const auto w = random_floats(size_t(p.oc * p.c * p.kh * p.kw), 2);
+  const auto b = random_floats(size_t(p.oc), 3);
+  const auto wp = pack(p, w, 0);
+  Floats y(size_t(p.oh() * p.ow() * p.oc));
+  tessera::ThreadPool pool(threads);
+  const x86::ConvEpilogue ep = relu6(b.data());
+  settle();
+  for (auto _ : st) x86::conv2d_nchw_in_f32(p, x.data(), wp.data(), ep, y.data(), &pool, x86::conv_isa());
   report(st, conv_flops(p), threads);
 }
 
@@ -316,8 +337,11 @@ int main(int argc, char** argv) {
         ->MinTime(0.1);
   };
   for (int t : {1, 2}) {
-    for (int i = 0; i < int(std::size(kConvs)); ++i)
+    for (int i = 0; i < int(std::size(kConvs)); ++i) {
       for (const auto& [name, fn] : kConvLibs) add(name, kConvs[i].name, fn, i, t);
+      if (kConvs[i].wino == 0 && x86::conv_nchw_in_applies(params(kConvs[i]), x86::conv_isa()))
+        add("BM_tessera_nchw_in", kConvs[i].name, BM_tessera_nchw_in, i, t);
+    }
     for (int i = 0; i < int(std::size(kPairs)); ++i)
       for (const auto& [name, fn] : kPairLibs) add(name, kPairs[i].name, fn, i, t);
   }
