@@ -14,6 +14,7 @@
 #include "core/cpu_features.h"
 #include "core/memory.h"
 #include "kernels/x86/gemm.h"
+#include "passes/pack_queue.h"
 #include "passes/pass_manager.h"
 #include "passes/rewrite_util.h"
 
@@ -193,7 +194,7 @@ std::optional<kernels::x86::CodedB::Plan> coded_plan(const Match& m, size_t mode
   return plan;
 }
 
-void rewrite(ir::Graph& g, Match& m, size_t model_weight_bytes) {
+void rewrite(ir::Graph& g, Match& m, size_t model_weight_bytes, PackQueue& packs) {
   using kernels::x86::CodedB;
   using kernels::x86::PackedB;
   using kernels::x86::StrassenB;
@@ -210,14 +211,17 @@ void rewrite(ir::Graph& g, Match& m, size_t model_weight_bytes) {
     pt = coded ? Tensor::uninitialized(DType::u8, {int64_t(coded->bytes)})
                : Tensor::uninitialized(DType::f32, {int64_t(floats)});
   }
-  if (coded)
-    CodedB::pack_into(pt.data<uint8_t>(), *coded, m.weights.data<float>(), m.trans_b ? k : n, m.trans_b, k,
-                      n);
-  else if (strassen)
-    StrassenB::pack_into(pt.data<float>(), m.weights.data<float>(), m.trans_b ? k : n, m.trans_b, k, n);
-  else
-    PackedB::pack_into(pt.data<float>(), m.weights.data<float>(), m.trans_b ? k : n, m.trans_b, k, n);
-  advise_huge_pages(pt.raw_data(), pt.nbytes());
+  packs.add(m.weights.nbytes(), [pt, coded, strassen, w = m.weights, trans_b = m.trans_b, k, n]() mutable {
+    const float* b = w.data<float>();
+    const int64_t ldb = trans_b ? k : n;
+    if (coded)
+      CodedB::pack_into(pt.data<uint8_t>(), *coded, b, ldb, trans_b, k, n);
+    else if (strassen)
+      StrassenB::pack_into(pt.data<float>(), b, ldb, trans_b, k, n);
+    else
+      PackedB::pack_into(pt.data<float>(), b, ldb, trans_b, k, n);
+    advise_huge_pages(pt.raw_data(), pt.nbytes());
+  });
   ir::Value* pv = g.add_value(g.unique_name(m.root->inputs[1]->name + "_packed"));
   pv->initializer = pt;
   pv->type = ir::TypeInfo::tensor_of(pt);
@@ -261,13 +265,16 @@ void fuse_gemm(ir::Graph& g) {
   size_t weight_bytes = 0;
   for (const auto& v : g.values())
     if (v->initializer) weight_bytes += v->initializer->nbytes();
+  PackQueue packs;
   for (Match& m : matches) {
     ir::Value* w = m.root->inputs[1];
-    rewrite(g, m, weight_bytes);
-    // Free each original weight as soon as its packed copy exists (peak memory: one matrix, not all).
+    rewrite(g, m, weight_bytes, packs);
+    // Let go of each original weight here: its packing job holds it until it has run (peak memory: a batch
+    // of the queue's, not all).
     m.weights = Tensor();
     if (w->uses.empty() && w->initializer && !is_graph_output(g, w)) w->initializer.reset();
   }
+  packs.flush();
   g.remove_unused_values();
 }
 

@@ -28,6 +28,7 @@
 #include "core/memory.h"
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/qgemm.h"
+#include "passes/pack_queue.h"
 #include "passes/pass_manager.h"
 #include "passes/qlinear_util.h"
 #include "passes/rewrite_util.h"
@@ -353,6 +354,7 @@ bool per_tensor_qdq(const ir::Node* n) {
 
 void layout_nhwc(ir::Graph& g) {
   WeightPool filter_pool;  // the packed filters under 2 MiB
+  PackQueue packs;         // the packing itself, on the session's threads (flushed before the pool goes)
   g.topological_sort();
   std::vector<ir::Node*> nodes;
   for (const auto& n : g.nodes()) nodes.push_back(n.get());
@@ -604,8 +606,10 @@ void layout_nhwc(ir::Graph& g) {
         packed = Tensor::uninitialized(DType::f32,
                                        {int64_t(StrassenB::packed_floats(k, oc, kc, PackedB::native_nr()))});
       }
-      StrassenB::pack_into(packed.data<float>(), wt.data<float>(), k, /*trans_b=*/true, k, oc);
-      advise_huge_pages(packed.data<float>(), packed.nbytes());
+      packs.add(wt.nbytes(), [wt, packed, k, oc]() mutable {
+        StrassenB::pack_into(packed.data<float>(), wt.data<float>(), k, /*trans_b=*/true, k, oc);
+        advise_huge_pages(packed.data<float>(), packed.nbytes());
+      });
       release_weights(n);
       ir::Node* f = add_fused_gemm(g, n->name, k, oc, kc, PackedB::native_nr(), /*strassen=*/true);
       set_activation_attrs(f, fused_activation_of(n));
@@ -661,15 +665,18 @@ void layout_nhwc(ir::Graph& g) {
         const HugePagesScope huge;
         packed = Tensor::uninitialized(DType::f32, {floats});
       }
-      if (wino)
-        kernels::x86::wino_pack_weights(wt.data<float>(), oc, cg, wm, packed.data<float>(), groups);
-      else if (dense)
-        kernels::x86::conv_nhwc_pack_weights(wt.data<float>(), oc, cg, kh, kw, packed.data<float>());
-      else if (depthwise)
-        kernels::x86::dw_nhwc_pack_weights(wt.data<float>(), oc, kh, kw, packed.data<float>());
-      else
-        kernels::x86::grouped_nhwc_pack_weights(wt.data<float>(), cp, packed.data<float>());
-      advise_huge_pages(packed.data<float>(), size_t(floats) * sizeof(float));
+      packs.add(wt.nbytes(), [wt, packed, cp, wm, wino, dense, depthwise]() mutable {
+        const int64_t oc = cp.oc, cg = cp.c / cp.groups;
+        if (wino)
+          kernels::x86::wino_pack_weights(wt.data<float>(), oc, cg, wm, packed.data<float>(), cp.groups);
+        else if (dense)
+          kernels::x86::conv_nhwc_pack_weights(wt.data<float>(), oc, cg, cp.kh, cp.kw, packed.data<float>());
+        else if (depthwise)
+          kernels::x86::dw_nhwc_pack_weights(wt.data<float>(), oc, cp.kh, cp.kw, packed.data<float>());
+        else
+          kernels::x86::grouped_nhwc_pack_weights(wt.data<float>(), cp, packed.data<float>());
+        advise_huge_pages(packed.raw_data(), packed.nbytes());
+      });
       release_weights(n);
       if (wino) set_attr_int(f, "winograd", wm);
       Attribute lay;
@@ -695,6 +702,7 @@ void layout_nhwc(ir::Graph& g) {
     twin_out(f, n->outputs[0]);
     old.push_back(n);
   }
+  packs.flush();
   if (old.empty()) return;
   std::vector<ir::Value*> outs;
   for (ir::Node* n : old)

@@ -13,6 +13,7 @@
 #include "frontend/onnx/onnx_loader.h"
 #include "ir/op_registry.h"
 #include "ir/verifier.h"
+#include "passes/pack_queue.h"
 #include "passes/pass_manager.h"
 #include "runtime/session_impl.h"
 #include "runtime/shape_only.h"
@@ -130,7 +131,12 @@ SessionImpl::SessionImpl(ir::Model model, const SessionOptions& opts)
   ir::Graph& g = *model_.graph;
   ir::verify(g);
   ir::infer_shapes(g);
-  passes::run_pipeline(model_, opts_.optimization_level);
+  // the session's threads exist from here on: the passes pack weights on them (passes/pack_queue.h)
+  pool_ = std::make_unique<ThreadPool>(opts_.threads);
+  {
+    const passes::PackingPoolScope packing(pool_.get());
+    passes::run_pipeline(model_, opts_.optimization_level);
+  }
   check_model(model_.graph != nullptr, "the optimization pipeline left no graph");
   if (opts_.optimization_level > 0) model_.graph->topological_sort();  // passes may append nodes
   graph_text_ = ir::to_string(*model_.graph);
@@ -142,7 +148,6 @@ SessionImpl::SessionImpl(ir::Model model, const SessionOptions& opts)
 
   compile_graph(*model_.graph, {});
   main_ = compiled_.at(model_.graph.get()).get();
-  pool_ = std::make_unique<ThreadPool>(opts_.threads);
 }
 
 SessionImpl::~SessionImpl() {
