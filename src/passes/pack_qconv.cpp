@@ -8,6 +8,7 @@
 // most 4 channels (the packed K pads the channels to 4: a 3-channel stem does a third more products).
 #include "core/dtype_attr.h"
 #include "kernels/x86/qgemm.h"
+#include "passes/pack_queue.h"
 #include "passes/pass_manager.h"
 #include "passes/qlinear_util.h"
 
@@ -29,7 +30,7 @@ bool worth_packing(const ir::Node* n, const Tensor& w) {
   return h.known() && wd.known() && h.value * wd.value < 256;
 }
 
-void pack_one(ir::Graph& g, ir::Node* n) {
+void pack_one(ir::Graph& g, ir::Node* n, PackQueue& packs) {
   if (!is_onnx_op(n, "QLinearConv") || n->inputs.size() < 8 || n->outputs.size() != 1 || !n->inputs[3])
     return;
   ir::Value* wv = n->inputs[3];
@@ -45,8 +46,10 @@ void pack_one(ir::Graph& g, ir::Node* n) {
   using kernels::x86::QConvPackedW;
   const Tensor wc = w.contiguous();
   Tensor pt(DType::u8, {int64_t(QConvPackedW::bytes(w.dim(0), w.dim(1), w.dim(2), w.dim(3)))});
-  QConvPackedW::pack(wc.raw_data(), w.dtype() == DType::i8, w.dim(0), w.dim(1), w.dim(2), w.dim(3),
-                     pt.data<uint8_t>());
+  packs.add(wc.nbytes(), [wc, pt]() mutable {
+    QConvPackedW::pack(wc.raw_data(), wc.dtype() == DType::i8, wc.dim(0), wc.dim(1), wc.dim(2), wc.dim(3),
+                       pt.data<uint8_t>());
+  });
   const AttrMap attrs = n->attrs;  // (n goes away below)
   ir::Node* f = replace_with_packed(g, n, "QLinearConvPacked", 3, pt);
   for (const char* a : {"strides", "dilations", "pads"})
@@ -62,7 +65,9 @@ void pack_one(ir::Graph& g, ir::Node* n) {
 void pack_qconv(ir::Graph& g) {
   std::vector<ir::Node*> nodes;
   for (const auto& n : g.nodes()) nodes.push_back(n.get());
-  for (ir::Node* n : nodes) pack_one(g, n);
+  PackQueue packs;  // (passes/pack_queue.h)
+  for (ir::Node* n : nodes) pack_one(g, n, packs);
+  packs.flush();
   g.remove_unused_values();
 }
 

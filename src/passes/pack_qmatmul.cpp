@@ -6,6 +6,7 @@
 // zero point 0, u8 with 128: what the quantizers write for weights); others keep packing per run.
 #include "core/dtype_attr.h"
 #include "kernels/x86/qgemm.h"
+#include "passes/pack_queue.h"
 #include "passes/pass_manager.h"
 #include "passes/qlinear_util.h"
 
@@ -13,7 +14,7 @@ namespace tessera::passes {
 
 namespace {
 
-void pack_one(ir::Graph& g, ir::Node* n) {
+void pack_one(ir::Graph& g, ir::Node* n, PackQueue& packs) {
   const bool qlinear = is_onnx_op(n, "QLinearMatMul");
   if (!(qlinear || is_onnx_op(n, "MatMulInteger")) || n->outputs.size() != 1) return;
   const size_t bi = qlinear ? 3 : 1, zi = qlinear ? 5 : 3;
@@ -28,7 +29,9 @@ void pack_one(ir::Graph& g, ir::Node* n) {
   const Tensor bc = b.contiguous();
   // (pack_matmul writes every byte: zeroing first cost as much again in page faults and stores)
   Tensor pt = Tensor::uninitialized(DType::u8, {int64_t(QConvPackedW::bytes(nn, k, 1, 1))});
-  QConvPackedW::pack_matmul(bc.raw_data(), b.dtype() == DType::i8, k, nn, pt.data<uint8_t>());
+  packs.add(bc.nbytes(), [bc, pt, k, nn]() mutable {
+    QConvPackedW::pack_matmul(bc.raw_data(), bc.dtype() == DType::i8, k, nn, pt.data<uint8_t>());
+  });
   ir::Node* f = replace_with_packed(g, n, qlinear ? "QLinearMatMulPacked" : "MatMulIntegerPacked", bi, pt);
   set_attr_int(f, "K", k);
   set_attr_int(f, "N", nn);
@@ -40,7 +43,9 @@ void pack_one(ir::Graph& g, ir::Node* n) {
 void pack_qmatmul(ir::Graph& g) {
   std::vector<ir::Node*> nodes;
   for (const auto& n : g.nodes()) nodes.push_back(n.get());
-  for (ir::Node* n : nodes) pack_one(g, n);
+  PackQueue packs;  // (passes/pack_queue.h)
+  for (ir::Node* n : nodes) pack_one(g, n, packs);
+  packs.flush();
   g.remove_unused_values();
 }
 
