@@ -707,7 +707,7 @@ TEST(X86ConvNhwc, NchwInputStemMatchesReference) {
                         {1, 2, 5, 3, 65, 3, 5, 1, 2, 1, 0, 3},
                         {1, 3, 30, 16, 17, 1, 1, 2, 0, 0, 0, 0},
                         {3, 3, 11, 48, 48, 2, 2, 2, 0, 0, 1, 1},
-                        // every tile width (24, 12, 8, 6 pixels) with a short last tile, past a panel
+                        // short last tiles of pixels (output widths 25, 27, 30, 13) and channels past a panel (129)
                         {1, 3, 9, 49, 40, 3, 3, 2, 1, 1, 1, 1},
                         {1, 3, 6, 27, 64, 3, 3, 1, 1, 1, 1, 1},
                         {1, 3, 7, 61, 129, 3, 3, 2, 1, 0, 1, 1},
