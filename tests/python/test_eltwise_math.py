@@ -193,3 +193,18 @@ def test_chains_fuse(kind, rows):
     for threads in (1, 2):
         got = _session(model, threads).run(None, {"x": x})[0]
         np.testing.assert_allclose(got, want, rtol=3e-6, atol=3e-6)
+
+
+@pytest.mark.parametrize("level", [0, 99])  # the reference kernel, and the fused program's instruction
+@pytest.mark.parametrize("alpha,beta", [(0.2, 0.5), (0.3, 0.4), (0.0, 0.7)])
+def test_hardsigmoid_keeps_nan(level, alpha, beta):
+    """max(0, min(1, alpha * x + beta)) as the spec's numpy clip: NaN stays NaN, infinities saturate."""
+    model = _model([helper.make_node("HardSigmoid", ["x"], ["y"], alpha=alpha, beta=beta)], [_vi("x", [2, 9])],
+                   [])
+    x = np.array([[np.nan, -np.inf, np.inf, -3.0, -0.5, 0.0, 0.5, 3.0, np.nan]] * 2, np.float32)
+    with np.errstate(invalid="ignore"):  # alpha 0: 0 * inf is NaN, in the spec's numpy as here
+        want = np.clip(np.float32(alpha) * x + np.float32(beta), 0, 1)
+    got = tessera.InferenceSession(model, tessera.SessionOptions(threads=1, optimization_level=level)).run(
+        None, {"x": x})[0]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=1e-6, atol=1e-7)

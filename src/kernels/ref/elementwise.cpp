@@ -432,7 +432,8 @@ void register_unary(KernelTable& t) {
     const double alpha = c.attr_float("alpha", 0.2f), beta = c.attr_float("beta", 0.5f);
     unary<F>(c, [=](auto x) {
       using C = decltype(x);
-      return std::max(C(0), std::min(C(1), C(alpha) * x + C(beta)));
+      const C v = C(alpha) * x + C(beta);
+      return v != v ? v : std::max(C(0), std::min(C(1), v));  // NaN stays NaN (the spec's clip; onnxruntime)
     });
   });
   t.add("HardSwish", [](KernelContext& c) {
