@@ -6,12 +6,14 @@
 // stay NCDHW: the kernel runs the taps as 2-D convs over an NDHWC copy. (It ran on the reference kernel
 // before: torchvision's r3d_18 at 0.6 GFLOP/s.)
 #include "kernels/x86/conv3d.h"
+#include "passes/pack_queue.h"
 #include "passes/pass_manager.h"
 #include "passes/rewrite_util.h"
 
 namespace tessera::passes {
 
 void pack_conv3d(ir::Graph& g) {
+  PackQueue packs;  // (passes/pack_queue.h)
   for (const auto& owned : g.nodes()) {
     ir::Node* n = owned.get();
     if (!n || n->domain != "tessera" || n->op_type != "FusedConv" || n->inputs.size() < 2 ||
@@ -47,7 +49,9 @@ void pack_conv3d(ir::Graph& g) {
     const int wino = sized ? kernels::x86::conv3d_winograd(p) : kernels::x86::wino_tile_for(p.s, 1, 0, 0);
     Tensor packed = Tensor::uninitialized(
         DType::f32, {int64_t(size_t(p.kd) * kernels::x86::conv3d_slice_floats(p, wino))});
-    kernels::x86::conv3d_pack_weights(wt.data<float>(), p, wino, packed.data<float>());
+    packs.add(wt.nbytes(), [wt, p, wino, packed]() mutable {
+      kernels::x86::conv3d_pack_weights(wt.data<float>(), p, wino, packed.data<float>());
+    });
     ir::Value* pv = g.add_value(g.unique_name(w->name + "_taps"));
     pv->type = ir::TypeInfo::tensor_of(packed);
     pv->initializer = std::move(packed);
@@ -60,6 +64,7 @@ void pack_conv3d(ir::Graph& g) {
     set_attr_ints(n, "weight_shape", {wt.dim(0), wt.dim(1), wt.dim(2), wt.dim(3), wt.dim(4)});
     if (wino) set_attr_int(n, "winograd", wino);
   }
+  packs.flush();
 }
 
 }  // namespace tessera::passes

@@ -1,10 +1,11 @@
 // Weight packing deferred and spread over the session's threads. A pass that packs constant weights
-// (layout_nhwc, fuse_gemm) allocates each packed tensor and rewrites the graph at once, but hands the packing
-// itself — a transpose or transform of the weights into fresh pages, most of a session's creation — to a
-// PackQueue, which runs the jobs it holds on the packing pool (run_pipeline's, the session's threads) once
-// they reach kPackBatchBytes of weights, and the rest when the pass ends (flush). A job keeps its source
-// weights alive until it has run; the batch bound caps what that adds to creation's peak memory. Without a
-// pool of two threads or more a job runs at once, in add(), as the pass wrote it.
+// (layout_nhwc, fuse_gemm, pack_qconv, pack_qmatmul, pack_recurrent, pack_conv3d) allocates each packed
+// tensor and rewrites the graph at once, but hands the packing itself — a transpose or transform of the
+// weights into fresh pages, most of a session's creation — to a PackQueue, which runs the jobs it holds on
+// the packing pool (run_pipeline's, the session's threads) once they reach kPackBatchBytes of weights, and
+// the rest when the pass ends (flush). A job keeps its source weights alive until it has run; the batch bound
+// caps what that adds to creation's peak memory. Without a pool of two threads or more a job runs at once, in
+// add(), as the pass wrote it.
 #pragma once
 
 #include <cstddef>
