@@ -180,7 +180,10 @@ Floats pack(const x86::Conv2dParams& p, const Floats& w, int wino) {
   return out;
 }
 
-void BM_tessera(benchmark::State& st) {
+// Tessera's conv on kConvs[shape] at `threads`: the NHWC kernels (Winograd where the shape names it), or with
+// nchw_in the stem kernel reading its image in NCHW (conv2d_nchw_in_f32, how the models run a stem; only
+// for the shapes it takes).
+void time_tessera(benchmark::State& st, bool nchw_in) {
   const ConvShape& s = kConvs[st.range(0)];
   const int threads = int(st.range(1));
   const x86::Conv2dParams p = params(s);
@@ -193,7 +196,9 @@ void BM_tessera(benchmark::State& st) {
   const x86::ConvEpilogue ep = relu6(b.data());
   settle();
   for (auto _ : st) {
-    if (s.wino)
+    if (nchw_in)
+      x86::conv2d_nchw_in_f32(p, x.data(), wp.data(), ep, y.data(), &pool, x86::conv_isa());
+    else if (s.wino)
       x86::conv2d_wino_nhwc_f32(p, s.wino, x.data(), wp.data(), ep, y.data(), &pool);
     else
       x86::conv2d_nhwc_f32(p, x.data(), wp.data(), ep, y.data(), &pool);
@@ -201,21 +206,11 @@ void BM_tessera(benchmark::State& st) {
   report(st, conv_flops(p), threads);
 }
 
-// A stem conv reading its image in NCHW (conv2d_nchw_in_f32, how the models run it), for the shapes it takes.
+void BM_tessera(benchmark::State& st) {
+  time_tessera(st, false);
+}
 void BM_tessera_nchw_in(benchmark::State& st) {
-  const ConvShape& s = kConvs[st.range(0)];
-  const int threads = int(st.range(1));
-  const x86::Conv2dParams p = params(s);
-  const auto x = random_floats(size_t(p.h * p.w * p.c), 1);
-  const auto w = random_floats(size_t(p.oc * p.c * p.kh * p.kw), 2);
-  const auto b = random_floats(size_t(p.oc), 3);
-  const auto wp = pack(p, w, 0);
-  Floats y(size_t(p.oh() * p.ow() * p.oc));
-  tessera::ThreadPool pool(threads);
-  const x86::ConvEpilogue ep = relu6(b.data());
-  settle();
-  for (auto _ : st) x86::conv2d_nchw_in_f32(p, x.data(), wp.data(), ep, y.data(), &pool, x86::conv_isa());
-  report(st, conv_flops(p), threads);
+  time_tessera(st, true);
 }
 
 // One oneDNN convolution primitive with its memories, all in oneDNN's preferred layouts.
