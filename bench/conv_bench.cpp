@@ -7,7 +7,7 @@
 // nChw16c kernels), reordered outside the timed loop; Tessera runs NHWC as the runtime does, with
 // weights packed once. "pw+dw" rows time a 1x1 expansion feeding a 3x3 depthwise conv: Tessera's fused
 // kernel (conv2d_pw_dw_nhwc_f32) against oneDNN's two primitives back to back.
-// Counters: GFLOPS, pct_peak (of 32 f32 FLOP/cycle/core at TESSERA_PEAK_GHZ, default 3.5875).
+// Counters: GFLOPS, pct_peak (of the FMA peak measured at start, bench_common.h).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 

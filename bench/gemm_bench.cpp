@@ -2,9 +2,10 @@
 // at 1 and 2 threads, in one process so that they share the machine's state.
 //   build/release/bench/gemm_bench --benchmark_format=json --benchmark_repetitions=5 \
 //       --benchmark_min_time=0.1 > gemm.json && python3 bench/gemm_table.py gemm.json
-// Counters: GFLOPS (per second), GBps (A, B and C bytes once, per second: what bounds a GEMV)
-// and pct_peak (of 32 f32 FLOP/cycle/core at the nominal clock passed in TESSERA_PEAK_GHZ,
-// default 3.5875 — 114.8 GFLOP/s per core). TESSERA_GEMM_PATH=packed|direct forces the A path.
+// Counters: GFLOPS (per second), GBps (A, B and C bytes once, per second: what bounds a GEMV),
+// pct_peak (of the FMA peak measured at start, bench_common.h; TESSERA_PEAK_GFLOPS=per-core figure overrides)
+// and, for M = 1, pct_stream (GBps as % of the STREAM triad measured at start at the same thread count).
+// TESSERA_GEMM_PATH=packed|direct forces the A path.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <dnnl.h>
@@ -69,6 +70,9 @@ void report(benchmark::State& st, const Shape& s, int threads) {
   st.counters["GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   st.counters["pct_peak"] = benchmark::Counter(flops * 1e-9 * 100.0 / peak_gflops(threads),
                                                benchmark::Counter::kIsIterationInvariantRate);
+  if (s.m == 1)
+    st.counters["pct_stream"] = benchmark::Counter(bytes * 1e-9 * 100.0 / tessera::bench::stream_gbs(threads),
+                                                   benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_tessera(benchmark::State& st) {

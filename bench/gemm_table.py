@@ -1,50 +1,71 @@
 #!/usr/bin/env python3
-"""Markdown table of a gemm_bench JSON run: best of the repetitions per (library, shape, threads).
+"""Markdown table of a gemm_bench JSON run: the median of the repetitions per (library, shape, threads).
 
     build/release/bench/gemm_bench --benchmark_format=json --benchmark_repetitions=5 \\
-        --benchmark_min_time=0.1 > gemm.json
-    python3 bench/gemm_table.py gemm.json
+        --benchmark_min_time=0.1 --benchmark_enable_random_interleaving=true > gemm.json
+    python3 bench/gemm_table.py gemm.json [--best]
 
-Best-of, not the median, because the machine is shared: other jobs only ever slow a run down.
-The last column (model shapes only): B cycled through 128 MiB of copies, so it streams from memory as a
-model's weights do (the other columns reuse one B, which stays in the 32 MiB L3).
+--best takes the best repetition instead (other jobs on a shared machine only ever slow a run down).
+% peak is of the FMA peak gemm_bench measured at start at that thread count (its JSON context), for the
+unpacked and the prepacked B; for M = 1 the GB/s figures are also given as % of the STREAM triad measured
+there. The last column (model shapes only): B cycled through 128 MiB of copies, so it streams from memory as
+a model's weights do (the other columns reuse one B, which stays in the 32 MiB L3).
 """
 import collections
 import json
+import statistics
 import sys
 
 SHAPES = ["256³", "512³", "1024³", "2048³", "1×4096×4096", "128×768×768", "128×3072×768", "3136×64×576",
           "196×256×2304", "49×2048×512", "16×768×768", "16×3072×768", "16×768×3072", "1×2304×768", "1×768×3072",
           "1×50257×768", "197×768×768", "197×3072×768", "197×768×3072"]
-PEAK_PER_CORE = 114.8  # GFLOP/s: 32 f32 FLOP/cycle at 3.59 GHz (issue 3)
+PEAK_PER_CORE = 114.8  # GFLOP/s: runs from before gemm_bench measured its peak (Zen 4, 32 FLOP/cycle, 3.59 GHz)
 
 
 def main():
     d = json.load(open(sys.argv[1]))
-    rows = collections.defaultdict(dict)
+    best_of = "--best" in sys.argv[2:]
+    ctx = d.get("context", {})
+    runs = collections.defaultdict(lambda: collections.defaultdict(list))
     for b in d["benchmarks"]:
         if b.get("run_type") == "aggregate":
             continue
         name = b["name"].split("/")
         lib, sh, th = name[0][3:], int(name[1].split(":")[1]), int(name[2].split(":")[1])
-        v = (b["GFLOPS"], b["GBps"])
-        if lib not in rows[(th, sh)] or v[0] > rows[(th, sh)][lib][0]:
-            rows[(th, sh)][lib] = v
+        runs[(th, sh)][lib].append((b["GFLOPS"], b["GBps"]))
+    pick = (lambda v: max(v)) if best_of else (lambda v: (statistics.median(x[0] for x in v),
+                                                          statistics.median(x[1] for x in v)))
+    rows = {key: {lib: pick(v) for lib, v in libs.items()} for key, libs in runs.items()}
+
+    def peak(th):
+        return float(ctx.get(f"peak_gflops_{th}t", PEAK_PER_CORE * th))
+
+    print(f"FMA peak measured: {', '.join(f'{t}T {peak(t):.1f} GFLOP/s' for t in (1, 2))}; STREAM triad: "
+          f"{', '.join(f'{t}T ' + ctx.get(f'stream_gbs_{t}t', '?')[:5] + ' GB/s' for t in (1, 2))}\n")
     print("| shape M×N×K | threads | tessera | tessera prepacked | oneDNN | OpenBLAS | tessera % peak "
-          "| tessera/oneDNN (unpacked, prepacked) | B from memory: tessera prepacked / oneDNN |")
+          "(unpacked, prepacked) | tessera/oneDNN (unpacked, prepacked) | B from memory: tessera prepacked / oneDNN |")
     print("|---|---|---|---|---|---|---|---|---|")
     for (th, sh), r in sorted(rows.items()):
         gemv = SHAPES[sh].startswith("1×")
+        stream = float(ctx.get(f"stream_gbs_{th}t", 0))
 
         def cell(lib):
             if lib not in r:
                 return "–"
-            return f"{r[lib][0]:.1f}" + (f" ({r[lib][1]:.1f} GB/s)" if gemv else "")
+            if not gemv:
+                return f"{r[lib][0]:.1f}"
+            pct = f", {100 * r[lib][1] / stream:.0f}% of STREAM" if stream else ""
+            return f"{r[lib][0]:.1f} ({r[lib][1]:.1f} GB/s{pct})"
 
-        best = max(r["tessera"][0], r["tessera_prepacked"][0])
+        def ratio(lib):
+            return f"{r[lib][0] / r['onednn'][0]:.2f}" if lib in r and "onednn" in r else "–"
+
+        def pct_peak(lib):
+            return f"{100 * r[lib][0] / peak(th):.0f}%" if lib in r else "–"
+
         print(f"| {SHAPES[sh]} | {th} | {cell('tessera')} | {cell('tessera_prepacked')} | {cell('onednn')} "
-              f"| {cell('openblas')} | {100 * best / (PEAK_PER_CORE * th):.0f}% "
-              f"| {r['tessera'][0] / r['onednn'][0]:.2f}, {r['tessera_prepacked'][0] / r['onednn'][0]:.2f} "
+              f"| {cell('openblas')} | {pct_peak('tessera')}, {pct_peak('tessera_prepacked')} "
+              f"| {ratio('tessera')}, {ratio('tessera_prepacked')} "
               f"| {cell('tessera_prepacked_cold')} / {cell('onednn_cold')} |")
 
 

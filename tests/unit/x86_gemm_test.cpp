@@ -6,11 +6,13 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "core/error.h"
 #include "kernels/x86/gemm.h"
+#include "kernels/x86/roofline.h"
 
 using namespace tessera;
 using namespace tessera::kernels::x86;
@@ -233,6 +235,31 @@ TEST(X86Gemm, SmallMCopiedPanels) {
     check_case("", s.c, idx % 2 == 1, &pool, false, s.ldb_pad);
     ++idx;
   }
+}
+
+// The blockings of both kinds of AVX-512 core (roofline.h, fma512_full_width; on other CPUs both runs take
+// the same path): on full-width ones an unpacked B past kSmallM rows is packed per block (small B too) in
+// K blocks of up to 1024 rows with as many panels as fit half of L2, two threads split N below 128 rows per
+// thread, and small M with three or more row groups packs each panel in its first group's tiles.
+TEST(X86Gemm, FullAndHalfWidthFmaBlockings) {
+  ThreadPool pool(2);
+  for (const int full : {1, 0}) {
+    force_fma512_full_width(full);
+    int idx = 0;
+    for (const Case& c :
+         {Case{128, 1000, 1100, false, false}, Case{256, 256, 256, false, false},
+          Case{97, 130, 70, true, false}, Case{300, 530, 2100, false, false},
+          Case{40, 777, 300, false, false}, Case{33, 200, 1030, true, false},
+          // small M: three to six row groups packing panels as they go, a narrow last panel, two K blocks
+          Case{13, 200, 70, false, false}, Case{32, 777, 1500, false, false}, Case{24, 64, 40, true, false},
+          Case{17, 1100, 300, false, false}, Case{8, 300, 200, false, false}}) {
+      SCOPED_TRACE("full width " + std::to_string(full));
+      check_case("", c, idx % 2 == 0, nullptr);
+      check_case("", c, idx % 2 == 1, &pool);
+      ++idx;
+    }
+  }
+  force_fma512_full_width(-1);
 }
 
 // Alpha 1 without a row bias: full row groups then run their whole panels in one call where the kernel has

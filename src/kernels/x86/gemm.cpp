@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "kernels/x86/eltwise.h"
+#include "kernels/x86/roofline.h"
 
 namespace tessera::kernels::x86 {
 namespace {
@@ -110,12 +111,21 @@ enum class APath : uint8_t { choose, packed, direct };
 // On the direct-A path, a range of at most this many rows reads B in place (or
 // from its prepacked panels) across all of its N per K block, in memory order.
 constexpr int64_t kSmallM = 32;
+// Full-width AVX-512 FMAs (roofline.h): twice the FLOP rate per core of Zen 4's, which most of the AMD
+// choices below were measured on; where that changes the best choice, the choice says so.
+bool wide_fma() {
+  return fma512_full_width();
+}
 // Rows per thread from which the direct path splits M over the threads rather than N (see run). 64 before
 // session 25; 32 measured on Zen 4 at two threads over prepacked weights: 64-112 rows 188-223 -> 226-229
 // GFLOP/s (ViT-B/16's 99-row Strassen products; B in cache), ViT-B/16 1.6-2.5% faster; at 16 (from 32 rows)
 // most 33-56-row shapes gained too but 40 x 3072 x 768 lost 3%, and smaller M streams weights from memory,
 // which a split of M would read twice.
 constexpr int64_t kRowsPerThread = 32;
+// ... but on full-width FMA cores an unpacked B, which each M range packs in full for itself, splits M only
+// from this many rows per thread, N below (Zen 5, two threads, in-process A/B against oneDNN: 128 x 768 x 768
+// 0.963 -> 1.001x, 128 x 3072 x 768 0.976 -> 1.038x; 256^3, 512^3 and 2048^3 unchanged).
+constexpr int64_t kRowsPerThreadPacking = 128;
 // Small M over a prepacked B: the bytes of a panel each pass of the row groups covers (see the path). On
 // Intel 64 rows of AVX-512's 64-wide panels, 256 (a whole K block) of AVX2's 16-wide ones — with AVX2, 64-row
 // passes were 6% slower at M = 4 and equal at 16 (Xeon, TESSERA_ISA=avx2, weights from memory). On AMD a
@@ -137,13 +147,16 @@ constexpr int64_t kStageCols = 4096;
 // On the Intel Xeon VM the opposite: packing per block past kSmallM rows was 15-50% faster at one thread
 // (197 x 3072 x 768 87 -> 133 GFLOP/s, 128 x 768 x 768 108 -> 137, 49 x 2048 x 512 88 -> 111) and 4-41% at
 // two (in-process A/B, 41 rounds), so elsewhere kSmallM holds. Not for panels one cache line wide (see
-// line_panels).
+// line_panels). Nor on full-width FMA cores, where B's rows a page apart no longer keep up with twice the
+// FMAs: on Zen 5 (one thread, in-process A/B against oneDNN) packing past kSmallM rows took 128 x 768 x 768
+// from 0.77-0.88x to 0.96-0.99x, 128 x 3072 x 768 0.73-0.95 -> 1.00-1.02, 196 x 256 x 2304 0.88 -> 1.00.
 constexpr int64_t kSmallMUnpacked = 256;
 int64_t small_m_unpacked() {
-  static const int64_t rows = cpu_features().amd ? kSmallMUnpacked : kSmallM;
-  return rows;
+  return cpu_features().amd && !wide_fma() ? kSmallMUnpacked : kSmallM;
 }
-// An unpacked B of at most this many floats is read in place by the direct path (not line_panels).
+// An unpacked B of at most this many floats is read in place by the direct path (not line_panels) — except
+// on full-width FMA cores, where packing it measured faster too (Zen 5, one thread, in-process A/B against
+// oneDNN: 256^3 0.977 -> 0.997x, 256 x 512 x 128 0.876 -> 0.997x).
 constexpr int64_t kRawBFloats = 64 * 1024;
 
 // Panels one cache line wide (AVX2's 16 floats): read in place over a row stride
@@ -156,6 +169,10 @@ constexpr int64_t kRawBFloats = 64 * 1024;
 // AVX-512's 64-wide panel rows span four lines (in place measured faster on Zen 4).
 bool line_panels(int64_t nr) {
   return nr * int64_t(sizeof(float)) <= 64;
+}
+
+bool raw_small_b(int64_t k, int64_t n, int64_t nr) {
+  return k * n <= kRawBFloats && !line_panels(nr) && !wide_fma();
 }
 
 // The most rows the direct path treats as small M, for a prepacked or an unpacked B (see above).
@@ -345,7 +362,7 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
                        const GemmBlocking& blk, const UkrInfo& u) {
   const int64_t mr = u.mr, nr = u.nr;
   const bool small = m_end - m_begin <= small_m_rows(pr.packed != nullptr, nr);
-  const bool raw_b = !pr.packed && !pr.trans_b && (small || (pr.k * pr.n <= kRawBFloats && !line_panels(nr)));
+  const bool raw_b = !pr.packed && !pr.trans_b && (small || raw_small_b(pr.k, pr.n, nr));
   const int64_t KC = blk.kc;
   // Larger M over a prepacked B with wide tiles: while the row groups compute a block from L2, their tiles
   // prefetch the next block into L2 (below), so blocks take half the usual NC (two fit in half of L2).
@@ -516,6 +533,26 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
               u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, panel, nr, next,
                        ldb * int64_t(sizeof(float)), false, pr.c + row * pr.ldc + jc + jr, pr.ldc,
                        base + (g < extra), w, ep.alpha, beta, epilogue(row, jc + jr));
+            }
+          }
+          finish_rows(ic, mc);
+        } else if (small && raw_b && groups >= 3 && u.direct_pack && wide_fma()) {
+          // Full-width FMA cores: the first row group packs each panel as it computes (GemmUkrDirectPack)
+          // and the others read the packed panel, not B's rows a page apart. Zen 5, one thread, in-process
+          // A/B against oneDNN: 32 x 4096 x 1024 0.60 -> 0.85x, 16 x 4096 x 1024 0.62 -> 0.75x, 32 x 768 x
+          // 768 0.76 -> 0.92x, 24 x 768 x 768 0.84 -> 0.90x; with two groups (12 x 3072 x 768, 8 x 768 x
+          // 3072) equal or slower, so those keep reading B in place.
+          float* panel = tl_pack_b.get(size_t(KC * nr));
+          for (int64_t jr = 0; jr < nc; jr += nr) {
+            const int64_t w = std::min(nr, nc - jr), col = jc + jr;
+            for (int64_t g = 0; g < groups; ++g) {
+              const int64_t row = group_row(g), h = base + (g < extra);
+              if (g == 0)
+                u.direct_pack(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + jr, ldb, panel,
+                              pr.c + row * pr.ldc + col, pr.ldc, h, w, ep.alpha, beta, epilogue(row, col));
+              else
+                u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, panel, nr, nullptr, 0, false,
+                         pr.c + row * pr.ldc + col, pr.ldc, h, w, ep.alpha, beta, epilogue(row, col));
             }
           }
           finish_rows(ic, mc);
@@ -706,6 +743,18 @@ void widen_blocks(GemmBlocking& blk, int64_t k, int64_t npad) {
 // Measured there against 256-row blocks (alternating in one process): one thread 1-2.5% faster from 8 to 197
 // rows (128 x 768 x 768 112.5 -> 115.0 GFLOP/s, 49 x 2048 x 512 108 -> 110, 24 x 768 x 3072 109 -> 111), two
 // threads 1.5-5% (128 x 768 x 768 223 -> 230, 49 x 2048 x 512 200 -> 210) and 24 x 256 x 2304 150 -> 180.
+// Full-width FMA cores (Zen 5): the widened blocks above come from L3, which no longer keeps up with twice
+// the FMAs. An unpacked B past kSmallM rows takes K in equal blocks of at most kWideKc rows (each K block
+// reloads and stores every C tile) and as many panels as keep the KC x NC block within half of L2. Measured
+// on Zen 5 (one thread, in-process A/B against oneDNN, 1024 x 1024 blocks -> these): 1024^3 0.96 -> 1.02x,
+// 2048^3 0.95
+// -> 1.00x, 128 x 3072 x 768 0.94 -> 1.00x, 49 x 2048 x 512 1.01 -> 1.08x; 512^3 and 196 x 256 x 2304 equal.
+void l2_blocks(GemmBlocking& blk, int64_t k, int64_t npad, int64_t nr) {
+  blk.kc = balanced_kc(k, kWideKc, 16);
+  const int64_t half_l2 = int64_t(cpu_features().l2_bytes) / 2;
+  blk.nc = std::min(std::max(half_l2 / (blk.kc * int64_t(sizeof(float))) / nr * nr, nr), npad);
+}
+
 void deepen_in_place(GemmBlocking& blk, int64_t k, bool trans_b, int64_t nr) {
   if (!cpu_features().amd || trans_b || line_panels(nr) || k <= blk.kc) return;
   blk.kc = balanced_kc(k, kWideKc, 16);
@@ -715,6 +764,8 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
   GemmBlocking blk = default_gemm_blocking();
   if (pr.packed) {
     blk.kc = pr.packed->kc();
+  } else if (pr.m > small_m_rows(false, u.nr) && wide_fma() && !line_panels(u.nr)) {
+    l2_blocks(blk, pr.k, round_up(pr.n, u.nr), u.nr);
   } else if (pr.m > small_m_rows(false, u.nr)) {
     deepen_k_blocks(blk, pr.k, round_up(pr.n, u.nr));
     if (pr.m > small_m_unpacked()) widen_blocks(blk, pr.k, round_up(pr.n, u.nr));
@@ -745,7 +796,8 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
   // M: each thread's row groups then sweep all of N with A in L1 while the threads
   // share B (measured at 2 threads, prepacked: 256^3 to 1024^3 and 128-197 rows of
   // BERT/ViT shapes 3-9% faster than splitting N).
-  const bool rows_per_thread = pr.m >= kRowsPerThread * threads;
+  const bool rows_per_thread =
+      pr.m >= (pr.packed || !wide_fma() ? kRowsPerThread : kRowsPerThreadPacking) * threads;
   const bool split_n =
       threads > 1 && (direct ? !rows_per_thread && (panels >= 4 * threads || pr.m < 4 * u.mr * threads)
                              : panels >= 2 * threads || pr.m < u.mr * threads);
@@ -783,8 +835,7 @@ void run(const Problem& pr, ThreadPool* pool, const UkrInfo& u, APath path = APa
     // own caches from call to call and from one layer to the next. Two tasks per thread from 128 rows each
     // (for some balance) handed rows to whichever thread came free: on Zen 4 at two threads 256^3 ran at
     // 86% of peak against 89%, prepacked 256-512 x 768 x 768 and 256 x 3072 x 768 0.5-1.4% slower.
-    const bool b_free =
-        pr.packed || (direct && !pr.trans_b && pr.k * pr.n <= kRawBFloats && !line_panels(u.nr));
+    const bool b_free = pr.packed || (direct && !pr.trans_b && raw_small_b(pr.k, pr.n, u.nr));
     const int64_t tasks = !b_free || direct ? threads : max_tasks;
     // The direct path reads A in place and splits each range into balanced row groups, so its ranges are
     // equal (ViT's 197 rows at two threads: 99 + 98, 17 groups each, not 102 + 95 in whole slivers, 17 and

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -34,6 +36,42 @@ int threads_of(ThreadPool* pool) {
 }
 
 }  // namespace
+
+namespace {
+std::atomic<int> g_forced_full_width{-1};
+}  // namespace
+
+void force_fma512_full_width(int full) {
+  g_forced_full_width.store(full, std::memory_order_relaxed);
+}
+
+bool fma512_full_width() {
+  if (const int forced = g_forced_full_width.load(std::memory_order_relaxed); forced >= 0) return forced != 0;
+  static const bool full = [] {
+    if (const char* f = std::getenv("TESSERA_FMA512")) return std::strcmp(f, "full") == 0;
+#if defined(__x86_64__)
+    const CpuFeatures& cpu = cpu_features();
+    if (!cpu.avx512_core() || !(cpu.avx2 && cpu.fma)) return false;
+    // the same number of FMA instructions, 16 or 8 lanes each: about equal times on full-width pipes, twice
+    // the time for the zmm loop on double-pumped ones (the ratio is what decides, so the clock drops out)
+    float sink = 0;
+    constexpr long kIters = 2000;  // 24k FMAs: ~12k cycles on two pipes
+    double t512 = 1e9, t256 = 1e9;
+    for (int trial = 0; trial < 5; ++trial) {
+      auto t0 = Clock::now();
+      fma_peak_loop_avx512f(kIters, &sink);
+      t512 = std::min(t512, seconds_since(t0));
+      t0 = Clock::now();
+      fma_peak_loop_avx2(kIters, &sink);
+      t256 = std::min(t256, seconds_since(t0));
+    }
+    return sink != 12345.0f && t512 < 1.5 * t256;
+#else
+    return false;
+#endif
+  }();
+  return full;
+}
 
 Ceilings measure_ceilings(ThreadPool* pool, double budget_ms) {
   Ceilings c;
