@@ -747,8 +747,8 @@ void widen_blocks(GemmBlocking& blk, int64_t k, int64_t npad) {
 // the FMAs. An unpacked B past kSmallM rows takes K in equal blocks of at most kWideKc rows (each K block
 // reloads and stores every C tile) and as many panels as keep the KC x NC block within half of L2. Measured
 // on Zen 5 (one thread, in-process A/B against oneDNN, 1024 x 1024 blocks -> these): 1024^3 0.96 -> 1.02x,
-// 2048^3 0.95
-// -> 1.00x, 128 x 3072 x 768 0.94 -> 1.00x, 49 x 2048 x 512 1.01 -> 1.08x; 512^3 and 196 x 256 x 2304 equal.
+// 2048^3 0.95 -> 1.00x, 128 x 3072 x 768 0.94 -> 1.00x, 49 x 2048 x 512 1.01 -> 1.08x; 512^3 and 196 x 256 x
+// 2304 equal.
 void l2_blocks(GemmBlocking& blk, int64_t k, int64_t npad, int64_t nr) {
   blk.kc = balanced_kc(k, kWideKc, 16);
   const int64_t half_l2 = int64_t(cpu_features().l2_bytes) / 2;

@@ -35,10 +35,9 @@ int threads_of(ThreadPool* pool) {
   return pool ? pool->num_threads() : 1;
 }
 
-}  // namespace
-
-namespace {
+// force_fma512_full_width's setting (-1: measure)
 std::atomic<int> g_forced_full_width{-1};
+
 }  // namespace
 
 void force_fma512_full_width(int full) {
@@ -48,10 +47,10 @@ void force_fma512_full_width(int full) {
 bool fma512_full_width() {
   if (const int forced = g_forced_full_width.load(std::memory_order_relaxed); forced >= 0) return forced != 0;
   static const bool full = [] {
-    if (const char* f = std::getenv("TESSERA_FMA512")) return std::strcmp(f, "full") == 0;
 #if defined(__x86_64__)
     const CpuFeatures& cpu = cpu_features();
     if (!cpu.avx512_core() || !(cpu.avx2 && cpu.fma)) return false;
+    if (const char* f = std::getenv("TESSERA_FMA512")) return std::strcmp(f, "full") == 0;
     // the same number of FMA instructions, 16 or 8 lanes each: about equal times on full-width pipes, twice
     // the time for the zmm loop on double-pumped ones (the ratio is what decides, so the clock drops out)
     float sink = 0;
@@ -65,7 +64,7 @@ bool fma512_full_width() {
       fma_peak_loop_avx2(kIters, &sink);
       t256 = std::min(t256, seconds_since(t0));
     }
-    return sink != 12345.0f && t512 < 1.5 * t256;
+    return t512 < 1.5 * t256;
 #else
     return false;
 #endif

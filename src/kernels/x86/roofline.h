@@ -23,8 +23,8 @@ Ceilings measure_ceilings(ThreadPool* pool, double budget_ms = 300);
 // Whether this core runs a 512-bit FMA as fast as a 256-bit one (two full-width FMA pipes: Zen 5, Intel's
 // server cores), rather than as two halves (Zen 4): it doubles the FLOP rate the GEMM's packing and cache
 // traffic must keep up with, so its blocking differs (gemm.cpp). Measured once (~50 us: the same 12 FMA
-// chains with zmm and with ymm registers, best of a few trials); TESSERA_FMA512=full|half forces it.
-// False without AVX-512.
+// chains with zmm and with ymm registers, best of a few trials); TESSERA_FMA512=full|half forces it where
+// the AVX-512 kernels run. False without them.
 bool fma512_full_width();
 // Tests: 1 or 0 forces fma512_full_width()'s answer (both blockings run on any AVX-512 machine); -1 measures.
 void force_fma512_full_width(int full);
