@@ -150,7 +150,7 @@ Conv2dParams mk(int64_t n, int64_t c, int64_t h, int64_t w, int64_t oc, int64_t 
 }  // namespace
 
 // Pointwise convs of few pixels at one thread, which run as a prepacked GEMM over the conv's own packed
-// panels (conv_nhwc.cpp, pointwise_as_gemm: fewer than 64 pixels, 64k output channels, K up to 512), with
+// panels (conv_nhwc.cpp, pointwise_as_gemm: fewer than 64 pixels, 64+ output channels, K up to 512), with
 // every epilogue (bias, residual, the residual in the output's buffer, Relu and Clip): one pixel, one and
 // two images, several panels, K at the limit; and just past each limit, which take the conv's own loop.
 TEST(X86ConvNhwc, PointwiseSmallMapsAsGemm) {
@@ -162,7 +162,11 @@ TEST(X86ConvNhwc, PointwiseSmallMapsAsGemm) {
       mk(1, 24, 1, 1, 64, 1, 1, 1, 1, 0, 0, 0, 0),    // one pixel
       mk(1, 513, 7, 7, 64, 1, 1, 1, 1, 0, 0, 0, 0),   // K past the limit
       mk(1, 32, 8, 8, 64, 1, 1, 1, 1, 0, 0, 0, 0),    // 64 pixels
-      mk(1, 32, 7, 7, 80, 1, 1, 1, 1, 0, 0, 0, 0),    // channels not a multiple of 64
+      mk(1, 32, 7, 7, 80, 1, 1, 1, 1, 0, 0, 0, 0),    // 64 + 16 channels: the last panel its own GEMM
+      mk(1, 400, 7, 7, 400, 1, 1, 1, 1, 0, 0, 0, 0),  // RegNetX's: six panels + 16
+      mk(1, 37, 5, 5, 72, 1, 1, 1, 1, 0, 0, 0, 0),    // 64 + 8 of a 16-wide last panel
+      mk(1, 64, 3, 3, 100, 1, 1, 1, 1, 0, 0, 0, 0),   // 64 + 36 of a 48-wide last panel
+      mk(1, 16, 7, 7, 48, 1, 1, 1, 1, 0, 0, 0, 0),    // narrower than a panel: the conv's loop
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)

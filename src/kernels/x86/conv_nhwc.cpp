@@ -338,18 +338,21 @@ struct ConvNextWeights {
   int64_t oc = 0;
 };
 
-// A pointwise conv of few pixels at one thread runs as the prepacked GEMM it is (M pixels x C -> OC): with OC
-// a multiple of 64, its packed panels (64 wide, all K rows each) are a prepacked B of one K block
-// (PackedB::view), and the GEMM's small-M path streams weights that come from L3 or memory better than the
-// conv's panel loop does. Measured on Zen 4 (49 pixels, one thread; weights from memory / in cache):
-// 160 -> 960 161 -> 141 / 140 -> 136 us, 320 -> 1280 437 -> 380 / 366 -> 354, 512 -> 2048 1126 -> 956 /
-// 934 -> 896; MobileNetV2's 7 x 7 x 320 -> 1280 conv 413 -> 364 us and its 7 x 7 blocks' expansions 4%
-// (1.6% of a run). Not for deeper K (960 -> 320 from memory 279 -> 291: one K block of 960 rows), larger
-// maps (196+ pixels: the conv's own loop equal or faster) or two threads (320 -> 1280: 184 -> 202 us).
+// A pointwise conv of few pixels at one thread runs as the prepacked GEMM it is (M pixels x C -> OC): its
+// whole packed panels (64 wide, all K rows each) are a prepacked B of one K block (PackedB::view), and the
+// GEMM's small-M path streams weights that come from L3 or memory better than the conv's panel loop does; a
+// narrower last panel (OC not a multiple of 64) is a plain C x width matrix, its own small GEMM. Measured on
+// Zen 4 (49 pixels, one thread; weights from memory / in cache): 160 -> 960 161 -> 141 / 140 -> 136 us,
+// 320 -> 1280 437 -> 380 / 366 -> 354, 512 -> 2048 1126 -> 956 / 934 -> 896; MobileNetV2's 7 x 7 x 320 ->
+// 1280 conv 413 -> 364 us and its 7 x 7 blocks' expansions 4% (1.6% of a run). On Zen 5 with the last panel
+// split off: RegNetX-400MF's 23 7 x 7 x 400 -> 400 convs (six panels and 16 columns) 87 -> ~73 us each, the
+// model 4.97 -> 4.60-4.71 ms (tessera bench, alternating). Not for deeper K (960 -> 320 from memory 279 ->
+// 291: one K block of 960 rows), larger maps (196+ pixels: the conv's own loop equal or faster) or two
+// threads (320 -> 1280: 184 -> 202 us; RegNetX on Zen 5 equal).
 bool pointwise_as_gemm(const Conv2dParams& p, ThreadPool* pool, ConvIsa isa, const ConvNextWeights* next) {
   const int64_t M = p.n * p.h * p.w;
   return M < 64 && p.c <= 512 && !next && (!pool || pool->num_threads() == 1) && isa == ConvIsa::avx512f &&
-         p.is_pointwise() && p.groups == 1 && p.oc % 64 == 0 && PackedB::native_nr() == conv_panel();
+         p.is_pointwise() && p.groups == 1 && p.oc >= conv_panel() && PackedB::native_nr() == conv_panel();
 }
 
 // The fraction of a conv's (output pixel, tap) pairs whose input pixel lies inside the image.
@@ -374,7 +377,15 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
     GemmEpilogue ge;
     ge.bias = ep.bias, ge.residual = ep.residual, ge.ldr = OC, ge.act = ep.act;
     ge.clip_min = ep.clip_min, ge.clip_max = ep.clip_max;
-    sgemm_packed(M, x, C, false, PackedB::view(wp, C, OC, C, conv_panel(), nullptr), y, OC, ge, nullptr);
+    const int64_t P = conv_panel(), whole = OC / P * P;
+    sgemm_packed(M, x, C, false, PackedB::view(wp, C, whole, C, P, nullptr), y, OC, ge, nullptr);
+    if (whole < OC) {  // the last panel: C rows of conv_nhwc_panel_width floats, OC - whole of them used
+      GemmEpilogue gt = ge;
+      if (gt.bias) gt.bias += whole;
+      if (gt.residual) gt.residual += whole;
+      sgemm(M, OC - whole, C, x, C, false, wp + whole * C, conv_nhwc_panel_width(OC, whole / P), false,
+            y + whole, OC, gt, nullptr);
+    }
     return;
   }
   // Tasks cover blocks of 64 output channels; a block is one panel (AVX-512) or four 16-wide ones
