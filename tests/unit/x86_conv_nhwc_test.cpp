@@ -688,8 +688,8 @@ TEST(X86ConvNhwc, PointwiseDepthwiseMatchesTwoConvs) {
 
 // A stem conv read in NCHW and written in NHWC (conv2d_nchw_in_f32), against the reference over the
 // image transposed to NHWC: 1 to 4 channels, 1x1 to 3x5 windows, strides 1 and 2, asymmetric and zero
-// padding, output widths below, at and above 16 (a tile's pixels) and channels below, at and above 16
-// (a tile's channels) and 64 (a panel), several images and row bands over two threads, every epilogue.
+// padding, output widths below, at and above 12 and 16 (a tile's pixels) and channels below, at and above 16
+// and 32 (a tile's channels) and 64 (a panel), several images and row bands over two threads, every epilogue.
 TEST(X86ConvNhwc, NchwInputStemMatchesReference) {
   if (!conv_nchw_in_applies(
           [] {
@@ -703,19 +703,23 @@ TEST(X86ConvNhwc, NchwInputStemMatchesReference) {
   struct Case {
     int64_t n, c, h, w, oc, kh, kw, s, pt, pl, pb, pr;
   };
-  const Case cases[] = {{1, 3, 224, 224, 32, 3, 3, 2, 1, 1, 1, 1},  // MobileNetV2's stem
-                        {2, 3, 33, 35, 16, 3, 3, 2, 1, 1, 1, 1},
-                        {1, 3, 17, 31, 24, 3, 3, 1, 1, 1, 1, 1},
-                        {1, 1, 9, 15, 7, 3, 3, 1, 0, 0, 0, 0},
-                        {1, 4, 12, 40, 80, 3, 3, 2, 0, 1, 1, 0},
-                        {1, 2, 5, 3, 65, 3, 5, 1, 2, 1, 0, 3},
-                        {1, 3, 30, 16, 17, 1, 1, 2, 0, 0, 0, 0},
-                        {3, 3, 11, 48, 48, 2, 2, 2, 0, 0, 1, 1},
-                        // short last tiles of pixels (output widths 25, 27, 30, 13) and channels past a panel (129)
-                        {1, 3, 9, 49, 40, 3, 3, 2, 1, 1, 1, 1},
-                        {1, 3, 6, 27, 64, 3, 3, 1, 1, 1, 1, 1},
-                        {1, 3, 7, 61, 129, 3, 3, 2, 1, 0, 1, 1},
-                        {1, 4, 5, 13, 96, 3, 3, 1, 1, 1, 1, 1}};
+  const Case cases[] = {
+      {1, 3, 224, 224, 32, 3, 3, 2, 1, 1, 1, 1},  // MobileNetV2's stem
+      {2, 3, 33, 35, 16, 3, 3, 2, 1, 1, 1, 1},
+      {1, 3, 17, 31, 24, 3, 3, 1, 1, 1, 1, 1},
+      {1, 1, 9, 15, 7, 3, 3, 1, 0, 0, 0, 0},
+      {1, 4, 12, 40, 80, 3, 3, 2, 0, 1, 1, 0},
+      {1, 2, 5, 3, 65, 3, 5, 1, 2, 1, 0, 3},
+      {1, 3, 30, 16, 17, 1, 1, 2, 0, 0, 0, 0},
+      {3, 3, 11, 48, 48, 2, 2, 2, 0, 0, 1, 1},
+      // short last tiles of pixels (output widths 25, 27, 30, 13) and channels past a panel (129)
+      {1, 3, 9, 49, 40, 3, 3, 2, 1, 1, 1, 1},
+      {1, 3, 6, 27, 64, 3, 3, 1, 1, 1, 1, 1},
+      {1, 3, 7, 61, 129, 3, 3, 2, 1, 0, 1, 1},
+      {1, 4, 5, 13, 96, 3, 3, 1, 1, 1, 1, 1},
+      // 32 + 24 channels (both blocks in the channels-along-lanes kernel), widths 15 and 12
+      {1, 3, 8, 29, 56, 3, 3, 2, 1, 1, 1, 1},
+      {1, 3, 4, 12, 56, 3, 3, 1, 1, 1, 1, 1}};
   std::mt19937 rng(5);
   auto fill = [&](size_t n) { return random_floats(rng, n); };
   for (const Case& c : cases) {

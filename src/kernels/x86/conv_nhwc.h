@@ -389,6 +389,8 @@ struct NchwInRowArgs {
   float clip_min, clip_max;
 };
 void conv_nchw_in_row_avx512f(const NchwInRowArgs& a);
+// The same for 17 to 32 output channels (nc; w's rows 32 columns wide, zero past the last channel).
+void conv_nchw_in_row_nhwc_avx512f(const NchwInRowArgs& a);
 // The `stride` phase rows of one input row (w floats, pad_l zeros to its left, zeros past its end):
 // out[p * len + j] = row[j * stride + p - pad_l].
 void nchw_phase_rows_avx512f(const float* row, int64_t w, int64_t pad_l, int64_t stride, int64_t len,

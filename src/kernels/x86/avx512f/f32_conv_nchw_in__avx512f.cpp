@@ -1,10 +1,14 @@
-// The stem conv kernels for AVX-512F (conv2d_nchw_in_f32): output pixels along the lanes, one 16-pixel x
-// 16-channel tile in 16 zmm accumulators, each tap one contiguous load of a phase row and 16 FMAs with the
-// tap's weights broadcast; the tile is transposed to NHWC in registers before it is stored.
+// The stem conv kernels for AVX-512F (conv2d_nchw_in_f32), two shapes of tile:
+// - up to 16 channels: output pixels along the lanes, one 16-pixel x 16-channel tile in 16 zmm accumulators,
+//   each tap one contiguous load of a phase row and 16 FMAs with the tap's weights broadcast; the tile is
+//   transposed to NHWC in registers before it is stored;
+// - 17 to 32 channels: channels along the lanes, 12 pixels x 2 vectors, each pixel's input broadcast to two
+//   FMAs (conv_nchw_in_row_nhwc_avx512f).
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "kernels/x86/avx512f/zmm_traits.h"
 #include "kernels/x86/conv_nhwc.h"
@@ -54,7 +58,54 @@ inline __m512 act(__m512 v, const NchwInRowArgs& a) {
   return v;
 }
 
+// Channels along the lanes: PX output pixels from column ox0 x NB vectors of 16 channels. Each tap loads its
+// NB weight vectors once and broadcasts each pixel's input to NB FMAs; the sums are NHWC already.
+template <int PX, int NB>
+void nhwc_tile(const NchwInRowArgs& a, int64_t ox0, const __mmask16* m) {
+  __m512 acc[PX][NB];
+#pragma GCC unroll 2
+  for (int b = 0; b < NB; ++b) {
+    const __m512 bv = a.bias ? _mm512_maskz_loadu_ps(m[b], a.bias + b * 16) : _mm512_setzero_ps();
+#pragma GCC unroll 24
+    for (int p = 0; p < PX; ++p) acc[p][b] = bv;
+  }
+  const float* w = a.w;
+  for (int64_t t = 0; t < a.ntaps; ++t, w += a.ldw) {
+    const float* x = a.taps[t] + ox0;
+    __m512 wv[NB];
+#pragma GCC unroll 2
+    for (int b = 0; b < NB; ++b) wv[b] = _mm512_loadu_ps(w + b * 16);
+#pragma GCC unroll 24
+    for (int p = 0; p < PX; ++p) {
+      const __m512 xb = _mm512_set1_ps(x[p]);
+#pragma GCC unroll 2
+      for (int b = 0; b < NB; ++b) acc[p][b] = _mm512_fmadd_ps(xb, wv[b], acc[p][b]);
+    }
+  }
+  float* y = a.y + ox0 * a.ldy;
+#pragma GCC unroll 24
+  for (int p = 0; p < PX; ++p)
+#pragma GCC unroll 2
+    for (int b = 0; b < NB; ++b) _mm512_mask_storeu_ps(y + p * a.ldy + b * 16, m[b], act(acc[p][b], a));
+}
+
+template <int NB, int... I>
+void nhwc_row(const NchwInRowArgs& a, std::integer_sequence<int, I...>) {
+  constexpr int PX = sizeof...(I);
+  using Fn = void (*)(const NchwInRowArgs&, int64_t, const __mmask16*);
+  static constexpr Fn kTile[] = {nhwc_tile<I + 1, NB>...};
+  __mmask16 m[NB];
+  for (int b = 0; b < NB; ++b) m[b] = __mmask16((1u << std::clamp<int64_t>(a.nc - b * 16, 0, 16)) - 1);
+  int64_t ox0 = 0;
+  for (; ox0 + PX <= a.ow; ox0 += PX) nhwc_tile<PX, NB>(a, ox0, m);
+  if (ox0 < a.ow) kTile[a.ow - ox0 - 1](a, ox0, m);
+}
+
 }  // namespace
+
+void conv_nchw_in_row_nhwc_avx512f(const NchwInRowArgs& a) {
+  nhwc_row<2>(a, std::make_integer_sequence<int, 12>{});
+}
 
 void conv_nchw_in_row_avx512f(const NchwInRowArgs& a) {
   const __mmask16 cmask = __mmask16((1u << a.nc) - 1);
