@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/x86/conv_nhwc.h"
+#include "kernels/x86/roofline.h"
 
 using namespace tessera;
 using namespace tessera::kernels::x86;
@@ -268,6 +269,20 @@ TEST(X86ConvNhwc, WinogradMatchesReference) {
   // a dilation whose sub-grids are under 4 x 4 (an atrous pyramid's rate 12 on 28 x 28): the direct kernel
   EXPECT_EQ(wino_tile_for(mk(1, 64, 28, 28, 64, 3, 3, 1, 12, 12, 12, 12, 12), 1, 28, 28), 0);
   EXPECT_EQ(wino_tile_for(mk(1, 64, 28, 28, 64, 3, 3, 1, 2, 2, 2, 2, 2), 1, 28, 28), 4);
+}
+
+// The grouped Winograd tile by map size: F(4x4) where it computes fewer points than F(2x2), and on
+// full-width FMA cores (fma512_full_width) only at 0.65x of them or fewer — 14 x 14 maps take F(2x2) there.
+TEST(X86ConvNhwc, GroupedWinogradTileByMapAndFmaWidth) {
+  auto grouped = [](int64_t hw, int64_t c) { return mk(1, c, hw, hw, c, 3, 3, 1, 1, 1, 1, 1, 1, c / 16); };
+  for (int full : {0, 1}) {
+    force_fma512_full_width(full);
+    EXPECT_EQ(wino_tile_for(grouped(28, 144), 1, 28, 28), 4) << "full " << full;
+    EXPECT_EQ(wino_tile_for(grouped(7, 784), 1, 7, 7), 4) << "full " << full;
+    EXPECT_EQ(wino_tile_for(grouped(14, 320), 1, 14, 14), full ? 2 : 4) << "full " << full;
+    EXPECT_EQ(wino_tile_for(grouped(14, 320), 1, 0, 0), 4) << "full " << full;  // map unknown
+  }
+  force_fma512_full_width(-1);
 }
 
 // Grouped Winograd: each conv group's GEMMs over its own input channels and output columns, blocks of

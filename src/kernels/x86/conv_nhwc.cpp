@@ -12,6 +12,7 @@
 #include "core/memory.h"
 #include "kernels/x86/eltwise.h"
 #include "kernels/x86/gemm.h"
+#include "kernels/x86/roofline.h"
 
 namespace tessera::kernels::x86 {
 
@@ -871,11 +872,18 @@ int wino_tile_for(const Conv2dParams& p, int64_t images, int64_t oh, int64_t ow)
   // read from L2 whatever the tile count, so the tile with fewer points (tiles x (m+2)^2: the GEMMs' rows
   // and the transforms' work) wins wherever it halves the direct conv's multiplies. F(4x4) on RegNetY-800MF's
   // 28 x 28 x 144, 14 x 14 x 320 and 7 x 7 x 784 convs (9, 20, 49 groups of 16): 1.7x, 1.5x, 1.3x the
-  // direct kernel's speed in the model; F(2x2) at 14 x 14 1.35x, at 7 x 7 1.2x.
+  // direct kernel's speed in the model; F(2x2) at 14 x 14 1.35x, at 7 x 7 1.2x (Zen 4).
+  // Full-width FMA cores (Zen 5) halve the GEMMs' time but not the transforms', and F(4x4) transforms 36
+  // points per tile against F(2x2)'s 16: there F(4x4) needs at most 0.65x F(2x2)'s points — 28 x 28 and
+  // 7 x 7 maps (0.56x) keep it, 14 x 14 ones (0.73x: four of the 16 tiles half padding) take F(2x2). Zen 5,
+  // conv_bench at one thread: 14 x 14 x 320 / 20 groups F(4x4) 106 us, F(2x2) 85, direct 101; ResNeXt's 14 x
+  // 14 x 512 / 32 170 vs 136. RegNetY-800MF 2.5% faster at one thread and 1.5-4% at two, ResNeXt-50 0.5-2%,
+  // RegNetX-400MF -1..+1.5% (tessera bench, alternating).
   if (p.groups > 1) {
     if (!known) return 4;
     auto points = [&](int64_t m) { return ((oh + m - 1) / m) * ((ow + m - 1) / m) * (m + 2) * (m + 2); };
-    const int m = points(4) <= points(2) ? 4 : 2;
+    const double f4_limit = fma512_full_width() ? 0.65 : 1.0;
+    const int m = double(points(4)) <= f4_limit * double(points(2)) ? 4 : 2;
     return 2 * points(m) <= 9 * oh * ow ? m : 0;
   }
   auto tiles = [&](int64_t m) {
