@@ -59,6 +59,10 @@ inline __attribute__((always_inline)) void tile(const GroupedRowArgs& a, int64_t
 #pragma GCC unroll 8
     for (int p = 0; p < PX; ++p)
       iy_p[p] = a.iy0 + (ox + p) / a.ow * a.sh, ix_p[p] = (ox + p) % a.ow * a.sw + a.ix0;
+  // A tile whose windows all lie inside the row takes its pointers unchecked: the per-pixel checks' branches
+  // at every tap cost 10% of the FMA rate (/tmp/w/bc7.cpp on Zen 5: 211 -> 188 GFLOP/s).
+  const bool inside =
+      !BAND && ox * a.sw + a.ix0 >= 0 && (ox + PX - 1) * a.sw + a.ix0 + (a.kw - 1) * a.dw < a.w;
   for (int64_t r = 0; r < a.kh; ++r) {
     const int64_t iy = a.iy0 + r * a.dh;
     if (!BAND && (iy < 0 || iy >= a.h)) continue;
@@ -66,14 +70,19 @@ inline __attribute__((always_inline)) void tile(const GroupedRowArgs& a, int64_t
     for (int64_t q = 0; q < a.kw; ++q) {
       const float* wt = wb + (r * a.kw + q) * slots * 16;
       const float* xp[PX];
+      if (inside) {
 #pragma GCC unroll 8
-      for (int p = 0; p < PX; ++p) {
-        if constexpr (BAND) {
-          const int64_t y = iy_p[p] + r * a.dh, x = ix_p[p] + q * a.dw;
-          xp[p] = y >= 0 && y < a.h && x >= 0 && x < a.w ? a.x + (y * a.w + x) * c + in0 : zeros;
-        } else {
-          const int64_t ix = (ox + p) * a.sw + a.ix0 + q * a.dw;
-          xp[p] = ix >= 0 && ix < a.w ? xr + ix * c : zeros;
+        for (int p = 0; p < PX; ++p) xp[p] = xr + ((ox + p) * a.sw + a.ix0 + q * a.dw) * c;
+      } else {
+#pragma GCC unroll 8
+        for (int p = 0; p < PX; ++p) {
+          if constexpr (BAND) {
+            const int64_t y = iy_p[p] + r * a.dh, x = ix_p[p] + q * a.dw;
+            xp[p] = y >= 0 && y < a.h && x >= 0 && x < a.w ? a.x + (y * a.w + x) * c + in0 : zeros;
+          } else {
+            const int64_t ix = (ox + p) * a.sw + a.ix0 + q * a.dw;
+            xp[p] = ix >= 0 && ix < a.w ? xr + ix * c : zeros;
+          }
         }
       }
       if constexpr (PERMUTE) {
