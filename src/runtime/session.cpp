@@ -239,7 +239,9 @@ void SessionImpl::compile_graph(const ir::Graph& g, const std::vector<const ir::
     cg.nodes.push_back(std::move(cn));
   }
   // Outputs that may be strided views: read only by nodes that take views in place — FusedAttention's
-  // Q, K and V (its x86 kernel reads rows at any stride), a Reshape whose own output may be strided (it
+  // Q, K and V (its x86 kernel reads rows at any stride), MatMul's A and B (a Transpose of the last two dims
+  // becomes a transposed operand of the GEMM, as onnxruntime's MatmulTransposeFusion does; other views it
+  // copies), a Reshape whose own output may be strided (it
   // views a strided input where the dims allow, else copies), Shape and Size — and not graph outputs. Decided
   // from the last node back, so a Reshape's verdict is known before its producer's. ViT's qkv Slices then
   // hand the attention views of the in-projection's output instead of three copies a layer.
@@ -256,11 +258,12 @@ void SessionImpl::compile_graph(const ir::Graph& g, const std::vector<const ir::
       for (const auto& [user, idx] : v->uses) {
         const bool attention = user->op_type == "FusedAttention" && user->domain == "tessera" && idx <= 2;
         const bool shape = (user->op_type == "Shape" || user->op_type == "Size") && user->domain.empty();
+        const bool matmul = user->op_type == "MatMul" && user->domain.empty() && idx <= 1;
         bool reshape = false;
         if (user->op_type == "Reshape" && user->domain.empty() && idx == 0)
           if (auto it = index_of.find(user); it != index_of.end() && it->second > k)
             reshape = !cg.nodes[it->second].strided_ok.empty() && cg.nodes[it->second].strided_ok[0];
-        ok = ok && (attention || reshape || shape) && user->subgraphs().empty();
+        ok = ok && (attention || matmul || reshape || shape) && user->subgraphs().empty();
       }
       cn.strided_ok[o] = ok;
     }

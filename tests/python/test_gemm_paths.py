@@ -38,6 +38,53 @@ def test_batched_matmul(threads, shape):
     assert _rel(z, x.astype(np.float64) @ y.astype(np.float64)) <= 1e-5
 
 
+# A Transpose of the last two dims read by a MatMul is a strided view its GEMM takes as a transposed operand
+# (session.cpp strided_ok, transpose_x86, matmul_x86): B or A, batched, 4-D, B shared across the batch, and the
+# cases that must still copy — the transposed value also a graph output or read by another node, a perm that
+# moves batch dims.
+_T_CASES = {
+    "b_dlrm": ((128, 27, 64), (128, 27, 64), [0, 2, 1], 1),
+    "b_small": ((3, 5, 7), (3, 9, 7), [0, 2, 1], 1),
+    "b_partial_tiles": ((2, 33, 130), (2, 17, 130), [0, 2, 1], 1),
+    "b_4d": ((2, 3, 17, 40), (2, 3, 19, 40), [0, 1, 3, 2], 1),
+    "b_shared_2d": ((4, 6, 50), (21, 50), [1, 0], 1),
+    "a_batched": ((3, 40, 12), (3, 40, 24), [0, 2, 1], 0),
+    "a_with_2d_b": ((9, 18), (5, 9, 31), [0, 2, 1], 0),
+    "batch_perm_copies": ((6, 4, 8), (5, 6, 8), [1, 2, 0], 1),
+}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", sorted(_T_CASES))
+@pytest.mark.parametrize("extra_reader", [None, "graph_output", "relu"])
+def test_matmul_transposed_operand(threads, case, extra_reader):
+    xs, ts, perm, side = _T_CASES[case]
+    x = RNG.standard_normal(xs).astype(np.float32)
+    t = RNG.standard_normal(ts).astype(np.float32)
+    tt = np.transpose(t, perm)
+    nodes = [helper.make_node("Transpose", ["t"], ["tt"], perm=perm),
+             helper.make_node("MatMul", ["x", "tt"] if side == 1 else ["tt", "x"], ["z"])]
+    outputs = [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)]
+    if extra_reader == "graph_output":
+        outputs.append(helper.make_tensor_value_info("tt", TensorProto.FLOAT, None))
+    elif extra_reader == "relu":
+        nodes.append(helper.make_node("Relu", ["tt"], ["r"]))
+        outputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, None))
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xs)),
+                           helper.make_tensor_value_info("t", TensorProto.FLOAT, list(ts))], outputs, [])
+    sess = tessera.InferenceSession(model, threads=threads)
+    want = x.astype(np.float64) @ tt.astype(np.float64) if side == 1 else tt.astype(np.float64) @ x.astype(
+        np.float64)
+    for _ in range(2):  # the first run records the memory plan, the second runs it
+        got = sess.run(None, {"x": x, "t": t})
+        assert got[0].shape == want.shape
+        assert _rel(got[0], want) <= 1e-5
+        if extra_reader == "graph_output":
+            assert np.array_equal(got[1], tt)
+        elif extra_reader == "relu":
+            assert np.array_equal(got[1], np.maximum(tt, 0))
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("m", [1, 2, 7, 16, 33])
 @pytest.mark.parametrize("kn", [(300, 200), (768, 77), (1, 65)])

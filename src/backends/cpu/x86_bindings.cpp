@@ -775,7 +775,39 @@ void max_pool_nchw_x86(KernelContext& ctx) {
   kernels::x86::pool2d_nhwc_f32(pp, x.data<float>(), y.data<float>(), ctx.pool());
 }
 
-// MatMul of f32 tensors of rank >= 2 whose batch dims are equal, or B 2-D.
+// A MatMul operand as the GEMM reads it: its matrices at data + base[i], each `trans` (a view of the last two
+// dims swapped, Transpose's view for MatMul) or not, rows ld apart; anything else is copied contiguous first.
+struct MatOperand {
+  Tensor keep;
+  const float* data = nullptr;
+  bool trans = false;
+  int64_t ld = 0;
+  std::vector<int64_t> base;  // per matrix of the batch (the leading dims, row-major)
+};
+
+MatOperand mat_operand(const Tensor& t) {
+  MatOperand o;
+  const int64_t r = t.rank(), rows = t.dim(-2), cols = t.dim(-1);
+  const std::vector<int64_t>& st = t.strides();
+  const bool plain = t.is_contiguous(), trans = !plain && st[size_t(r - 2)] == 1 && st[size_t(r - 1)] >= rows;
+  o.keep = plain || trans ? t : t.contiguous();
+  o.data = o.keep.data<float>();
+  o.trans = trans;
+  o.ld = trans ? st[size_t(r - 1)] : cols;
+  const std::vector<int64_t>& ks = o.keep.strides();
+  int64_t batch = 1;
+  for (int64_t i = 0; i + 2 < r; ++i) batch *= t.dim(i);
+  o.base.assign(size_t(batch), 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t rem = b, off = 0;
+    for (int64_t i = r - 3; i >= 0; --i) off += (rem % t.dim(i)) * ks[size_t(i)], rem /= t.dim(i);
+    o.base[size_t(b)] = off;
+  }
+  return o;
+}
+
+// MatMul of f32 tensors of rank >= 2 whose batch dims are equal, or B 2-D; either operand may be a transposed
+// view (mat_operand).
 void matmul_x86(KernelContext& ctx) {
   const Tensor& a0 = ctx.required_input(0);
   const Tensor& b0 = ctx.required_input(1);
@@ -791,20 +823,22 @@ void matmul_x86(KernelContext& ctx) {
     run_ref(ctx, "");
     return;
   }
-  const Tensor a = a0.contiguous(), b = b0.contiguous();
-  Shape os = a.shape();
+  const MatOperand a = mat_operand(a0), b = mat_operand(b0);
+  Shape os = a0.shape();
   os.back() = n;
   Tensor& y = k > 0 ? ctx.output_for_overwrite(0, DType::f32, os) : ctx.output(0, DType::f32, os);
-  const int64_t batch = m ? a.numel() / std::max<int64_t>(m * k, 1) : 0;
-  if (b_shared) {
+  const int64_t batch = int64_t(a.base.size());
+  if (m == 0 || n == 0) return;
+  if (b_shared && !a.trans && a.keep.is_contiguous()) {
     // fold the batch into M: one GEMM
-    kernels::x86::sgemm(batch * m, n, k, a.data<float>(), k, false, b.data<float>(), n, false,
-                        y.data<float>(), n, {}, ctx.pool());
+    kernels::x86::sgemm(batch * m, n, k, a.data, a.ld, false, b.data, b.ld, b.trans, y.data<float>(), n, {},
+                        ctx.pool());
     return;
   }
   auto one = [&](int64_t i, ThreadPool* pool) {
-    kernels::x86::sgemm(m, n, k, a.data<float>() + i * m * k, k, false, b.data<float>() + i * k * n, n, false,
-                        y.data<float>() + i * m * n, n, {}, pool);
+    kernels::x86::sgemm(m, n, k, a.data + a.base[size_t(i)], a.ld, a.trans,
+                        b.data + b.base[size_t(b_shared ? 0 : i)], b.ld, b.trans, y.data<float>() + i * m * n,
+                        n, {}, pool);
   };
   ThreadPool* pool = ctx.pool();
   const int threads = pool ? pool->num_threads() : 1;

@@ -235,12 +235,26 @@ void pack_b_block(const float* b, int64_t ldb, bool trans_b, int64_t k0, int64_t
     // B transposed (attention's K^T): 16 x 16 blocks through registers; the scalar gather down B's rows
     // (one element per row of B and panel row) was a third of ViT's 197 x 197 x 64 score GEMMs
     int64_t p_tiled = 0, j_tiled = 0;
-    if (trans_b && kc >= 16 && w >= 16) {
+    if (trans_b && kc >= 16) {
       const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
       p_tiled = kc / 16 * 16, j_tiled = w / 16 * 16;
       for (int64_t p = 0; p < p_tiled; p += 16)
         for (int64_t j = 0; j < j_tiled; j += 16)
           k.transpose_tile16(b + (n0 + j0 + j) * ldb + k0 + p, ldb, panel + p * nr + j, nr);
+      // The last, partial 16 columns through a zero-padded 16 x 16 block (DLRM's 27-wide interaction
+      // products: the scalar gather was most of their packing).
+      if (const int64_t rest = w - j_tiled; rest > 0 && j_tiled + 16 <= nr) {
+        alignas(64) float blk[16 * 16];
+        for (int64_t p = 0; p < p_tiled; p += 16) {
+          for (int64_t j = 0; j < 16; ++j)
+            if (j < rest)
+              std::memcpy(blk + j * 16, b + (n0 + j0 + j_tiled + j) * ldb + k0 + p, 16 * sizeof(float));
+            else
+              std::memset(blk + j * 16, 0, 16 * sizeof(float));
+          k.transpose_tile16(blk, 16, panel + p * nr + j_tiled, nr);
+        }
+        j_tiled = w;
+      }
     }
     for (int64_t p = 0; p < kc; ++p) {
       float* row = panel + p * nr;
