@@ -1235,12 +1235,15 @@ void conv_grouped(const Conv2dParams& p, const float* x, const float* wp, const 
   (void)isa;
 #endif
   const int64_t ci = p.c / p.groups, co = p.oc / p.groups;
-  // Rows shorter than a tile of 8 (a 7 x 7 map: tiles of 4 + 2 + 1, which feed few FMAs per weight load) go
-  // in bands of rows whose pixels the tiles take as one run (the broadcast kind, vector ISAs). /tmp/w/gc.cpp,
-  // one thread, in cache: 7 x 7 x 784 in 49 groups 0.171 -> 0.146 ms, 14 x 14 x 784 at stride 2 0.157 ->
-  // 0.137, 7 x 7 x 1024 in 32 groups 0.365 -> 0.285; rows of 14 (8 + 4 + 2) were 7-25% slower in bands.
+  // Rows of fewer than 7 pixels (tiles too short to cover the FMA latency) go in bands of rows whose pixels
+  // the tiles take as one run (the broadcast kind, vector ISAs); the pixels' own window origins cost the band
+  // tile some speed. Measured against rows cut 4 + 2 + 1 (Zen 4, /tmp/w/gc.cpp, one thread, in cache):
+  // 7 x 7 x 784 in 49 groups 0.171 -> 0.146 ms, 14 x 14 x 784 at stride 2 0.157 -> 0.137, 7 x 7 x 1024 in 32
+  // groups 0.365 -> 0.285. A row of 7 is one tile of 7 since rows are cut evenly, which beats the band on Zen 5
+  // (/tmp/w/gc2.cpp, best of 31): 16 channels a group 7 x 7 x 400 41 -> 31 us, 7 x 7 x 784 75 -> 55, 14 x 14 x
+  // 784 at stride 2 79 -> 63; 32 a group (7 x 7 x 1024) equal. Rows of 14 were 7-25% slower in bands.
   constexpr int64_t kBandPixels = 32;
-  const bool band = row != grouped_row_portable && co % 16 == 0 && ow < 8;
+  const bool band = row != grouped_row_portable && co % 16 == 0 && ow < 7;
   const int64_t rows = band ? std::min(oh, (kBandPixels + ow - 1) / ow) : 1, bands = (oh + rows - 1) / rows;
   // Software prefetch of the next band's input rows (vector ISAs): each block reads its group's line(s) of
   // every pixel, block after block, which the hardware prefetchers do not follow. RegNetY's 112 x 112 x 64
