@@ -878,12 +878,19 @@ int wino_tile_for(const Conv2dParams& p, int64_t images, int64_t oh, int64_t ow)
   // 7 x 7 maps (0.56x) keep it, 14 x 14 ones (0.73x: four of the 16 tiles half padding) take F(2x2). Zen 5,
   // conv_bench at one thread: 14 x 14 x 320 / 20 groups F(4x4) 106 us, F(2x2) 85, direct 101; ResNeXt's 14 x
   // 14 x 512 / 32 170 vs 136. RegNetY-800MF 2.5% faster at one thread and 1.5-4% at two, ResNeXt-50 0.5-2%,
-  // RegNetX-400MF -1..+1.5% (tessera bench, alternating).
+  // RegNetX-400MF -1..+1.5% (tessera bench, alternating). And there, as for dense convs, only from
+  // kWinoMinTiles tiles: a 7 x 7 map's 4 tiles of F(4x4) read each transformed weight (4x the filter) 4
+  // times, the direct kernel each weight 49 times, and in a model the weights come from L3. Zen 5, one
+  // thread, in the model (tessera profile): RegNetX-400MF's 7 x 7 x 400 / 25 convs 51 -> 34 us,
+  // RegNetY-800MF's 7 x 7 x 784 100 -> 83, ResNeXt-50's 7 x 7 x 1024 / 32 275 -> 240; their 14 x 14 convs
+  // stay faster as F(2x2) (49 tiles; RegNetY's 14 x 14 layers 3.19 ms against 3.33 direct).
   if (p.groups > 1) {
     if (!known) return 4;
     auto points = [&](int64_t m) { return ((oh + m - 1) / m) * ((ow + m - 1) / m) * (m + 2) * (m + 2); };
-    const double f4_limit = fma512_full_width() ? 0.65 : 1.0;
-    const int m = double(points(4)) <= f4_limit * double(points(2)) ? 4 : 2;
+    const bool full = fma512_full_width();
+    const int m = double(points(4)) <= (full ? 0.65 : 1.0) * double(points(2)) ? 4 : 2;
+    if (full && std::max<int64_t>(images, 1) * ((oh + m - 1) / m) * ((ow + m - 1) / m) < kWinoMinTiles)
+      return 0;
     return 2 * points(m) <= 9 * oh * ow ? m : 0;
   }
   auto tiles = [&](int64_t m) {
@@ -1239,9 +1246,10 @@ void conv_grouped(const Conv2dParams& p, const float* x, const float* wp, const 
   // the tiles take as one run (the broadcast kind, vector ISAs); the pixels' own window origins cost the band
   // tile some speed. Measured against rows cut 4 + 2 + 1 (Zen 4, /tmp/w/gc.cpp, one thread, in cache):
   // 7 x 7 x 784 in 49 groups 0.171 -> 0.146 ms, 14 x 14 x 784 at stride 2 0.157 -> 0.137, 7 x 7 x 1024 in 32
-  // groups 0.365 -> 0.285. A row of 7 is one tile of 7 since rows are cut evenly, which beats the band on Zen 5
-  // (/tmp/w/gc2.cpp, best of 31): 16 channels a group 7 x 7 x 400 41 -> 31 us, 7 x 7 x 784 75 -> 55, 14 x 14 x
-  // 784 at stride 2 79 -> 63; 32 a group (7 x 7 x 1024) equal. Rows of 14 were 7-25% slower in bands.
+  // groups 0.365 -> 0.285. A row of 7 is one tile of 7 since rows are cut evenly, which beats the band on Zen
+  // 5
+  // (/tmp/w/gc2.cpp, best of 31): 16 channels a group 7 x 7 x 400 41 -> 31 us, 7 x 7 x 784 75 -> 55, 14 x 14
+  // x 784 at stride 2 79 -> 63; 32 a group (7 x 7 x 1024) equal. Rows of 14 were 7-25% slower in bands.
   constexpr int64_t kBandPixels = 32;
   const bool band = row != grouped_row_portable && co % 16 == 0 && ow < 7;
   const int64_t rows = band ? std::min(oh, (kBandPixels + ow - 1) / ow) : 1, bands = (oh + rows - 1) / rows;
