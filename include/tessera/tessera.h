@@ -74,7 +74,7 @@ class Session {
 
 std::string version();
 // The instruction sets the CPU kernels are chosen for on this machine, e.g. "avx2 fma f16c" (TESSERA_ISA=avx2
-// or portable narrows it).
+// or portable narrows it), with "fma512-full" where 512-bit FMAs run at full width (TESSERA_FMA512 forces it).
 std::string kernel_isa();
 
 }  // namespace tessera

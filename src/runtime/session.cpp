@@ -13,6 +13,7 @@
 #include "frontend/onnx/onnx_loader.h"
 #include "ir/op_registry.h"
 #include "ir/verifier.h"
+#include "kernels/x86/roofline.h"
 #include "passes/pack_queue.h"
 #include "passes/pass_manager.h"
 #include "runtime/session_impl.h"
@@ -412,7 +413,8 @@ std::string version() {
 }
 
 std::string kernel_isa() {
-  return cpu_features().describe();
+  // and "fma512-full" where 512-bit FMAs run at full width (roofline.h): several kernel choices differ there
+  return cpu_features().describe() + (kernels::x86::fma512_full_width() ? " fma512-full" : "");
 }
 
 }  // namespace tessera

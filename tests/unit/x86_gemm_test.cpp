@@ -365,16 +365,22 @@ TEST(X86Gemm, StrassenMatchesReference) {
   std::vector<float> b(3 * 4, 1.0f);
   EXPECT_THROW(StrassenB::pack(b.data(), 4, false, 3, 4), Error);  // odd K
   EXPECT_THROW(StrassenB::pack(b.data(), 3, false, 4, 3), Error);  // odd N
-  EXPECT_TRUE(StrassenB::worthwhile(197, 768, 3072));
-  EXPECT_FALSE(StrassenB::worthwhile(16, 768, 3072));
-  EXPECT_TRUE(StrassenB::worthwhile(49, 2048, 512));
-  EXPECT_FALSE(StrassenB::worthwhile(49, 1024, 512));
-  EXPECT_FALSE(StrassenB::worthwhile(197, 767, 3072));
-  EXPECT_TRUE(StrassenB::worthwhile(500, 384, 1536));
-  EXPECT_FALSE(StrassenB::worthwhile(3136, 128, 256));
-  EXPECT_FALSE(StrassenB::worthwhile(196, 320, 320));  // two sides of 256-320
-  EXPECT_FALSE(StrassenB::worthwhile(1024, 256, 256));
-  EXPECT_TRUE(StrassenB::worthwhile(784, 256, 512));
+  for (int full : {0, 1}) {  // the FMA width (roofline.h): full-width cores need a B of 2^18 floats or more
+    force_fma512_full_width(full);
+    EXPECT_TRUE(StrassenB::worthwhile(197, 768, 3072));
+    EXPECT_FALSE(StrassenB::worthwhile(16, 768, 3072));
+    EXPECT_TRUE(StrassenB::worthwhile(49, 2048, 512));
+    EXPECT_FALSE(StrassenB::worthwhile(49, 1024, 512));
+    EXPECT_FALSE(StrassenB::worthwhile(197, 767, 3072));
+    EXPECT_TRUE(StrassenB::worthwhile(500, 384, 1536));
+    EXPECT_FALSE(StrassenB::worthwhile(3136, 128, 256));
+    EXPECT_FALSE(StrassenB::worthwhile(196, 320, 320));  // two sides of 256-320
+    EXPECT_FALSE(StrassenB::worthwhile(1024, 256, 256));
+    EXPECT_EQ(StrassenB::worthwhile(784, 256, 512), !full);
+    EXPECT_EQ(StrassenB::worthwhile(196, 320, 784), !full);
+    EXPECT_TRUE(StrassenB::worthwhile(196, 256, 1024));
+  }
+  force_fma512_full_width(-1);
 }
 
 // Coded weights: lossless (every element reads back bit for bit, escapes included), and the GEMM over them

@@ -18,6 +18,7 @@
 #include "core/memory.h"
 #include "kernels/x86/eltwise.h"
 #include "kernels/x86/gemm.h"
+#include "kernels/x86/roofline.h"
 
 namespace tessera::kernels::x86 {
 
@@ -152,8 +153,14 @@ float StrassenB::at(const float* data, int64_t k, int64_t n, int64_t kc, int64_t
 // 1024 x 256 x 256 1.04 / 1.12; RegNetY's fourteen 14 x 14 x 320 1x1 convs 0.385 -> 0.367 ms at one thread,
 // 0.21-0.32 -> 0.205 at two), so K + N of 768 at least (196 x 384 x 384 0.96 / 0.96, 784 x 256 x 512 0.93 /
 // 0.98).
+// Full-width FMA cores (Zen 5) halve the seven products' time but not that of the sums, so there B needs 2^18
+// floats or more (/tmp/w/st.cpp, one thread, weights cycling through 24 MB, Strassen / classical prepacked):
+// 196 x 320 x 784 1.06, 196 x 400 x 400 1.09, 784 x 256 x 512 1.01, 196 x 384 x 384 1.01 lose; 196 x 256 x
+// 1024 0.98-1.00, 196 x 512 x 512 0.97, 197 x 768 x 768 0.98, 196 x 1024 x 512 0.96, 197 x 768 x 3072 0.94
+// still gain. RegNetY-800MF's 14 x 14 x 320 -> 784 conv 484 us against onnxruntime's 433 before this.
 bool StrassenB::worthwhile(int64_t m, int64_t k, int64_t n) {
   if (k % 2 != 0 || n % 2 != 0) return false;
+  if (fma512_full_width() && k * n < (int64_t(1) << 18)) return false;
   return (m >= 128 && k >= 256 && n >= 256 && k + n >= 768) ||
          (m >= 32 && k >= 512 && n >= 512 && k * n >= (int64_t(1) << 20));
 }
