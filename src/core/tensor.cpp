@@ -111,6 +111,21 @@ Tensor Tensor::reshape(Shape shape) const {
   return view(dtype_, std::move(shape), storage_, offset_);
 }
 
+std::optional<Tensor> Tensor::permuted_view(const std::vector<int64_t>& perm) const {
+  if (int64_t(perm.size()) != rank()) return std::nullopt;
+  std::vector<bool> seen(perm.size(), false);
+  Shape shape(perm.size());
+  std::vector<int64_t> strides(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    const int64_t p = perm[i];
+    if (p < 0 || p >= rank() || seen[size_t(p)]) return std::nullopt;
+    seen[size_t(p)] = true;
+    shape[i] = shape_[size_t(p)];
+    strides[i] = strides_[size_t(p)];
+  }
+  return view(dtype_, std::move(shape), storage_, offset_, std::move(strides));
+}
+
 std::optional<Tensor> Tensor::reshaped_view(Shape shape) const {
   check_arg(shape_numel(shape) == numel_, "cannot reshape ", text(), " to ", shape_text(shape));
   if (is_contiguous()) return view(dtype_, std::move(shape), storage_, offset_);

@@ -100,6 +100,9 @@ class Tensor {
   // dims laid out as one block of memory is re-split into the new dims that cover it. nullopt where a
   // new dim would span two such runs (e.g. merging the columns of a column slice with its rows).
   std::optional<Tensor> reshaped_view(Shape shape) const;
+  // This tensor with its dims reordered (output dim i is dim perm[i]) without a copy: a strided view; nullopt
+  // when perm is not a permutation of the dims.
+  std::optional<Tensor> permuted_view(const std::vector<int64_t>& perm) const;
   // Deep copies.
   Tensor clone() const;       // contiguous copy
   Tensor contiguous() const;  // this if already contiguous, else a copy

@@ -76,6 +76,22 @@ std::string selected_kind(const ir::Node& node) {
   return "";
 }
 
+std::vector<int64_t> matrix_batch_bases(const Tensor& t) {
+  const int64_t r = t.rank();
+  int64_t batch = 1;
+  for (int64_t i = 0; i + 2 < r; ++i) batch *= t.dim(i);
+  std::vector<int64_t> base(size_t(batch), 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t rem = b, off = 0;
+    for (int64_t i = r - 3; i >= 0; --i) {
+      off += (rem % t.dim(i)) * t.strides()[size_t(i)];
+      rem /= t.dim(i);
+    }
+    base[size_t(b)] = off;
+  }
+  return base;
+}
+
 void run_reference(KernelContext& ctx, const char* domain) {
   KernelFn fn = kernels::ref::KernelTable::instance().find(domain, ctx.op_type());
   if (!fn) ctx.fail(ErrorCode::internal, "no reference kernel for ", ctx.op_type());

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/kernel_context.h"
 #include "ir/graph.h"
@@ -30,6 +31,10 @@ void register_x86_attention_bindings();  // x86_attention_bindings.cpp
 // Runs the reference kernel of the context's op (domain "" or "tessera"): what a tuned kernel does with
 // cases it does not cover, so results and error messages are the reference's.
 void run_reference(KernelContext& ctx, const char* domain);
+
+// Per matrix of t's batch (its leading dims, row-major), the element offset of that matrix [.., rows, cols]
+// at t's strides: batched GEMM operands read in place.
+std::vector<int64_t> matrix_batch_bases(const Tensor& t);
 
 // Which table `select` took the kernel from ("tuned", "ref") or "" if none.
 std::string selected_kind(const ir::Node& node);

@@ -53,35 +53,7 @@ bool score_operand(const Tensor& t, const Tensor& q, int64_t lk, int64_t batch, 
 // nullopt when perm is not a permutation of t's dims (the reference reports it).
 std::optional<Tensor> permuted(const Tensor& t, const std::vector<int64_t>& perm) {
   if (perm.empty()) return t;
-  if (int64_t(perm.size()) != t.rank()) return std::nullopt;
-  std::vector<bool> seen(perm.size(), false);
-  Shape shape(perm.size());
-  std::vector<int64_t> strides(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) {
-    const int64_t p = perm[i];
-    if (p < 0 || p >= t.rank() || seen[size_t(p)]) return std::nullopt;
-    seen[size_t(p)] = true;
-    shape[i] = t.dim(p);
-    strides[i] = t.strides()[size_t(p)];
-  }
-  return Tensor::view(t.dtype(), shape, t.storage(), t.byte_offset(), strides);
-}
-
-// Per batch index (the leading dims, row-major), the element offset of t's matrix [.., rows, cols].
-std::vector<int64_t> batch_bases(const Tensor& t) {
-  const int64_t r = t.rank();
-  int64_t batch = 1;
-  for (int64_t i = 0; i + 2 < r; ++i) batch *= t.dim(i);
-  std::vector<int64_t> base(size_t(batch), 0);
-  for (int64_t b = 0; b < batch; ++b) {
-    int64_t rem = b, off = 0;
-    for (int64_t i = r - 3; i >= 0; --i) {
-      off += (rem % t.dim(i)) * t.strides()[size_t(i)];
-      rem /= t.dim(i);
-    }
-    base[size_t(b)] = off;
-  }
-  return base;
+  return t.permuted_view(perm);
 }
 
 // A matrix operand over t read in place when its columns are contiguous, else over a contiguous copy
@@ -90,7 +62,7 @@ template <typename T>
 void matrix_operand(const Tensor& t, Tensor& keep, kernels::x86::MatrixOperand<T>& op) {
   const int64_t r = t.rank();
   keep = t.dim(-1) <= 1 || t.strides()[size_t(r - 1)] == 1 ? t : t.contiguous();
-  op.base = batch_bases(keep);
+  op.base = matrix_batch_bases(keep);
   op.rs = keep.dim(-2) <= 1 ? keep.dim(-1) : keep.strides()[size_t(r - 2)];
   op.data = const_cast<T*>(keep.data<float>());
 }

@@ -794,15 +794,7 @@ MatOperand mat_operand(const Tensor& t) {
   o.data = o.keep.data<float>();
   o.trans = trans;
   o.ld = trans ? st[size_t(r - 1)] : cols;
-  const std::vector<int64_t>& ks = o.keep.strides();
-  int64_t batch = 1;
-  for (int64_t i = 0; i + 2 < r; ++i) batch *= t.dim(i);
-  o.base.assign(size_t(batch), 0);
-  for (int64_t b = 0; b < batch; ++b) {
-    int64_t rem = b, off = 0;
-    for (int64_t i = r - 3; i >= 0; --i) off += (rem % t.dim(i)) * ks[size_t(i)], rem /= t.dim(i);
-    o.base[size_t(b)] = off;
-  }
+  o.base = matrix_batch_bases(o.keep);
   return o;
 }
 
@@ -829,7 +821,7 @@ void matmul_x86(KernelContext& ctx) {
   Tensor& y = k > 0 ? ctx.output_for_overwrite(0, DType::f32, os) : ctx.output(0, DType::f32, os);
   const int64_t batch = int64_t(a.base.size());
   if (m == 0 || n == 0) return;
-  if (b_shared && !a.trans && a.keep.is_contiguous()) {
+  if (b_shared && !a.trans) {  // (A then contiguous)
     // fold the batch into M: one GEMM
     kernels::x86::sgemm(batch * m, n, k, a.data, a.ld, false, b.data, b.ld, b.trans, y.data<float>(), n, {},
                         ctx.pool());

@@ -241,9 +241,7 @@ void transpose_x86(KernelContext& ctx) {
   bool swap_last = r >= 2 && perm[size_t(r - 2)] == r - 1 && perm[size_t(r - 1)] == r - 2;
   for (int64_t i = 0; swap_last && i + 2 < r; ++i) swap_last = perm[size_t(i)] == i;
   if (swap_last && x.storage() && ctx.output_may_be_strided(0)) {
-    std::vector<int64_t> strides(static_cast<size_t>(r));
-    for (int64_t i = 0; i < r; ++i) strides[size_t(i)] = x.strides()[size_t(perm[size_t(i)])];
-    ctx.set_output(0, DataValue(Tensor::view(x.dtype(), out, x.storage(), x.byte_offset(), strides)));
+    ctx.set_output(0, DataValue(*x.permuted_view(perm)));
     return;
   }
   Tensor& y = ctx.output_for_overwrite(0, x.dtype(), out);

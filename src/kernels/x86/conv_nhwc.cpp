@@ -886,11 +886,11 @@ int wino_tile_for(const Conv2dParams& p, int64_t images, int64_t oh, int64_t ow)
   // stay faster as F(2x2) (49 tiles; RegNetY's 14 x 14 layers 3.19 ms against 3.33 direct).
   if (p.groups > 1) {
     if (!known) return 4;
-    auto points = [&](int64_t m) { return ((oh + m - 1) / m) * ((ow + m - 1) / m) * (m + 2) * (m + 2); };
+    auto map_tiles = [&](int64_t m) { return ((oh + m - 1) / m) * ((ow + m - 1) / m); };
+    auto points = [&](int64_t m) { return map_tiles(m) * (m + 2) * (m + 2); };
     const bool full = fma512_full_width();
     const int m = double(points(4)) <= (full ? 0.65 : 1.0) * double(points(2)) ? 4 : 2;
-    if (full && std::max<int64_t>(images, 1) * ((oh + m - 1) / m) * ((ow + m - 1) / m) < kWinoMinTiles)
-      return 0;
+    if (full && std::max<int64_t>(images, 1) * map_tiles(m) < kWinoMinTiles) return 0;
     return 2 * points(m) <= 9 * oh * ow ? m : 0;
   }
   auto tiles = [&](int64_t m) {
@@ -1246,10 +1246,10 @@ void conv_grouped(const Conv2dParams& p, const float* x, const float* wp, const 
   // the tiles take as one run (the broadcast kind, vector ISAs); the pixels' own window origins cost the band
   // tile some speed. Measured against rows cut 4 + 2 + 1 (Zen 4, /tmp/w/gc.cpp, one thread, in cache):
   // 7 x 7 x 784 in 49 groups 0.171 -> 0.146 ms, 14 x 14 x 784 at stride 2 0.157 -> 0.137, 7 x 7 x 1024 in 32
-  // groups 0.365 -> 0.285. A row of 7 is one tile of 7 since rows are cut evenly, which beats the band on Zen
-  // 5
-  // (/tmp/w/gc2.cpp, best of 31): 16 channels a group 7 x 7 x 400 41 -> 31 us, 7 x 7 x 784 75 -> 55, 14 x 14
-  // x 784 at stride 2 79 -> 63; 32 a group (7 x 7 x 1024) equal. Rows of 14 were 7-25% slower in bands.
+  // groups 0.365 -> 0.285. A row of 7 is one tile of 7 since rows are cut evenly, which beats the band on
+  // Zen 5 (/tmp/w/gc2.cpp, best of 31): 16 channels a group 7 x 7 x 400 41 -> 31 us, 7 x 7 x 784 75 -> 55,
+  // 14 x 14 x 784 at stride 2 79 -> 63; 32 a group (7 x 7 x 1024) equal. Rows of 14 were 7-25% slower in
+  // bands.
   constexpr int64_t kBandPixels = 32;
   const bool band = row != grouped_row_portable && co % 16 == 0 && ow < 7;
   const int64_t rows = band ? std::min(oh, (kBandPixels + ow - 1) / ow) : 1, bands = (oh + rows - 1) / rows;
