@@ -17,6 +17,7 @@
 #include "bench/bench_common.h"
 #include "core/thread_pool.h"
 #include "kernels/x86/gemm.h"
+#include "kernels/x86/gemm_amx.h"
 
 namespace {
 
@@ -113,6 +114,22 @@ void BM_tessera_strassen(benchmark::State& st) {
   report(st, s, threads);
 }
 
+// f32 on AMX's bf16 tiles (kernels/x86/gemm_amx.h, bf16x6) over the same B split once (registered where
+// the CPU has AMX-BF16 and M reaches kSplitMinRows).
+void BM_tessera_amx(benchmark::State& st) {
+  const Shape s = kShapes[st.range(0)];
+  const int threads = int(st.range(1));
+  Data d(s);
+  tessera::ThreadPool pool(threads);
+  std::shared_ptr<void> sb(tessera::allocate_aligned(tessera::kernels::x86::split_b_bytes(s.k, s.n)),
+                           tessera::free_aligned);
+  tessera::kernels::x86::split_b_into(sb.get(), d.b.data(), s.n, false, s.k, s.n);
+  settle();
+  for (auto _ : st)
+    tessera::kernels::x86::sgemm_split(s.m, s.n, s.k, d.a.data(), s.k, sb.get(), d.c.data(), s.n, {}, &pool);
+  report(st, s, threads);
+}
+
 // "Cold" variants: B read from memory on every call, as in a model whose weights (bert_base: 340 MB) do not
 // fit in L3 (32 MiB here) — the call cycles through copies of B that together take 128 MiB.
 int64_t cold_copies(const Shape& s) {
@@ -196,6 +213,12 @@ int main(int argc, char** argv) {
             ->MinTime(0.2);
       if (tessera::kernels::x86::StrassenB::worthwhile(kShapes[i].m, kShapes[i].k, kShapes[i].n))
         benchmark::RegisterBenchmark("BM_tessera_strassen", BM_tessera_strassen)
+            ->Args({i, t})
+            ->ArgNames({"shape", "threads"})
+            ->UseRealTime()
+            ->MinTime(0.2);
+      if (tessera::kernels::x86::amx_gemm_available() && kShapes[i].m >= tessera::kernels::x86::kSplitMinRows)
+        benchmark::RegisterBenchmark("BM_tessera_amx", BM_tessera_amx)
             ->Args({i, t})
             ->ArgNames({"shape", "threads"})
             ->UseRealTime()

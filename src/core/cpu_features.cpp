@@ -59,6 +59,8 @@ CpuFeatures detect() {
   f.avx512vl = zmm_ok && ((b >> 31) & 1);
   f.avx512vnni = zmm_ok && ((c >> 11) & 1);
   f.avx512vbmi = zmm_ok && ((c >> 1) & 1);
+  const bool tiles_ok = (xcr0 & 0x60000) == 0x60000;  // XTILECFG and XTILEDATA
+  f.amx_bf16 = zmm_ok && tiles_ok && ((d >> 24) & 1) && ((d >> 22) & 1);
   unsigned a1, b1, c1, d1;
   __cpuid_count(7, 1, a1, b1, c1, d1);
   f.avx512bf16 = zmm_ok && ((a1 >> 5) & 1);
@@ -78,7 +80,8 @@ CpuFeatures detect() {
     if (std::strcmp(isa, "portable") == 0)
       f = CpuFeatures{};
     else if (std::strcmp(isa, "avx2") == 0) {
-      f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512vnni = f.avx512bf16 = f.avx512vbmi = false;
+      f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512vnni = f.avx512bf16 = f.avx512vbmi =
+          f.amx_bf16 = false;
     }
   }
   return f;
@@ -102,6 +105,7 @@ std::string CpuFeatures::describe() const {
   add(avx512vnni, "avx512vnni");
   add(avx512bf16, "avx512bf16");
   add(avx512vbmi, "avx512vbmi");
+  add(amx_bf16, "amx-bf16");
   return s.empty() ? "portable" : s;
 }
 

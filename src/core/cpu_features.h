@@ -10,6 +10,8 @@ struct CpuFeatures {
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512vnni = false, avx512bf16 = false;
   bool avx512vbmi = false;  // vpermb (coded weights' decoding)
+  bool amx_bf16 =
+      false;  // AMX-TILE + AMX-BF16 with the tile state enabled in XCR0 (the f32 GEMM's bf16x6 path)
   // AuthenticAMD: where a kernel's best choice measured differently on AMD (Zen 3/4) and Intel.
   bool amd = false;
   // Per-core L2 size in bytes (the OS's report; 1 MiB where it gives none): GEMM cache blocking.

@@ -348,10 +348,11 @@ def test_version():
 
 def test_kernel_isa():
     known = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512vnni", "avx512bf16",
-             "avx512vbmi", "fma512-full"}
+             "avx512vbmi", "amx-bf16", "fma512-full"}
     words = tessera.kernel_isa().split()
     assert words == ["portable"] or (words and set(words) <= known), words
     assert "fma512-full" not in words or "avx512f" in words, words  # full-width 512-bit FMAs need AVX-512
+    assert "amx-bf16" not in words or "avx512f" in words, words  # the AMX GEMM splits with AVX-512
 
 
 # ---------------------------------------------------------------- compare with onnxruntime

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory.h"
 #include "kernels/x86/gemm.h"
+#include "kernels/x86/gemm_amx.h"
 #include "kernels/x86/roofline.h"
 
 using namespace tessera;
@@ -59,7 +61,7 @@ void reference(const Case& c, const std::vector<float>& a, int64_t lda, const st
 }
 
 void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool* pool, bool packed = false,
-                int64_t ldb_pad = 5, int64_t ldc_at = 0) {
+                int64_t ldb_pad = 5, int64_t ldc_at = 0, bool split = false) {
   std::mt19937 rng(unsigned(c.m * 131 + c.n * 7 + c.k));
   // strided: leading dimensions larger than the logical width (C's: ldc_at where given)
   const int64_t lda = (c.ta ? c.m : c.k) + 3, ldb = (c.tb ? c.k : c.n) + ldb_pad,
@@ -87,7 +89,11 @@ void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool
   }
   std::vector<float> want = c0, got = c0;
   reference(c, a, lda, b, ldb, want, ldc, ep);
-  if (packed) {
+  if (split) {  // AMX's bf16x6 path over B split once (A not transposed)
+    std::shared_ptr<void> sb(allocate_aligned(split_b_bytes(c.k, c.n)), free_aligned);
+    split_b_into(sb.get(), b.data(), ldb, c.tb, c.k, c.n);
+    ASSERT_TRUE(sgemm_split(c.m, c.n, c.k, a.data(), lda, sb.get(), got.data(), ldc, ep, pool));
+  } else if (packed) {
     PackedB pb = PackedB::pack(b.data(), ldb, c.tb, c.k, c.n);
     sgemm_packed(c.m, a.data(), lda, c.ta, pb, got.data(), ldc, ep, pool);
   } else if (ukr.empty()) {  // the driver's own choice of path
@@ -446,4 +452,67 @@ TEST(X86Gemm, CodedMatchesReference) {
   coded[0] = 'X';
   EXPECT_THROW(CodedB::view(coded.data(), coded.size(), 64, 64, plan.kc, nullptr), Error);
   EXPECT_TRUE(CodedB::worthwhile(plan, 64, 64) == CodedB::available());
+}
+
+// The f32 GEMM on AMX's bf16 tiles (gemm_amx.h) against the double reference, with the tolerance of the f32
+// kernels: edge sizes below, at and above its 16-row / 32-column / 32-deep tiles and blocks, transposed B,
+// every epilogue, one and two threads.
+TEST(X86Gemm, AmxSplitMatchesReference) {
+  if (!amx_gemm_available()) GTEST_SKIP() << "no AMX-BF16 here";
+  ThreadPool pool(2);
+  int t = 0;
+  for (int64_t m : {1, 15, 16, 17, 32, 33, 65, 197})
+    for (int64_t n : {1, 16, 31, 32, 33, 100})
+      for (int64_t k : {1, 31, 32, 33, 300}) {
+        ++t;
+        check_case("", Case{m, n, k, false, t % 3 == 0}, t % 2 == 1, t % 4 < 2 ? &pool : nullptr, false, 5, 0,
+                   /*split=*/true);
+      }
+  check_case("", Case{197, 3072, 768, false, false}, true, &pool, false, 5, 0, true);
+  check_case("", Case{70, 600, 1100, false, true}, true, &pool, false, 5, 0, true);
+  // f32 accuracy, not bf16's: the largest error within 2e-6 of the largest output (dropping any of the six
+  // piece products leaves ~1e-5; one bf16 product ~3e-3; the f32 kernels measure ~4e-7 here)
+  const int64_t m = 64, n = 96, k = 768;
+  std::mt19937 rng(3);
+  auto a = random_vec(size_t(m * k), rng), b = random_vec(size_t(k * n), rng);
+  std::vector<float> got(size_t(m * n)), want(size_t(m * n));
+  std::shared_ptr<void> sb(allocate_aligned(split_b_bytes(k, n)), free_aligned);
+  split_b_into(sb.get(), b.data(), n, false, k, n);
+  ASSERT_TRUE(sgemm_split(m, n, k, a.data(), k, sb.get(), got.data(), n, {}, &pool));
+  reference(Case{m, n, k, false, false}, a, k, b, n, want, n, {});
+  double err = 0, top = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, std::fabs(double(got[i]) - want[i]));
+    top = std::max(top, std::fabs(double(want[i])));
+  }
+  EXPECT_LT(err, 2e-6 * top);
+}
+
+// The three bf16 pieces of each weight sum back to it exactly (8 + 8 + 8 significant bits), near FLT_MAX
+// too; and an A holding Inf or NaN is refused (the caller takes the f32 path) with C untouched.
+TEST(X86Gemm, AmxSplitIsExactAndRefusesNonFinite) {
+  if (!amx_gemm_available()) GTEST_SKIP() << "no AMX-BF16 here";
+  std::mt19937 rng(7);
+  std::normal_distribution<float> d(0.f, 100.f);
+  const int64_t k = 45, n = 37;
+  std::vector<float> b(size_t(k * n));
+  for (auto& x : b) x = d(rng);
+  b[3] = 3.4e38f;
+  b[4] = -3.3999e38f;
+  b[5] = 1.17549435e-38f * 65536.0f * 256.0f;
+  std::shared_ptr<void> sb(allocate_aligned(split_b_bytes(k, n)), free_aligned);
+  split_b_into(sb.get(), b.data(), n, false, k, n);
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_EQ(split_b_at(sb.get(), k, n, p, j), b[size_t(p * n + j)]) << p << "," << j;
+  EXPECT_TRUE(split_b_finite(b.data(), n, false, k, n));
+  b[10] = INFINITY;
+  EXPECT_FALSE(split_b_finite(b.data(), n, false, k, n));
+  const int64_t m = 20;
+  std::vector<float> a(size_t(m * k), 0.5f), c(size_t(m * n), 2.0f);
+  a[size_t(7 * k + 3)] = INFINITY;
+  EXPECT_FALSE(sgemm_split(m, n, k, a.data(), k, sb.get(), c.data(), n));
+  a[size_t(7 * k + 3)] = NAN;
+  EXPECT_FALSE(sgemm_split(m, n, k, a.data(), k, sb.get(), c.data(), n));
+  for (float v : c) ASSERT_EQ(v, 2.0f);
 }

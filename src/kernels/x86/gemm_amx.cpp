@@ -1,0 +1,175 @@
+// Driver of the bf16x6 f32 GEMM on AMX (gemm_amx.h): the split of B at packing, A's split per call, and the
+// blocks spread over the threads; the tile work is amx/f32_gemm_bf16x6__amx.cpp's.
+#include "kernels/x86/gemm_amx.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "core/memory.h"
+#include "kernels/x86/eltwise.h"
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace tessera::kernels::x86 {
+namespace {
+
+constexpr int64_t kBlock = 32;           // rows of an A block, columns of a B block
+constexpr int64_t kStepElems = 6 * 512;  // bf16 elements of one block's 32-wide K step
+// K steps of a B block kept in L1 (6 KiB each) while the row blocks pass over them
+constexpr int64_t kChunk = 8;
+
+int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
+
+// Linux hands out the tile state (8 KiB of XSAVE area) only on request, once per process.
+bool tile_state_granted() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
+float from_bf16(uint16_t h) {
+  const uint32_t u = uint32_t(h) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+}  // namespace
+
+bool amx_gemm_available() {
+#if defined(TESSERA_HAVE_AMX)
+  static const bool ok = [] {
+    const char* e = std::getenv("TESSERA_AMX");
+    if (e && std::string_view(e) == "0") return false;
+    return cpu_features().amx_bf16 && cpu_features().avx512_core() && tile_state_granted();
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+size_t split_b_bytes(int64_t k, int64_t n) {
+  return size_t(round_up(std::max<int64_t>(k, 1), kBlock) * round_up(std::max<int64_t>(n, 1), kBlock) * 6);
+}
+
+bool split_b_finite(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n) {
+  const int64_t rows = trans_b ? n : k, cols = trans_b ? k : n;
+  for (int64_t i = 0; i < rows; ++i) {
+    float acc = 0.0f;
+    for (int64_t j = 0; j < cols; ++j) acc += b[i * ldb + j] * 0.0f;  // NaN iff some value is Inf or NaN
+    if (acc != acc) return false;
+  }
+  return true;
+}
+
+void split_b_into(void* dst, const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n) {
+#if defined(TESSERA_HAVE_AMX)
+  const int64_t kp = round_up(std::max<int64_t>(k, 1), kBlock),
+                nb = round_up(std::max<int64_t>(n, 1), kBlock) / kBlock;
+  auto* out = static_cast<uint16_t*>(dst);
+  for (int64_t j = 0; j < nb; ++j)
+    amx::split_b_block(b, ldb, trans_b, k, n, j * kBlock, kp, out + j * kp / 32 * kStepElems);
+#else
+  (void)dst, (void)b, (void)ldb, (void)trans_b, (void)k, (void)n;
+  check(false, ErrorCode::internal, "split_b_into: built without AMX");
+#endif
+}
+
+float split_b_at(const void* split, int64_t k, int64_t n, int64_t p, int64_t j) {
+  (void)n;
+  const int64_t kp = round_up(std::max<int64_t>(k, 1), kBlock);
+  const auto* s = static_cast<const uint16_t*>(split) + (j / kBlock) * kp / 32 * kStepElems +
+                  (p / 32) * kStepElems + ((j % kBlock) / 16) * 512 + ((p % 32) / 2) * 32 + (j % 16) * 2 +
+                  p % 2;
+  return from_bf16(s[0]) + from_bf16(s[2 * 512]) + from_bf16(s[4 * 512]);
+}
+
+bool sgemm_split(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* b_split, float* c,
+                 int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
+#if defined(TESSERA_HAVE_AMX)
+  check(amx_gemm_available(), ErrorCode::internal, "sgemm_split without AMX");
+  if (m <= 0 || n <= 0) return true;
+  const int64_t kp = round_up(std::max<int64_t>(k, 1), kBlock), ksteps = kp / 32;
+  const int64_t mb = (m + kBlock - 1) / kBlock, nb = (n + kBlock - 1) / kBlock;
+  const size_t blk = size_t(ksteps * kStepElems);
+  // A's split, reused across calls on this thread
+  thread_local std::unique_ptr<uint16_t, void (*)(void*)> abuf{nullptr, free_aligned};
+  thread_local size_t abuf_elems = 0;
+  if (abuf_elems < mb * blk) {
+    abuf.reset(static_cast<uint16_t*>(allocate_aligned((mb * blk) * sizeof(uint16_t))));
+    check(abuf != nullptr, ErrorCode::runtime, "out of memory splitting GEMM operand");
+    abuf_elems = mb * blk;
+  }
+  uint16_t* as = abuf.get();
+  std::vector<char> finite(size_t(mb), 1);
+  parallel_for(pool, mb, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      finite[size_t(i)] =
+          amx::split_a_block(a + i * kBlock * lda, lda, std::min(kBlock, m - i * kBlock), k, kp, as + i * blk)
+              ? 1
+              : 0;
+  });
+  if (!std::all_of(finite.begin(), finite.end(), [](char f) { return f != 0; })) return false;
+  const auto* bs = static_cast<const uint16_t*>(b_split);
+  const bool pass_act = activation_in_pass(ep.act);
+  parallel_for(pool, nb, 1, [&](int64_t j0, int64_t j1) {
+    // The thread's accumulators (all rows x its column blocks, 32 x 32 f32 a block, i-major within j).
+    thread_local std::vector<float> accs;
+    accs.resize(size_t((j1 - j0) * mb * kBlock * kBlock) + 16);
+    float* acc = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(accs.data()) + 63) & ~uintptr_t(63));
+    amx::configure_tiles();
+    // K in chunks: a B block's chunk (kChunk x 6 KiB) stays in L1 while every row block's chunk (from L2)
+    // passes over it; the accumulators go through memory between chunks.
+    for (int64_t s0 = 0; s0 < ksteps; s0 += kChunk) {
+      const int64_t sn = std::min(kChunk, ksteps - s0);
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t i = 0; i < mb; ++i)
+          amx::block_product(sn, as + i * blk + s0 * kStepElems, bs + j * blk + s0 * kStepElems,
+                             acc + ((j - j0) * mb + i) * kBlock * kBlock, s0 > 0);
+    }
+    for (int64_t j = j0; j < j1; ++j) {
+      const int64_t col = j * kBlock, cols = std::min(kBlock, n - col);
+      for (int64_t i = 0; i < mb; ++i) {
+        const int64_t row = i * kBlock, rows = std::min(kBlock, m - row);
+        UkrEpilogue e{ep.bias ? ep.bias + col : nullptr,
+                      ep.row_bias ? ep.row_bias + row : nullptr,
+                      ep.residual ? ep.residual + row * ep.ldr + col : nullptr,
+                      ep.ldr,
+                      pass_act ? Activation::none : ep.act,
+                      ep.clip_min,
+                      ep.clip_max};
+        amx::finish_block(acc + ((j - j0) * mb + i) * kBlock * kBlock, rows, cols, c + row * ldc + col, ldc,
+                          ep.alpha, ep.beta, &e);
+      }
+    }
+    if (pass_act) {
+      const int64_t col = j0 * kBlock, cols = std::min(j1 * kBlock, n) - col;
+      for (int64_t r = 0; r < m; ++r)
+        gemm_apply_activation(ep.act, ep.clip_min, ep.clip_max, c + r * ldc + col, cols, nullptr);
+    }
+    amx::release_tiles();
+  });
+  return true;
+#else
+  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b_split, (void)c, (void)ldc, (void)ep, (void)pool;
+  check(false, ErrorCode::internal, "sgemm_split: built without AMX");
+  return false;
+#endif
+}
+
+}  // namespace tessera::kernels::x86

@@ -1,0 +1,71 @@
+// f32 GEMM on AMX's bf16 tile unit at f32 accuracy ("bf16x6"), for CPUs with AMX-TILE and AMX-BF16
+// (Intel Sapphire Rapids and later).
+//
+// Each f32 operand is split exactly into three bf16 pieces, x = x0 + x1 + x2 (x0 = x rounded to bf16, x1 the
+// remainder rounded, x2 the rest: 8 + 8 + 8 significant bits hold all 24 of an f32). The product sums six of
+// the nine piece products, a_i * b_j for i + j <= 2, each a TDPBF16PS accumulating in f32 tiles. The three
+// dropped ones are below 2^-26 of |a * b| (under the f32 rounding of the product itself), so the result is
+// an f32 GEMM's to within its own rounding (the order of the sums differs). Denormal pieces are flushed by
+// the tile unit (values under ~1e-33 lose their low bits). An A holding Inf or NaN takes the f32 path (an
+// Inf's pieces times B's zero pieces would be NaN), as does a B holding them (split_b_finite).
+//
+// One TDPBF16PS is 16 x 16 x 32 MACs in 16 cycles: 1024 bf16 FLOP a cycle, 16x the f32 FMA peak of an
+// AVX-512 core, so the six products still run at ~2.7x it where the tile loads keep up.
+//
+// Layouts: B (weights) is split once (at session creation) into blocks of 32 columns; per block, per 32-row
+// K step, the three pieces' two 16-column tiles (16 rows of K pairs x 16 columns x 2: the VNNI order
+// TDPBF16PS reads), 1 KiB each. A is split per call the same way by blocks of 32 rows.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/x86/gemm.h"
+
+namespace tessera::kernels::x86 {
+
+// Whether this CPU has AMX-TILE and AMX-BF16 and the OS granted this process the tile state (Linux's
+// arch_prctl(ARCH_REQ_XCOMP_PERM)); TESSERA_AMX=0 turns it off, as does TESSERA_ISA below avx512.
+bool amx_gemm_available();
+
+// Bytes of B (K x N) split for sgemm_split: K rounded up to 32, N to 32, six bytes an element.
+size_t split_b_bytes(int64_t k, int64_t n);
+// Splits op(B) (K x N; N x K rows ldb apart when trans_b) into dst (split_b_bytes(k, n), 64-byte aligned).
+void split_b_into(void* dst, const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n);
+// Whether op(B) is all finite (a split of one that is not is never used).
+bool split_b_finite(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n);
+// Element (p, j) of B back from its split (the sum of its pieces), for reference kernels.
+float split_b_at(const void* split, int64_t k, int64_t n, int64_t p, int64_t j);
+
+// Rows from which sgemm_split is used over the packed f32 path (one 32-row block of A, with fewer the tile
+// unit computes mostly padding).
+constexpr int64_t kSplitMinRows = 16;
+
+// C (M x N, rows ldc apart) = act(alpha * A * B + beta * C + bias + row_bias + residual) as sgemm_packed,
+// with A (M x K, rows lda apart) and B split (split_b_into). Threads split N in 32-column blocks. Returns
+// false, having written nothing, where A holds Inf or NaN: the caller takes the f32 path.
+bool sgemm_split(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* b_split, float* c,
+                 int64_t ldc, const GemmEpilogue& ep = {}, ThreadPool* pool = nullptr);
+
+// The ISA-folder pieces (amx/), called only where amx_gemm_available().
+namespace amx {
+// Splits rows [0, rows) (rows <= 32) of A (K long, lda apart; rows past `rows` zero) into one 32-row block:
+// per 32-wide K step, pieces 0..2 x two 16-row tiles of 16 x 32 bf16 (K padded with zeros to kp). Returns
+// whether every value was finite (an Inf's pieces would meet B's zero pieces: Inf * 0 = NaN).
+bool split_a_block(const float* a, int64_t lda, int64_t rows, int64_t k, int64_t kp, uint16_t* dst);
+// Splits columns [j0, j0 + 32) of op(B) into one column block (as above for B: 16 K-pairs x 16 x 2 a tile).
+void split_b_block(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n, int64_t j0, int64_t kp,
+                   uint16_t* dst);
+// acc (32 x 32 f32, row-major) (+)= the six piece products of one A block and one B block over ksteps K steps
+// (a_blk and b_blk at the first). The calling thread must have loaded the tile configuration
+// (configure_tiles).
+void block_product(int64_t ksteps, const uint16_t* a_blk, const uint16_t* b_blk, float* acc, bool accumulate);
+void configure_tiles();
+void release_tiles();
+// Finishes rows [0, rows) x columns [0, cols) of a block: c = post(alpha * acc + beta * c) with ep offset to
+// the block (bias + col, row_bias + row, residual at the block), acc 32 floats a row.
+void finish_block(const float* acc, int64_t rows, int64_t cols, float* c, int64_t ldc, float alpha,
+                  float beta, const UkrEpilogue* ep);
+}  // namespace amx
+
+}  // namespace tessera::kernels::x86
