@@ -105,7 +105,6 @@ std::string CpuFeatures::describe() const {
   add(avx512vnni, "avx512vnni");
   add(avx512bf16, "avx512bf16");
   add(avx512vbmi, "avx512vbmi");
-  add(amx_bf16, "amx-bf16");
   return s.empty() ? "portable" : s;
 }
 

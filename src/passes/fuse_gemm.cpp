@@ -14,6 +14,7 @@
 #include "core/cpu_features.h"
 #include "core/memory.h"
 #include "kernels/x86/gemm.h"
+#include "kernels/x86/gemm_amx.h"
 #include "passes/pack_queue.h"
 #include "passes/pass_manager.h"
 #include "passes/rewrite_util.h"
@@ -194,16 +195,40 @@ std::optional<kernels::x86::CodedB::Plan> coded_plan(const Match& m, size_t mode
   return plan;
 }
 
+// Whether A may have kSplitMinRows rows or more: every dim but the last known and multiplying to that many,
+// or one of them unknown (a sequence length); not for a rank it cannot tell.
+bool may_have_rows(const ir::Value* a, int64_t rows) {
+  if (!a->type.shape || a->type.shape->empty()) return false;
+  int64_t known = 1;
+  for (size_t i = 0; i + 1 < a->type.shape->size(); ++i) {
+    const auto& d = (*a->type.shape)[i];
+    if (!d.known()) return true;
+    known *= d.value;
+  }
+  return known >= rows;
+}
+
+// B also split for AMX's bf16 tiles (kernels/x86/gemm_amx.h: f32 accuracy, 1.2-1.4x the f32 kernel's speed
+// from 16 rows on a Xeon with AMX), beside its f32 packing for fewer rows (a decoder's GEMVs): where the CPU
+// has AMX, A may have rows enough, and B is finite. TESSERA_AMX=0 turns it off.
+bool use_split(const Match& m) {
+  return kernels::x86::amx_gemm_available() && m.k >= 32 && m.n >= 32 && !one_row_per_item(m.a) &&
+         may_have_rows(m.a, kernels::x86::kSplitMinRows) &&
+         kernels::x86::split_b_finite(m.weights.data<float>(), m.trans_b ? m.k : m.n, m.trans_b, m.k, m.n);
+}
+
 void rewrite(ir::Graph& g, Match& m, size_t model_weight_bytes, PackQueue& packs) {
   using kernels::x86::CodedB;
   using kernels::x86::PackedB;
   using kernels::x86::StrassenB;
   const int64_t k = m.k, n = m.n;
   const std::optional<CodedB::Plan> coded = coded_plan(m, model_weight_bytes);
-  const bool strassen = !coded && use_strassen(m);
+  const bool split = !coded && use_split(m);
+  const bool strassen = !coded && !split && use_strassen(m);
   const int64_t kc = coded ? coded->kc : strassen ? StrassenB::kc_for(k, n) : PackedB::kc_for(k, n);
   const size_t floats = strassen ? StrassenB::packed_floats(k, n, kc, PackedB::native_nr())
-                                 : PackedB::packed_floats(k, n, kc, PackedB::native_nr());
+                                 : PackedB::packed_floats(k, n, kc, PackedB::native_nr()) +
+                                       (split ? kernels::x86::split_b_floats(k, n) : 0);
   Tensor pt;
   {
     const HugePagesScope huge;  // a decoder's GEMMs stream the weights (core/memory.h)
@@ -211,17 +236,22 @@ void rewrite(ir::Graph& g, Match& m, size_t model_weight_bytes, PackQueue& packs
     pt = coded ? Tensor::uninitialized(DType::u8, {int64_t(coded->bytes)})
                : Tensor::uninitialized(DType::f32, {int64_t(floats)});
   }
-  packs.add(m.weights.nbytes(), [pt, coded, strassen, w = m.weights, trans_b = m.trans_b, k, n]() mutable {
-    const float* b = w.data<float>();
-    const int64_t ldb = trans_b ? k : n;
-    if (coded)
-      CodedB::pack_into(pt.data<uint8_t>(), *coded, b, ldb, trans_b, k, n);
-    else if (strassen)
-      StrassenB::pack_into(pt.data<float>(), b, ldb, trans_b, k, n);
-    else
-      PackedB::pack_into(pt.data<float>(), b, ldb, trans_b, k, n);
-    advise_huge_pages(pt.raw_data(), pt.nbytes());
-  });
+  packs.add(
+      m.weights.nbytes(), [pt, coded, strassen, split, w = m.weights, trans_b = m.trans_b, k, n]() mutable {
+        const float* b = w.data<float>();
+        const int64_t ldb = trans_b ? k : n;
+        if (coded)
+          CodedB::pack_into(pt.data<uint8_t>(), *coded, b, ldb, trans_b, k, n);
+        else if (strassen)
+          StrassenB::pack_into(pt.data<float>(), b, ldb, trans_b, k, n);
+        else
+          PackedB::pack_into(pt.data<float>(), b, ldb, trans_b, k, n);
+        if (split)
+          kernels::x86::split_b_into(
+              pt.data<float>() + PackedB::packed_floats(k, n, PackedB::kc_for(k, n), PackedB::native_nr()), b,
+              ldb, trans_b, k, n);
+        advise_huge_pages(pt.raw_data(), pt.nbytes());
+      });
   ir::Value* pv = g.add_value(g.unique_name(m.root->inputs[1]->name + "_packed"));
   pv->initializer = pt;
   pv->type = ir::TypeInfo::tensor_of(pt);
@@ -236,7 +266,7 @@ void rewrite(ir::Graph& g, Match& m, size_t model_weight_bytes, PackQueue& packs
   const std::string name = m.root->name;
   for (ir::Node* x : m.absorbed) g.remove_node(x);
   g.remove_node(m.root);
-  ir::Node* f = add_fused_gemm(g, name, k, n, kc, PackedB::native_nr(), strassen, coded.has_value());
+  ir::Node* f = add_fused_gemm(g, name, k, n, kc, PackedB::native_nr(), strassen, coded.has_value(), split);
   if (m.a_rank2) set_attr_int(f, "a_rank", 2);
   if (m.act) set_activation_attrs(f, *m.act);
   g.connect_input(f, a);

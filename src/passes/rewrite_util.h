@@ -141,9 +141,10 @@ inline void set_activation_attrs(ir::Node* f, const FusedActivation& a, const st
 }
 
 // A new tessera.FusedGemm node over B (K x N) packed in blocks of kc rows and panels nr wide (strassen:
-// StrassenB's pieces, coded: CodedB's); its inputs, output and activation are the caller's to connect.
+// StrassenB's pieces, coded: CodedB's; split: the packing followed by B split for AMX, gemm_amx.h); its
+// inputs, output and activation are the caller's to connect.
 inline ir::Node* add_fused_gemm(ir::Graph& g, const std::string& name, int64_t k, int64_t n, int64_t kc,
-                                int64_t nr, bool strassen, bool coded = false) {
+                                int64_t nr, bool strassen, bool coded = false, bool split = false) {
   ir::Node* f = g.add_node("FusedGemm", name);
   f->domain = "tessera";
   f->opset = 1;
@@ -153,6 +154,7 @@ inline ir::Node* add_fused_gemm(ir::Graph& g, const std::string& name, int64_t k
   set_attr_int(f, "nr", nr);
   if (strassen) set_attr_int(f, "strassen", 1);
   if (coded) set_attr_int(f, "coded", 1);
+  if (split) set_attr_int(f, "split", 1);
   return f;
 }
 

@@ -13,6 +13,7 @@
 #include "frontend/onnx/onnx_loader.h"
 #include "ir/op_registry.h"
 #include "ir/verifier.h"
+#include "kernels/x86/gemm_amx.h"
 #include "kernels/x86/roofline.h"
 #include "passes/pack_queue.h"
 #include "passes/pass_manager.h"
@@ -413,8 +414,11 @@ std::string version() {
 }
 
 std::string kernel_isa() {
-  // and "fma512-full" where 512-bit FMAs run at full width (roofline.h): several kernel choices differ there
-  return cpu_features().describe() + (kernels::x86::fma512_full_width() ? " fma512-full" : "");
+  // and "fma512-full" where 512-bit FMAs run at full width (roofline.h): several kernel choices differ there;
+  // "amx-bf16" where f32 GEMMs may take AMX's tiles (gemm_amx.h: the CPU has them, the OS granted them, and
+  // TESSERA_AMX is not 0)
+  return cpu_features().describe() + (kernels::x86::fma512_full_width() ? " fma512-full" : "") +
+         (kernels::x86::amx_gemm_available() ? " amx-bf16" : "");
 }
 
 }  // namespace tessera

@@ -535,12 +535,15 @@ def _static_shape_arith_model(dims):
 def test_static_shapes_fold_and_large_gemms_take_strassen(dims):
     """With every dim known, Shape / Size fold to constants, the Reshape's output gets a static shape and the
     200-row GEMM by a 512 x 512 constant takes one level of Strassen-Winograd (fuse_gemm); with a symbolic
-    batch the shape arithmetic stays and the rows (at least 100) are too few for it."""
+    batch the shape arithmetic stays and the rows (at least 100) are too few for it. Where f32 GEMMs take
+    AMX (kernel_isa "amx-bf16") both split B for it instead (A may have 32+ rows)."""
     model = _static_shape_arith_model(dims)
     text = tessera.InferenceSession(model).graph_text()
     static = dims[0] == 2
+    amx = "amx-bf16" in tessera.kernel_isa().split()
     assert ("= Shape(" not in text) == static and ("= Size(" not in text) == static
-    assert ("strassen=1" in text) == static, text
+    assert ("strassen=1" in text) == (static and not amx), text
+    assert ("split=1" in text) == amx, text
     x = RNG.standard_normal((2, 100, 512)).astype(np.float32)
     want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})
     for threads in (1, 2):
@@ -576,10 +579,12 @@ def _symbolic_batch_model():
 
 def test_shape_values_carry_symbolic_dims():
     """The shape arithmetic's known parts fold and its symbolic batch stays a symbol: the MatMul's A is
-    [batch, 201, 512], so its 201+ rows take Strassen-Winograd; batches 1 and 3 against onnxruntime."""
+    [batch, 201, 512], so its 201+ rows take Strassen-Winograd (or, where f32 GEMMs take AMX, B split for
+    it); batches 1 and 3 against onnxruntime."""
     model = _symbolic_batch_model()
     text = tessera.InferenceSession(model).graph_text()
-    assert "float32[batch,201,512] = tessera.FusedGemm(" in text and "strassen=1" in text, text
+    chosen = "split=1" if "amx-bf16" in tessera.kernel_isa().split() else "strassen=1"
+    assert "float32[batch,201,512] = tessera.FusedGemm(" in text and chosen in text, text
     ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     for batch in (1, 3):
         x = RNG.standard_normal((batch, 2, 100, 512)).astype(np.float32)
@@ -850,3 +855,57 @@ def test_quantize_dequantize_per_tensor_match_onnxruntime(qtype, with_zp, n):
         for threads in (1, 2):
             got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, {"x": feed})[0]
             np.testing.assert_array_equal(got, want)
+
+
+def _split_gemm_model(trans_b, rows=0):
+    """[batch, seq, 384] x a 384 x 200 constant (MatMul, or Gemm with transB over [rows, 384]: a rank-2 A of
+    one symbolic dim is taken for a batch of GEMVs) + bias + a residual, then Gelu: the epilogue the AMX
+    path's blocks finish."""
+    w = (RNG.standard_normal((200, 384) if trans_b else (384, 200)) / np.sqrt(384)).astype(np.float32)
+    bias = RNG.standard_normal(200).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")]
+    if trans_b:
+        nodes = [helper.make_node("Gemm", ["x", "w", "bias"], ["p"], transB=1)]
+        ins = [_f("x", [rows, 384]), _f("r", [rows, 200])]
+    else:
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "bias"], ["p"])]
+        ins = [_f("x", ["batch", "seq", 384]), _f("r", ["batch", "seq", 200])]
+    nodes += [helper.make_node("Add", ["p", "r"], ["s"]), helper.make_node("Gelu", ["s"], ["y"])]
+    g = helper.make_graph(nodes, "g", ins, [_f("y", None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)], ir_version=9).SerializeToString()
+
+
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_amx_split_gemm_matches_onnxruntime(trans_b):
+    """Where f32 GEMMs take AMX (kernel_isa "amx-bf16"), a GEMM whose A may have 32+ rows keeps B's f32
+    packing and its split (FusedGemm split=1): 1-31 rows run the f32 kernel, 32+ the tiles; both within f32
+    accuracy of onnxruntime, with the bias, residual and Gelu fused, at one and two threads. An A holding Inf
+    or NaN takes the f32 path (Inf stays Inf where the split's zero pieces would make NaN)."""
+    amx = "amx-bf16" in tessera.kernel_isa().split()
+    model = _split_gemm_model(trans_b)
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for rows in (1, 16, 31, 32, 33, 97, 200):
+        if trans_b:  # rows known: split from 32
+            model = _split_gemm_model(trans_b, rows)
+            ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        text = tessera.InferenceSession(model).graph_text()
+        assert ("split=1" in text) == (amx and (not trans_b or rows >= 32)), text
+        shape = (rows, 384) if trans_b else (1, rows, 384)
+        x = RNG.standard_normal(shape).astype(np.float32)
+        r = RNG.standard_normal(shape[:-1] + (200,)).astype(np.float32)
+        want = ref.run(None, {"x": x, "r": r})[0]
+        for threads in (1, 2):
+            got = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(
+                None, {"x": x, "r": r})[0]
+            assert rel_err(got, want) < 2e-6, (rows, threads, rel_err(got, want))
+    shape = (64, 384) if trans_b else (1, 64, 384)
+    if trans_b:
+        model = _split_gemm_model(trans_b, 64)
+        ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    x = np.ones(shape, np.float32)
+    x[..., 5, 7] = np.inf
+    r = np.zeros(shape[:-1] + (200,), np.float32)
+    got = tessera.InferenceSession(model).run(None, {"x": x, "r": r})[0]
+    want = ref.run(None, {"x": x, "r": r})[0]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))

@@ -18,6 +18,7 @@
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/eltwise.h"
 #include "kernels/x86/gemm.h"
+#include "kernels/x86/gemm_amx.h"
 #include "kernels/x86/grid_sample.h"
 #include "kernels/x86/nms.h"
 #include "kernels/x86/norm.h"
@@ -74,6 +75,7 @@ void fused_gemm_x86(KernelContext& ctx) {
   const int64_t kc = ctx.required_attr_int("kc"), nr = ctx.required_attr_int("nr");
   const bool strassen = ctx.attr_int("strassen", 0) != 0;
   const bool coded = ctx.attr_int("coded", 0) != 0;
+  const bool split = ctx.attr_int("split", 0) != 0;
   using kernels::x86::CodedB;
   using kernels::x86::PackedB;
   using kernels::x86::StrassenB;
@@ -84,11 +86,12 @@ void fused_gemm_x86(KernelContext& ctx) {
   if (a0.dtype() != DType::f32 || nr != PackedB::native_nr() ||
       kc != (strassen ? StrassenB::kc_for(k, n) : PackedB::kc_for(k, n)) || a0.rank() < 1 ||
       a0.dim(-1) != k || (strassen && (k % 2 != 0 || n % 2 != 0)) ||
-      (coded && (strassen || !CodedB::available())) ||
+      (coded && (strassen || !CodedB::available())) || (split && (coded || strassen)) ||
       (ctx.attr_int("a_rank", 0) != 0 && a0.rank() != ctx.attr_int("a_rank", 0)) ||
       bp.dtype() != (coded ? DType::u8 : DType::f32) ||
       (!coded && size_t(bp.numel()) != (strassen ? StrassenB::packed_floats(k, n, kc, nr)
-                                                 : PackedB::packed_floats(k, n, kc, nr))) ||
+                                                 : PackedB::packed_floats(k, n, kc, nr) +
+                                                       (split ? kernels::x86::split_b_floats(k, n) : 0))) ||
       !act || (bias && (bias->dtype() != DType::f32 || bias->numel() != n)) ||
       (res0 && res0->dtype() != DType::f32)) {
     run_ref(ctx, "tessera");  // checks and reports what is wrong
@@ -96,6 +99,11 @@ void fused_gemm_x86(KernelContext& ctx) {
   }
   // C (m x N, rows N apart) = A * B with the epilogue, over the classical or the Strassen packing
   auto gemm = [&](int64_t m, const float* ap, float* c, const kernels::x86::GemmEpilogue& e) {
+    // B split for AMX from kSplitMinRows rows (an A holding Inf or NaN is refused: the f32 path below)
+    if (split && m >= kernels::x86::kSplitMinRows && kernels::x86::amx_gemm_available() &&
+        kernels::x86::sgemm_split(m, n, k, ap, k, bp.data<float>() + PackedB::packed_floats(k, n, kc, nr), c,
+                                  n, e, ctx.pool()))
+      return;
     if (coded)
       kernels::x86::sgemm_coded(m, ap, k, false,
                                 CodedB::view(bp.data<uint8_t>(), bp.nbytes(), k, n, kc, bp.storage()), c, n,

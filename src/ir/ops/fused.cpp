@@ -4,10 +4,11 @@
 //   FusedGemm(A[..., K], Bpacked, bias[N]?, Residual?) -> act(A * B + bias + Residual)
 //     B is a constant packed into the GEMM micro-kernel's panel layout
 //     (attributes K, N, kc, nr describe it; see kernels/x86/gemm.h) — with strassen = 1 the 7 pieces of
-//     one level of Strassen-Winograd (StrassenB); Residual broadcasts
-//     against the product [..., N] as an Add would (the tuned kernel adds it in its epilogue
-//     when the shapes are equal). activation may also be "Gelu" or "GeluTanh" (ONNX Gelu
-//     with approximate = none / tanh).
+//     one level of Strassen-Winograd (StrassenB); with split = 1 the packing is followed by B split into
+//     three bf16 pieces for AMX (kernels/x86/gemm_amx.h), used from 16 rows where the CPU has it; Residual
+//     broadcasts against the product [..., N] as an Add would (the tuned kernel adds it in its epilogue when
+//     the shapes are equal). activation may also be "Gelu" or "GeluTanh" (ONNX Gelu with approximate = none /
+//     tanh).
 //   FusedConv(X, W, B?, Residual?) -> act(conv(X, W) + B + Residual)
 //     Conv's attributes, pads explicit, plus the activation. layout "NCHW" (default):
 //     X, W, Y as ONNX Conv. layout "NHWC" (made by the layout_nhwc pass): X [N,H,W,C],
@@ -231,6 +232,7 @@ void register_fused_schemas(OpRegistry& r) {
                             {"nr", K::i},
                             {"strassen", K::i},
                             {"coded", K::i},
+                            {"split", K::i},
                             {"a_rank", K::i},
                             {"activation", K::s},
                             {"clip_min", K::f},

@@ -12,6 +12,7 @@
 #include "kernels/x86/conv3d.h"
 #include "kernels/x86/conv_nhwc.h"
 #include "kernels/x86/gemm.h"
+#include "kernels/x86/gemm_amx.h"
 
 namespace tessera::kernels::ref {
 
@@ -52,8 +53,11 @@ void fused_gemm(KernelContext& ctx) {
   const bool strassen = ctx.attr_int("strassen", 0) != 0;
   ctx.check(!strassen || (k % 2 == 0 && n % 2 == 0), "Strassen packing needs an even K and N");
   ctx.check(!(coded && strassen), "FusedGemm: coded and strassen exclude each other");
+  const bool split = ctx.attr_int("split", 0) != 0;
+  ctx.check(!split || (!coded && !strassen), "FusedGemm: split excludes coded and strassen");
   ctx.check(coded || size_t(bp.numel()) == (strassen ? x86::StrassenB::packed_floats(k, n, kc, nr)
-                                                     : x86::PackedB::packed_floats(k, n, kc, nr)),
+                                                     : x86::PackedB::packed_floats(k, n, kc, nr) +
+                                                           (split ? x86::split_b_floats(k, n) : 0)),
             "packed B has the wrong size");
   if (coded)  // checks the coding's header and size (an error naming what is wrong)
     x86::CodedB::view(bp.data<uint8_t>(), bp.nbytes(), k, n, kc, nullptr);

@@ -25,7 +25,7 @@ namespace {
 constexpr int64_t kBlock = 32;           // rows of an A block, columns of a B block
 constexpr int64_t kStepElems = 6 * 512;  // bf16 elements of one block's 32-wide K step
 // K steps of a B block kept in L1 (6 KiB each) while the row blocks pass over them
-constexpr int64_t kChunk = 8;
+constexpr int64_t kChunk = 2;
 
 int64_t round_up(int64_t x, int64_t m) {
   return (x + m - 1) / m * m;
@@ -70,9 +70,13 @@ size_t split_b_bytes(int64_t k, int64_t n) {
 bool split_b_finite(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n) {
   const int64_t rows = trans_b ? n : k, cols = trans_b ? k : n;
   for (int64_t i = 0; i < rows; ++i) {
-    float acc = 0.0f;
-    for (int64_t j = 0; j < cols; ++j) acc += b[i * ldb + j] * 0.0f;  // NaN iff some value is Inf or NaN
-    if (acc != acc) return false;
+    uint32_t inf_or_nan = 0;  // exponent all ones (integer tests: the loop vectorizes)
+    for (int64_t j = 0; j < cols; ++j) {
+      uint32_t u;
+      std::memcpy(&u, b + i * ldb + j, 4);
+      inf_or_nan |= uint32_t((u & 0x7F800000u) == 0x7F800000u);
+    }
+    if (inf_or_nan) return false;
   }
   return true;
 }
@@ -127,40 +131,73 @@ bool sgemm_split(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, c
   if (!std::all_of(finite.begin(), finite.end(), [](char f) { return f != 0; })) return false;
   const auto* bs = static_cast<const uint16_t*>(b_split);
   const bool pass_act = activation_in_pass(ep.act);
-  parallel_for(pool, nb, 1, [&](int64_t j0, int64_t j1) {
-    // The thread's accumulators (all rows x its column blocks, 32 x 32 f32 a block, i-major within j).
+  // Tasks: column ranges where there are column blocks enough for every thread, row ranges otherwise.
+  const int threads = pool ? pool->num_threads() : 1;
+  const bool split_n = nb >= 2 * threads;
+  const int64_t parts = split_n ? nb : mb;
+  parallel_for(pool, parts, 1, [&](int64_t p0, int64_t p1) {
+    const int64_t i0 = split_n ? 0 : p0, i1 = split_n ? mb : p1;
+    const int64_t j0 = split_n ? p0 : 0, j1 = split_n ? p1 : nb;
+    const int64_t rows_t = i1 - i0;
+    // Column blocks in groups whose accumulators (rows_t x group blocks of 4 KiB) stay in a quarter of L2
+    // (A's chunk, rows_t x 24 KiB, in L2 beside them, is read from memory once a group), evened out.
+    const int64_t l2 = cpu_features().l2_bytes, nbt = j1 - j0;
+    const int64_t most = std::clamp<int64_t>(l2 / 4 / (rows_t * kBlock * kBlock * 4), 1, nbt);
+    const int64_t group = (nbt + (nbt + most - 1) / most - 1) / ((nbt + most - 1) / most);
     thread_local std::vector<float> accs;
-    accs.resize(size_t((j1 - j0) * mb * kBlock * kBlock) + 16);
-    float* acc = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(accs.data()) + 63) & ~uintptr_t(63));
+    accs.resize(size_t(rows_t * group * kBlock * kBlock) + 16);
+    float* acc0 = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(accs.data()) + 63) & ~uintptr_t(63));
+    auto acc_of = [&](int64_t i, int64_t j, int64_t g0) {
+      return acc0 + ((j - g0) * rows_t + (i - i0)) * kBlock * kBlock;
+    };
+    auto a_at = [&](int64_t i, int64_t s) { return as + i * blk + s * kStepElems; };
     amx::configure_tiles();
-    // K in chunks: a B block's chunk (kChunk x 6 KiB) stays in L1 while every row block's chunk (from L2)
-    // passes over it; the accumulators go through memory between chunks.
-    for (int64_t s0 = 0; s0 < ksteps; s0 += kChunk) {
-      const int64_t sn = std::min(kChunk, ksteps - s0);
-      for (int64_t j = j0; j < j1; ++j)
-        for (int64_t i = 0; i < mb; ++i)
-          amx::block_product(sn, as + i * blk + s0 * kStepElems, bs + j * blk + s0 * kStepElems,
-                             acc + ((j - j0) * mb + i) * kBlock * kBlock, s0 > 0);
-    }
-    for (int64_t j = j0; j < j1; ++j) {
-      const int64_t col = j * kBlock, cols = std::min(kBlock, n - col);
-      for (int64_t i = 0; i < mb; ++i) {
-        const int64_t row = i * kBlock, rows = std::min(kBlock, m - row);
-        UkrEpilogue e{ep.bias ? ep.bias + col : nullptr,
-                      ep.row_bias ? ep.row_bias + row : nullptr,
-                      ep.residual ? ep.residual + row * ep.ldr + col : nullptr,
-                      ep.ldr,
-                      pass_act ? Activation::none : ep.act,
-                      ep.clip_min,
-                      ep.clip_max};
-        amx::finish_block(acc + ((j - j0) * mb + i) * kBlock * kBlock, rows, cols, c + row * ldc + col, ldc,
-                          ep.alpha, ep.beta, &e);
+    bool staged = false;
+    for (int64_t g0 = j0; g0 < j1; g0 += group) {
+      const int64_t g1 = std::min(j1, g0 + group);
+      // K in chunks of kChunk steps: a B block's chunk stays in L1 while every row block's streams past it
+      for (int64_t s0 = 0; s0 < ksteps; s0 += kChunk) {
+        const int64_t sn = std::min(kChunk, ksteps - s0);
+        for (int64_t j = g0; j < g1; ++j) {
+          // the B chunk read after this one (the next block's, else the group's next chunk), into L2 a slice
+          // per row block: its first row block reads it from memory otherwise, at tile loads' slow pace
+          const int64_t pj = j + 1 < g1 ? j + 1 : g0, ps = j + 1 < g1 ? s0 : s0 + kChunk;
+          const uint16_t* pf = ps < ksteps ? bs + pj * blk + ps * kStepElems : nullptr;
+          const int64_t pf_total = pf ? std::min(kChunk, ksteps - ps) * kStepElems * 2 / 64 : 0;
+          const int64_t pf_slice = (pf_total + rows_t - 1) / rows_t;
+          for (int64_t i = i0; i < i1; ++i) {
+            const uint16_t* next = i + 1 < i1             ? a_at(i + 1, s0)
+                                   : j + 1 < g1           ? a_at(i0, s0)
+                                   : s0 + kChunk < ksteps ? a_at(i0, s0 + kChunk)
+                                   : g1 < j1              ? a_at(i0, 0)
+                                                          : nullptr;
+            const int64_t pf_first = std::min(pf_total, (i - i0) * pf_slice);
+            amx::block_product(sn, a_at(i, s0), bs + j * blk + s0 * kStepElems, acc_of(i, j, g0), s0 > 0,
+                               staged, next, pf ? pf + pf_first * 32 : nullptr,
+                               std::min(pf_slice, pf_total - pf_first));
+            staged = next != nullptr;
+          }
+        }
       }
-    }
-    if (pass_act) {
-      const int64_t col = j0 * kBlock, cols = std::min(j1 * kBlock, n) - col;
-      for (int64_t r = 0; r < m; ++r)
-        gemm_apply_activation(ep.act, ep.clip_min, ep.clip_max, c + r * ldc + col, cols, nullptr);
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t row = i * kBlock, rows = std::min(kBlock, m - row);
+        for (int64_t j = g0; j < g1; ++j) {
+          const int64_t col = j * kBlock, cols = std::min(kBlock, n - col);
+          UkrEpilogue e{ep.bias ? ep.bias + col : nullptr,
+                        ep.row_bias ? ep.row_bias + row : nullptr,
+                        ep.residual ? ep.residual + row * ep.ldr + col : nullptr,
+                        ep.ldr,
+                        pass_act ? Activation::none : ep.act,
+                        ep.clip_min,
+                        ep.clip_max};
+          amx::finish_block(acc_of(i, j, g0), rows, cols, c + row * ldc + col, ldc, ep.alpha, ep.beta, &e);
+        }
+        if (pass_act) {
+          const int64_t col = g0 * kBlock, cols = std::min(g1 * kBlock, n) - col;
+          for (int64_t r = row; r < row + rows; ++r)
+            gemm_apply_activation(ep.act, ep.clip_min, ep.clip_max, c + r * ldc + col, cols, nullptr);
+        }
+      }
     }
     amx::release_tiles();
   });

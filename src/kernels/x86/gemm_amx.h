@@ -28,8 +28,12 @@ namespace tessera::kernels::x86 {
 // arch_prctl(ARCH_REQ_XCOMP_PERM)); TESSERA_AMX=0 turns it off, as does TESSERA_ISA below avx512.
 bool amx_gemm_available();
 
-// Bytes of B (K x N) split for sgemm_split: K rounded up to 32, N to 32, six bytes an element.
+// Bytes of B (K x N) split for sgemm_split: K rounded up to 32, N to 32, six bytes an element (a whole number
+// of floats: split_b_floats, as FusedGemm stores the split after B's f32 packing).
 size_t split_b_bytes(int64_t k, int64_t n);
+inline size_t split_b_floats(int64_t k, int64_t n) {
+  return split_b_bytes(k, n) / sizeof(float);
+}
 // Splits op(B) (K x N; N x K rows ldb apart when trans_b) into dst (split_b_bytes(k, n), 64-byte aligned).
 void split_b_into(void* dst, const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n);
 // Whether op(B) is all finite (a split of one that is not is never used).
@@ -37,9 +41,11 @@ bool split_b_finite(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_
 // Element (p, j) of B back from its split (the sum of its pieces), for reference kernels.
 float split_b_at(const void* split, int64_t k, int64_t n, int64_t p, int64_t j);
 
-// Rows from which sgemm_split is used over the packed f32 path (one 32-row block of A, with fewer the tile
-// unit computes mostly padding).
-constexpr int64_t kSplitMinRows = 16;
+// Rows from which sgemm_split is used over the packed f32 path. Under one 32-row block the tile unit computes
+// mostly padding, and B's split is 1.5x the bytes of its f32 packing: on the Xeon VM 16 x 3072 x 768 ran at
+// 0.65x the f32 kernel's speed (B in cache), BERT-base at 16 tokens (weights from memory) 1.8x slower; from
+// 32 rows 1.1-1.3x faster, from 64 1.25-1.6x.
+constexpr int64_t kSplitMinRows = 32;
 
 // C (M x N, rows ldc apart) = act(alpha * A * B + beta * C + bias + row_bias + residual) as sgemm_packed,
 // with A (M x K, rows lda apart) and B split (split_b_into). Threads split N in 32-column blocks. Returns
@@ -57,9 +63,14 @@ bool split_a_block(const float* a, int64_t lda, int64_t rows, int64_t k, int64_t
 void split_b_block(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n, int64_t j0, int64_t kp,
                    uint16_t* dst);
 // acc (32 x 32 f32, row-major) (+)= the six piece products of one A block and one B block over ksteps K steps
-// (a_blk and b_blk at the first). The calling thread must have loaded the tile configuration
-// (configure_tiles).
-void block_product(int64_t ksteps, const uint16_t* a_blk, const uint16_t* b_blk, float* acc, bool accumulate);
+// (a_blk and b_blk at the first). B is read in place (the caller keeps its chunk in L1 across row blocks);
+// A's steps are copied into a thread-local L1 buffer one step ahead. a_staged: the previous call on this
+// thread was given this a_blk as next_a (its first step is staged already); next_a (or nullptr): the A
+// this thread's next call starts with, staged during the last step. pf_lines cache lines from pf are
+// prefetched into L2 along the way (the B chunk the caller reads next). The calling thread must have loaded
+// the tile configuration (configure_tiles).
+void block_product(int64_t ksteps, const uint16_t* a_blk, const uint16_t* b_blk, float* acc, bool accumulate,
+                   bool a_staged, const uint16_t* next_a, const uint16_t* pf, int64_t pf_lines);
 void configure_tiles();
 void release_tiles();
 // Finishes rows [0, rows) x columns [0, cols) of a block: c = post(alpha * acc + beta * c) with ep offset to
