@@ -212,8 +212,8 @@ bool may_have_rows(const ir::Value* a, int64_t rows) {
 // from 16 rows on a Xeon with AMX), beside its f32 packing for fewer rows (a decoder's GEMVs): where the CPU
 // has AMX, A may have rows enough, and B is finite. TESSERA_AMX=0 turns it off.
 bool use_split(const Match& m) {
-  return kernels::x86::amx_gemm_available() && m.k >= 32 && m.n >= 32 && !one_row_per_item(m.a) &&
-         may_have_rows(m.a, kernels::x86::kSplitMinRows) &&
+  return kernels::x86::amx_gemm_available() && m.k >= 32 && m.n >= kernels::x86::kSplitMinCols &&
+         !one_row_per_item(m.a) && may_have_rows(m.a, kernels::x86::kSplitMinRows) &&
          kernels::x86::split_b_finite(m.weights.data<float>(), m.trans_b ? m.k : m.n, m.trans_b, m.k, m.n);
 }
 

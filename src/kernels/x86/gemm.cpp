@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "kernels/x86/eltwise.h"
+#include "kernels/x86/gemm_amx.h"
 #include "kernels/x86/roofline.h"
 
 namespace tessera::kernels::x86 {
@@ -985,6 +986,10 @@ int64_t PackedB::kc_for(int64_t k, int64_t n) {
 
 void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b,
            int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
+  // AMX's tiles where the CPU has them and there are rows enough to pay for B's split (gemm_amx.h)
+  if (!trans_a && m >= kSplitUnpackedMinRows && n >= kSplitMinCols && k >= 32 && amx_gemm_available() &&
+      sgemm_split_unpacked(m, n, k, a, lda, b, ldb, trans_b, c, ldc, ep, pool))
+    return;
   run(Problem{m, n, k, a, lda, trans_a, b, ldb, trans_b, nullptr, c, ldc, &ep}, pool, selected_ukr());
 }
 

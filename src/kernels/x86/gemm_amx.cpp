@@ -3,6 +3,7 @@
 #include "kernels/x86/gemm_amx.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -103,6 +104,33 @@ float split_b_at(const void* split, int64_t k, int64_t n, int64_t p, int64_t j) 
   return from_bf16(s[0]) + from_bf16(s[2 * 512]) + from_bf16(s[4 * 512]);
 }
 
+bool sgemm_split_unpacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                          int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep,
+                          ThreadPool* pool) {
+#if defined(TESSERA_HAVE_AMX)
+  if (m <= 0 || n <= 0) return true;
+  if (!split_b_finite(b, ldb, trans_b, k, n)) return false;
+  const int64_t kp = round_up(std::max<int64_t>(k, 1), kBlock), nb = (n + kBlock - 1) / kBlock;
+  thread_local std::unique_ptr<void, void (*)(void*)> bbuf{nullptr, free_aligned};
+  thread_local size_t bbuf_bytes = 0;
+  if (const size_t bytes = split_b_bytes(k, n); bbuf_bytes < bytes) {
+    bbuf.reset(allocate_aligned(bytes));
+    check(bbuf != nullptr, ErrorCode::runtime, "out of memory splitting GEMM operand");
+    bbuf_bytes = bytes;
+  }
+  auto* out = static_cast<uint16_t*>(bbuf.get());
+  parallel_for(pool, nb, 1, [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j)
+      amx::split_b_block(b, ldb, trans_b, k, n, j * kBlock, kp, out + j * kp / 32 * kStepElems);
+  });
+  return sgemm_split(m, n, k, a, lda, out, c, ldc, ep, pool);
+#else
+  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)trans_b, (void)c, (void)ldc,
+      (void)ep, (void)pool;
+  return false;
+#endif
+}
+
 bool sgemm_split(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* b_split, float* c,
                  int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
 #if defined(TESSERA_HAVE_AMX)
@@ -138,64 +166,75 @@ bool sgemm_split(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, c
   parallel_for(pool, parts, 1, [&](int64_t p0, int64_t p1) {
     const int64_t i0 = split_n ? 0 : p0, i1 = split_n ? mb : p1;
     const int64_t j0 = split_n ? p0 : 0, j1 = split_n ? p1 : nb;
-    const int64_t rows_t = i1 - i0;
-    // Column blocks in groups whose accumulators (rows_t x group blocks of 4 KiB) stay in a quarter of L2
-    // (A's chunk, rows_t x 24 KiB, in L2 beside them, is read from memory once a group), evened out.
-    const int64_t l2 = cpu_features().l2_bytes, nbt = j1 - j0;
-    const int64_t most = std::clamp<int64_t>(l2 / 4 / (rows_t * kBlock * kBlock * 4), 1, nbt);
-    const int64_t group = (nbt + (nbt + most - 1) / most - 1) / ((nbt + most - 1) / most);
-    thread_local std::vector<float> accs;
-    accs.resize(size_t(rows_t * group * kBlock * kBlock) + 16);
-    float* acc0 = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(accs.data()) + 63) & ~uintptr_t(63));
-    auto acc_of = [&](int64_t i, int64_t j, int64_t g0) {
-      return acc0 + ((j - g0) * rows_t + (i - i0)) * kBlock * kBlock;
+    // Accumulators for a tile of row blocks x a group of column blocks (4 KiB each) stay in a quarter of L2
+    // (A's chunk for the tile's rows, 24 KiB a row block, in L2 beside them, comes from memory once a group;
+    // B's chunk once a row tile): all the rows where they fit, else a square-ish tile, evened out.
+    const int64_t l2 = cpu_features().l2_bytes, nbt = j1 - j0, mbt = i1 - i0;
+    const int64_t budget = std::max<int64_t>(l2 / 4 / (kBlock * kBlock * 4), 1);
+    auto even = [](int64_t total, int64_t most) {
+      const int64_t parts = (total + most - 1) / most;
+      return (total + parts - 1) / parts;
     };
+    const int64_t tile_rows =
+        mbt * nbt <= budget ? mbt
+                            : even(mbt, std::clamp<int64_t>(int64_t(std::sqrt(double(budget))), 1, mbt));
+    const int64_t group = even(nbt, std::clamp<int64_t>(budget / tile_rows, 1, nbt));
+    thread_local std::vector<float> accs;
+    accs.resize(size_t(tile_rows * group * kBlock * kBlock) + 16);
+    float* acc0 = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(accs.data()) + 63) & ~uintptr_t(63));
     auto a_at = [&](int64_t i, int64_t s) { return as + i * blk + s * kStepElems; };
     amx::configure_tiles();
     bool staged = false;
-    for (int64_t g0 = j0; g0 < j1; g0 += group) {
-      const int64_t g1 = std::min(j1, g0 + group);
-      // K in chunks of kChunk steps: a B block's chunk stays in L1 while every row block's streams past it
-      for (int64_t s0 = 0; s0 < ksteps; s0 += kChunk) {
-        const int64_t sn = std::min(kChunk, ksteps - s0);
-        for (int64_t j = g0; j < g1; ++j) {
-          // the B chunk read after this one (the next block's, else the group's next chunk), into L2 a slice
-          // per row block: its first row block reads it from memory otherwise, at tile loads' slow pace
-          const int64_t pj = j + 1 < g1 ? j + 1 : g0, ps = j + 1 < g1 ? s0 : s0 + kChunk;
-          const uint16_t* pf = ps < ksteps ? bs + pj * blk + ps * kStepElems : nullptr;
-          const int64_t pf_total = pf ? std::min(kChunk, ksteps - ps) * kStepElems * 2 / 64 : 0;
-          const int64_t pf_slice = (pf_total + rows_t - 1) / rows_t;
-          for (int64_t i = i0; i < i1; ++i) {
-            const uint16_t* next = i + 1 < i1             ? a_at(i + 1, s0)
-                                   : j + 1 < g1           ? a_at(i0, s0)
-                                   : s0 + kChunk < ksteps ? a_at(i0, s0 + kChunk)
-                                   : g1 < j1              ? a_at(i0, 0)
-                                                          : nullptr;
-            const int64_t pf_first = std::min(pf_total, (i - i0) * pf_slice);
-            amx::block_product(sn, a_at(i, s0), bs + j * blk + s0 * kStepElems, acc_of(i, j, g0), s0 > 0,
-                               staged, next, pf ? pf + pf_first * 32 : nullptr,
-                               std::min(pf_slice, pf_total - pf_first));
-            staged = next != nullptr;
+    for (int64_t r0 = i0; r0 < i1; r0 += tile_rows) {
+      const int64_t r1 = std::min(i1, r0 + tile_rows), rows_t = r1 - r0;
+      auto acc_of = [&](int64_t i, int64_t j, int64_t g0) {
+        return acc0 + ((j - g0) * rows_t + (i - r0)) * kBlock * kBlock;
+      };
+      for (int64_t g0 = j0; g0 < j1; g0 += group) {
+        const int64_t g1 = std::min(j1, g0 + group);
+        // K in chunks of kChunk steps: a B block's chunk stays in L1 while every row block's streams past it
+        for (int64_t s0 = 0; s0 < ksteps; s0 += kChunk) {
+          const int64_t sn = std::min(kChunk, ksteps - s0);
+          for (int64_t j = g0; j < g1; ++j) {
+            // the B chunk read after this one (the next block's, else the group's next chunk), into L2 a
+            // slice per row block: its first row block reads it from memory otherwise, at tile loads' pace
+            const int64_t pj = j + 1 < g1 ? j + 1 : g0, ps = j + 1 < g1 ? s0 : s0 + kChunk;
+            const uint16_t* pf = ps < ksteps ? bs + pj * blk + ps * kStepElems : nullptr;
+            const int64_t pf_total = pf ? std::min(kChunk, ksteps - ps) * kStepElems * 2 / 64 : 0;
+            const int64_t pf_slice = (pf_total + rows_t - 1) / rows_t;
+            for (int64_t i = r0; i < r1; ++i) {
+              const uint16_t* next = i + 1 < r1             ? a_at(i + 1, s0)
+                                     : j + 1 < g1           ? a_at(r0, s0)
+                                     : s0 + kChunk < ksteps ? a_at(r0, s0 + kChunk)
+                                     : g1 < j1              ? a_at(r0, 0)
+                                     : r1 < i1              ? a_at(r1, 0)
+                                                            : nullptr;
+              const int64_t pf_first = std::min(pf_total, (i - r0) * pf_slice);
+              amx::block_product(sn, a_at(i, s0), bs + j * blk + s0 * kStepElems, acc_of(i, j, g0), s0 > 0,
+                                 staged, next, pf ? pf + pf_first * 32 : nullptr,
+                                 std::min(pf_slice, pf_total - pf_first));
+              staged = next != nullptr;
+            }
           }
         }
-      }
-      for (int64_t i = i0; i < i1; ++i) {
-        const int64_t row = i * kBlock, rows = std::min(kBlock, m - row);
-        for (int64_t j = g0; j < g1; ++j) {
-          const int64_t col = j * kBlock, cols = std::min(kBlock, n - col);
-          UkrEpilogue e{ep.bias ? ep.bias + col : nullptr,
-                        ep.row_bias ? ep.row_bias + row : nullptr,
-                        ep.residual ? ep.residual + row * ep.ldr + col : nullptr,
-                        ep.ldr,
-                        pass_act ? Activation::none : ep.act,
-                        ep.clip_min,
-                        ep.clip_max};
-          amx::finish_block(acc_of(i, j, g0), rows, cols, c + row * ldc + col, ldc, ep.alpha, ep.beta, &e);
-        }
-        if (pass_act) {
-          const int64_t col = g0 * kBlock, cols = std::min(g1 * kBlock, n) - col;
-          for (int64_t r = row; r < row + rows; ++r)
-            gemm_apply_activation(ep.act, ep.clip_min, ep.clip_max, c + r * ldc + col, cols, nullptr);
+        for (int64_t i = r0; i < r1; ++i) {
+          const int64_t row = i * kBlock, rows = std::min(kBlock, m - row);
+          for (int64_t j = g0; j < g1; ++j) {
+            const int64_t col = j * kBlock, cols = std::min(kBlock, n - col);
+            UkrEpilogue e{ep.bias ? ep.bias + col : nullptr,
+                          ep.row_bias ? ep.row_bias + row : nullptr,
+                          ep.residual ? ep.residual + row * ep.ldr + col : nullptr,
+                          ep.ldr,
+                          pass_act ? Activation::none : ep.act,
+                          ep.clip_min,
+                          ep.clip_max};
+            amx::finish_block(acc_of(i, j, g0), rows, cols, c + row * ldc + col, ldc, ep.alpha, ep.beta, &e);
+          }
+          if (pass_act) {
+            const int64_t col = g0 * kBlock, cols = std::min(g1 * kBlock, n) - col;
+            for (int64_t r = row; r < row + rows; ++r)
+              gemm_apply_activation(ep.act, ep.clip_min, ep.clip_max, c + r * ldc + col, cols, nullptr);
+          }
         }
       }
     }

@@ -46,12 +46,25 @@ float split_b_at(const void* split, int64_t k, int64_t n, int64_t p, int64_t j);
 // 0.65x the f32 kernel's speed (B in cache), BERT-base at 16 tokens (weights from memory) 1.8x slower; from
 // 32 rows 1.1-1.3x faster, from 64 1.25-1.6x.
 constexpr int64_t kSplitMinRows = 32;
+// Columns B needs for its split to be worth A's (A's split costs M x K, the product M x K x N: at N = 64,
+// 3136 x 64 x 576 ran at 0.6x the f32 kernel's speed; 196 x 256 x 2304 1.25x).
+constexpr int64_t kSplitMinCols = 128;
 
 // C (M x N, rows ldc apart) = act(alpha * A * B + beta * C + bias + row_bias + residual) as sgemm_packed,
 // with A (M x K, rows lda apart) and B split (split_b_into). Threads split N in 32-column blocks. Returns
 // false, having written nothing, where A holds Inf or NaN: the caller takes the f32 path.
 bool sgemm_split(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* b_split, float* c,
                  int64_t ldc, const GemmEpilogue& ep = {}, ThreadPool* pool = nullptr);
+
+// Rows from which sgemm (B not packed) splits B per call and takes sgemm_split: B's split (and its check for
+// Inf and NaN) costs what the tiles save below a few hundred rows (Xeon VM, gemm_bench against the f32
+// kernel: 128 x 768 x 768 and 196 x 256 x 2304 0.8-0.9x, 256^3 0.7-1.0x; 512^3 1.0-1.2x, 1024^3 1.4x).
+constexpr int64_t kSplitUnpackedMinRows = 512;
+// sgemm_split over op(B) (K x N, or N x K rows ldb apart when trans_b) split for this call on the pool's
+// threads; false (nothing written) where A or B holds Inf or NaN.
+bool sgemm_split_unpacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                          int64_t ldb, bool trans_b, float* c, int64_t ldc, const GemmEpilogue& ep,
+                          ThreadPool* pool);
 
 // The ISA-folder pieces (amx/), called only where amx_gemm_available().
 namespace amx {
