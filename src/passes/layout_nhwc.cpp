@@ -27,6 +27,7 @@
 #include "core/ew_program.h"
 #include "core/memory.h"
 #include "kernels/x86/conv_nhwc.h"
+#include "kernels/x86/gemm_amx.h"
 #include "kernels/x86/qgemm.h"
 #include "passes/pack_queue.h"
 #include "passes/pass_manager.h"
@@ -134,22 +135,37 @@ bool depthwise_conv(const ir::Node* n) {
 // 512 0.90-0.93, 512 -> 1024 0.92-0.96; 784 pixels 256 -> 512 0.92-0.99 at one, 0.98-1.01 at two; 3136 pixels
 // 256 -> 256 0.96-0.99 at one, 1.05-1.15 at two, so at most kMaxPixels. Not for a conv next to a depthwise
 // one: fuse_pw_dw runs that pair (or the projection after it) with the intermediate kept in cache.
-bool strassen_pointwise(const ir::Node* n) {
+//
+// Where f32 GEMMs take AMX (kernels/x86/gemm_amx.h) a pointwise conv of 512+ output channels becomes instead
+// a FusedGemm whose B is also split for the tiles (maps of any size; under 32 pixels at run time the f32
+// packing). A's split per call costs M x K, so narrower ones gain little or lose (Xeon VM, one thread, the
+// split GEMM / the packed f32 GEMM: 784 x 512 x 128 1.24, 196 x 1024 x 256 1.28, 49 x 2048 x 512 1.12; but
+// 3136 x 256 x 64 1.03, 3136 x 128 x 256 0.93, 3136 x 64 x 256 0.69).
+enum class PointwiseGemm { no, strassen, split };
+constexpr int64_t kSplitMinChannels = 512;
+PointwiseGemm pointwise_gemm(const ir::Node* n) {
   constexpr int64_t kMaxPixels = 1024;
-  if (!strassen_enabled() || int_attr(n, "group", 1) != 1) return false;
+  if (int_attr(n, "group", 1) != 1) return PointwiseGemm::no;
   const Tensor& w = *n->inputs[1]->initializer;
   const auto st = ints_attr(n, "strides", {1, 1}), pads = ints_attr(n, "pads", {0, 0, 0, 0});
   if (w.dim(2) != 1 || w.dim(3) != 1 || st != std::vector<int64_t>{1, 1} ||
       std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }))
-    return false;
-  const auto& ys = *n->outputs[0]->type.shape;
-  if (!ys[2].known() || !ys[3].known()) return false;  // maps of any size: the packed GEMM's
-  const int64_t pixels = std::max<int64_t>(ys[0].value, 1) * ys[2].value * ys[3].value;
-  if (pixels > kMaxPixels || !kernels::x86::StrassenB::worthwhile(pixels, w.dim(1), w.dim(0))) return false;
-  if (depthwise_conv(n->inputs[0]->producer)) return false;
+    return PointwiseGemm::no;
+  if (depthwise_conv(n->inputs[0]->producer)) return PointwiseGemm::no;
   for (const auto& [use, slot] : n->outputs[0]->uses)
-    if (depthwise_conv(use)) return false;
-  return true;
+    if (depthwise_conv(use)) return PointwiseGemm::no;
+  const auto& ys = *n->outputs[0]->type.shape;
+  const bool known = ys[2].known() && ys[3].known();
+  const int64_t pixels = known ? std::max<int64_t>(ys[0].value, 1) * ys[2].value * ys[3].value : 0;
+  using kernels::x86::kSplitMinRows;
+  if (kernels::x86::amx_gemm_available() && w.dim(0) >= kSplitMinChannels && w.dim(1) >= 32 &&
+      (!known || pixels >= kSplitMinRows) && w.dtype() == DType::f32 &&
+      kernels::x86::split_b_finite(w.contiguous().data<float>(), w.dim(1), true, w.dim(1), w.dim(0)))
+    return PointwiseGemm::split;
+  if (!strassen_enabled() || !known) return PointwiseGemm::no;  // maps of any size: the packed GEMM's
+  if (pixels > kMaxPixels || !kernels::x86::StrassenB::worthwhile(pixels, w.dim(1), w.dim(0)))
+    return PointwiseGemm::no;
+  return PointwiseGemm::strassen;
 }
 
 std::vector<ir::Dim> permuted(const std::vector<ir::Dim>& s, const std::vector<int64_t>& perm) {
@@ -594,27 +610,40 @@ void layout_nhwc(ir::Graph& g) {
     // (a pool joins a region that reaches it; alone, its two Transposes cost more than NHWC saves)
     const bool conv = convertible_conv(g, n), pool = !conv && convertible_pool(n) && twin.count(n->inputs[0]);
     if (!conv && !pool) continue;
-    if (conv && strassen_pointwise(n)) {
-      // FusedGemm(X_nhwc [N, H, W, C], B packed for Strassen, bias, residual) -> [N, H, W, OC]
+    if (const PointwiseGemm pg = conv ? pointwise_gemm(n) : PointwiseGemm::no; pg != PointwiseGemm::no) {
+      // FusedGemm(X_nhwc [N, H, W, C], B packed for Strassen or packed and split, bias, residual) -> [N, H,
+      // W, OC]
       using kernels::x86::PackedB;
       using kernels::x86::StrassenB;
+      const bool split = pg == PointwiseGemm::split;
       const Tensor wt = n->inputs[1]->initializer->contiguous();  // [OC, C, 1, 1]: B^T
-      const int64_t k = wt.dim(1), oc = wt.dim(0), kc = StrassenB::kc_for(k, oc);
+      const int64_t k = wt.dim(1), oc = wt.dim(0);
+      const int64_t kc = split ? PackedB::kc_for(k, oc) : StrassenB::kc_for(k, oc);
+      const int64_t nr = PackedB::native_nr();
       Tensor packed;
       {
         const HugePagesScope huge;
-        packed = Tensor::uninitialized(DType::f32,
-                                       {int64_t(StrassenB::packed_floats(k, oc, kc, PackedB::native_nr()))});
+        packed = Tensor::uninitialized(
+            DType::f32,
+            {int64_t(split ? PackedB::packed_floats(k, oc, kc, nr) + kernels::x86::split_b_floats(k, oc)
+                           : StrassenB::packed_floats(k, oc, kc, nr))});
       }
-      packs.add(wt.nbytes(), [wt, packed, k, oc]() mutable {
-        StrassenB::pack_into(packed.data<float>(), wt.data<float>(), k, /*trans_b=*/true, k, oc);
+      packs.add(wt.nbytes(), [wt, packed, k, oc, kc, nr, split]() mutable {
+        if (split) {
+          PackedB::pack_into(packed.data<float>(), wt.data<float>(), k, /*trans_b=*/true, k, oc);
+          kernels::x86::split_b_into(packed.data<float>() + PackedB::packed_floats(k, oc, kc, nr),
+                                     wt.data<float>(), k, /*trans_b=*/true, k, oc);
+        } else {
+          StrassenB::pack_into(packed.data<float>(), wt.data<float>(), k, /*trans_b=*/true, k, oc);
+        }
         advise_huge_pages(packed.data<float>(), packed.nbytes());
       });
       release_weights(n);
-      ir::Node* f = add_fused_gemm(g, n->name, k, oc, kc, PackedB::native_nr(), /*strassen=*/true);
+      ir::Node* f = add_fused_gemm(g, n->name, k, oc, kc, nr, /*strassen=*/!split, /*coded=*/false, split);
       set_activation_attrs(f, fused_activation_of(n));
       g.connect_input(f, nhwc_of(n->inputs[0]));
-      g.connect_input(f, constant(g, n->inputs[1]->name + "_strassen", std::move(packed)));
+      g.connect_input(f,
+                      constant(g, n->inputs[1]->name + (split ? "_split" : "_strassen"), std::move(packed)));
       ir::Value* residual = n->inputs.size() > 3 ? n->inputs[3] : nullptr;
       ir::Value* bias = n->inputs.size() > 2 ? n->inputs[2] : nullptr;
       if (bias || residual) g.connect_input(f, bias);
