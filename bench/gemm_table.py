@@ -9,7 +9,9 @@
 % peak is of the FMA peak gemm_bench measured at start at that thread count (its JSON context), for the
 unpacked and the prepacked B; for M = 1 the GB/s figures are also given as % of the STREAM triad measured
 there. The last column (model shapes only): B cycled through 128 MiB of copies, so it streams from memory as
-a model's weights do (the other columns reuse one B, which stays in the 32 MiB L3).
+a model's weights do (the other columns reuse one B, which stays in the 32 MiB L3). Where the run has AMX's
+(tessera_amx: f32 on bf16 tiles over B split once, kernels/x86/gemm_amx.h), it is a column of its own, with
+its % of the AVX-512 FMA peak and its ratio to oneDNN.
 """
 import collections
 import json
@@ -42,9 +44,12 @@ def main():
 
     print(f"FMA peak measured: {', '.join(f'{t}T {peak(t):.1f} GFLOP/s' for t in (1, 2))}; STREAM triad: "
           f"{', '.join(f'{t}T ' + ctx.get(f'stream_gbs_{t}t', '?')[:5] + ' GB/s' for t in (1, 2))}\n")
-    print("| shape M×N×K | threads | tessera | tessera prepacked | oneDNN | OpenBLAS | tessera % peak "
-          "(unpacked, prepacked) | tessera/oneDNN (unpacked, prepacked) | B from memory: tessera prepacked / oneDNN |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    amx = any("tessera_amx" in r for r in rows.values())
+    print("| shape M×N×K | threads | tessera | tessera prepacked | " + ("tessera AMX | " if amx else "") +
+          "oneDNN | OpenBLAS | tessera % peak (unpacked, prepacked" + (", AMX" if amx else "") +
+          ") | tessera/oneDNN (unpacked, prepacked" + (", AMX" if amx else "") +
+          ") | B from memory: tessera prepacked / oneDNN |")
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if amx else ""))
     for (th, sh), r in sorted(rows.items()):
         gemv = SHAPES[sh].startswith("1×")
         stream = float(ctx.get(f"stream_gbs_{th}t", 0))
@@ -63,9 +68,11 @@ def main():
         def pct_peak(lib):
             return f"{100 * r[lib][0] / peak(th):.0f}%" if lib in r else "–"
 
-        print(f"| {SHAPES[sh]} | {th} | {cell('tessera')} | {cell('tessera_prepacked')} | {cell('onednn')} "
-              f"| {cell('openblas')} | {pct_peak('tessera')}, {pct_peak('tessera_prepacked')} "
-              f"| {ratio('tessera')}, {ratio('tessera_prepacked')} "
+        a_cell, a_pct, a_ratio = (f" {cell('tessera_amx')} |", f", {pct_peak('tessera_amx')}",
+                                  f", {ratio('tessera_amx')}") if amx else ("", "", "")
+        print(f"| {SHAPES[sh]} | {th} | {cell('tessera')} | {cell('tessera_prepacked')} |{a_cell} {cell('onednn')} "
+              f"| {cell('openblas')} | {pct_peak('tessera')}, {pct_peak('tessera_prepacked')}{a_pct} "
+              f"| {ratio('tessera')}, {ratio('tessera_prepacked')}{a_ratio} "
               f"| {cell('tessera_prepacked_cold')} / {cell('onednn_cold')} |")
 
 

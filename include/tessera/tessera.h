@@ -24,6 +24,10 @@ struct SessionOptions {
   bool enable_profiling = false;
   std::string profile_path;  // Chrome trace written when the session ends (if profiling)
   std::string backend = "cpu";
+  // Runs flush denormals to zero (x86 FTZ + DAZ, core/float_mode.h): a denormal costs Intel cores a
+  // microcode assist per instruction; values under 1.2e-38 read and are written as zero. The environment's
+  // TESSERA_FLUSH_DENORMALS=0 turns it off for every session.
+  bool flush_denormals = true;
 };
 
 // Static description of a graph input or output.
@@ -74,7 +78,8 @@ class Session {
 
 std::string version();
 // The instruction sets the CPU kernels are chosen for on this machine, e.g. "avx2 fma f16c" (TESSERA_ISA=avx2
-// or portable narrows it), with "fma512-full" where 512-bit FMAs run at full width (TESSERA_FMA512 forces it).
+// or portable narrows it), with "fma512-full" where 512-bit FMAs run at full width (TESSERA_FMA512 forces
+// it).
 std::string kernel_isa();
 
 }  // namespace tessera

@@ -432,6 +432,7 @@ NB_MODULE(_tessera, m) {
   nb::class_<tessera::SessionOptions>(m, "_SessionOptions")
       .def(nb::init<>())
       .def_rw("threads", &tessera::SessionOptions::threads)
+      .def_rw("flush_denormals", &tessera::SessionOptions::flush_denormals)
       .def_rw("optimization_level", &tessera::SessionOptions::optimization_level)
       .def_rw("enable_profiling", &tessera::SessionOptions::enable_profiling)
       .def_rw("profile_path", &tessera::SessionOptions::profile_path)

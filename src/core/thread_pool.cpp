@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "core/float_mode.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define TESSERA_CPU_RELAX() _mm_pause()
@@ -118,7 +120,10 @@ void ThreadPool::worker_loop(int) {
     seen = g;
     if ((g & 1) == 0) continue;  // a job already closed
     active_.fetch_add(1, std::memory_order_acq_rel);
-    if (generation_.load(std::memory_order_acquire) == g) drain();  // still open: the job's fields are valid
+    if (generation_.load(std::memory_order_acquire) == g) {  // still open: the job's fields are valid
+      set_float_mode(job_float_mode_);
+      drain();
+    }
     active_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
@@ -131,6 +136,7 @@ void ThreadPool::run(int64_t num_tasks, const std::function<void(int64_t)>& fn) 
   }
   std::lock_guard run_lk(run_mutex_);
   job_ = &fn;
+  job_float_mode_ = float_mode();  // the tasks run in the caller's floating-point mode (core/float_mode.h)
   job_tasks_ = num_tasks;
   error_ = nullptr;
   next_task_.store(0, std::memory_order_relaxed);

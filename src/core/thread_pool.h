@@ -61,6 +61,7 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   // The current job; written before generation_ is bumped (release).
   const std::function<void(int64_t)>* job_ = nullptr;
+  uint32_t job_float_mode_ = 0;  // the caller's floating-point mode (MXCSR), which the workers take on
   int64_t job_tasks_ = 0;
   alignas(64) std::atomic<int64_t> next_task_{0};
   alignas(64) std::atomic<int64_t> finished_tasks_{0};

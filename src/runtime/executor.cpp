@@ -6,6 +6,7 @@
 #include <new>
 #include <thread>
 
+#include "core/float_mode.h"
 #include "runtime/cost_model.h"
 #include "runtime/memory_planner.h"
 #include "runtime/session_impl.h"
@@ -516,6 +517,7 @@ std::vector<int64_t> SessionImpl::plan_key(const std::map<std::string, DataValue
 
 std::vector<DataValue> SessionImpl::run(const std::map<std::string, DataValue>& feeds,
                                         const std::vector<std::string>& output_names) const {
+  const FlushDenormalsScope float_mode(opts_.flush_denormals);  // this thread; the pool's take it on per job
   validate_feeds(feeds);
   const ir::Graph& g = *model_.graph;
 

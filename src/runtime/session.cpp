@@ -1,10 +1,12 @@
 // Session creation (load, verify, infer, optimize, compile) and the public API.
 // Execution lives in executor.cpp.
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
@@ -129,6 +131,8 @@ SessionImpl::SessionImpl(ir::Model model, const SessionOptions& opts)
     : model_(std::move(model)), opts_(opts), t0_(std::chrono::steady_clock::now()) {
   check(opts_.backend == "cpu" || opts_.backend.empty(), ErrorCode::unsupported, "backend '", opts_.backend,
         "' is not available (available: cpu)");
+  if (const char* e = std::getenv("TESSERA_FLUSH_DENORMALS"); e && std::string_view(e) == "0")
+    opts_.flush_denormals = false;
   check_model(model_.graph != nullptr, "the model has no graph");
   ir::Graph& g = *model_.graph;
   ir::verify(g);

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import platform
 import threading
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper
@@ -449,3 +451,33 @@ def test_backend_prepare_and_run():
     np.testing.assert_array_equal(tb.run_model(model, {"x": x})[0], x + [1, 2])
     (y,) = tb.run_node(helper.make_node("Neg", ["x"], ["y"]), [x])
     np.testing.assert_array_equal(y, -x)
+
+
+def test_runs_flush_denormals_unless_told_not_to():
+    """Sessions flush denormals to zero (x86 FTZ + DAZ) on the calling thread and on every pool worker for the
+    run, and give the caller's mode back after it; flush_denormals=False (or onnxruntime's
+    session.set_denormal_as_zero = 0) keeps them."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("MXCSR is x86's")
+    n = 1 << 20  # enough that two threads split the Mul
+    g = helper.make_graph([helper.make_node("Mul", ["a", "b"], ["y"])], "g",
+                          [helper.make_tensor_value_info("a", TP.FLOAT, [n]),
+                           helper.make_tensor_value_info("b", TP.FLOAT, [n])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, [n])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    tiny = np.float32(1e-39)  # a denormal
+    a = np.full(n, tiny, np.float32)
+    b = np.ones(n, np.float32)
+    for threads in (1, 2):
+        y = tessera.InferenceSession(model, tessera.SessionOptions(threads=threads)).run(None, {"a": a, "b": b})[0]
+        assert not y.any(), threads  # every element flushed, whichever thread computed it
+        keep = tessera.SessionOptions(threads=threads, flush_denormals=False)
+        y = tessera.InferenceSession(model, keep).run(None, {"a": a, "b": b})[0]
+        np.testing.assert_array_equal(y, a)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.add_session_config_entry("session.set_denormal_as_zero", "0")
+        y = tessera.InferenceSession(model, so).run(None, {"a": a, "b": b})[0]
+        np.testing.assert_array_equal(y, a)
+    # the caller's thread has its own mode back: numpy still sees the denormal
+    assert np.multiply(a[:4], b[:4])[0] == tiny

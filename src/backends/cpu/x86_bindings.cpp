@@ -99,8 +99,8 @@ void fused_gemm_x86(KernelContext& ctx) {
   }
   // C (m x N, rows N apart) = A * B with the epilogue, over the classical or the Strassen packing
   auto gemm = [&](int64_t m, const float* ap, float* c, const kernels::x86::GemmEpilogue& e) {
-    // B split for AMX from kSplitMinRows rows (an A holding Inf or NaN is refused: the f32 path below)
-    if (split && m >= kernels::x86::kSplitMinRows && kernels::x86::amx_gemm_available() &&
+    // B split for AMX from split_min_rows (an A holding Inf or NaN is refused: the f32 path below)
+    if (split && m >= kernels::x86::split_min_rows(k, n) && kernels::x86::amx_gemm_available() &&
         kernels::x86::sgemm_split(m, n, k, ap, k, bp.data<float>() + PackedB::packed_floats(k, n, kc, nr), c,
                                   n, e, ctx.pool()))
       return;

@@ -64,6 +64,10 @@ bool amx_gemm_available() {
 #endif
 }
 
+int64_t split_min_rows(int64_t k, int64_t n) {
+  return split_b_bytes(k, n) > size_t(cpu_features().l2_bytes) ? 2 * kSplitMinRows : kSplitMinRows;
+}
+
 size_t split_b_bytes(int64_t k, int64_t n) {
   return size_t(round_up(std::max<int64_t>(k, 1), kBlock) * round_up(std::max<int64_t>(n, 1), kBlock) * 6);
 }

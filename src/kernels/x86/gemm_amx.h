@@ -46,6 +46,10 @@ float split_b_at(const void* split, int64_t k, int64_t n, int64_t p, int64_t j);
 // 0.65x the f32 kernel's speed (B in cache), BERT-base at 16 tokens (weights from memory) 1.8x slower; from
 // 32 rows 1.1-1.3x faster, from 64 1.25-1.6x.
 constexpr int64_t kSplitMinRows = 32;
+// ... and where B's split does not fit in L2 (weights streamed from memory each run) from 64: there its 1.5x
+// bytes bound 32 rows as the f32 packing's do (a LLaMA-style decoder's 32-token GEMMs at 102-107 GFLOP/s
+// either way, the model 7% slower with the split).
+int64_t split_min_rows(int64_t k, int64_t n);
 // Columns B needs for its split to be worth A's (A's split costs M x K, the product M x K x N: at N = 64,
 // 3136 x 64 x 576 ran at 0.6x the f32 kernel's speed; 196 x 256 x 2304 1.25x).
 constexpr int64_t kSplitMinCols = 128;
