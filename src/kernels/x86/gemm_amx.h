@@ -76,9 +76,10 @@ namespace amx {
 // per 32-wide K step, pieces 0..2 x two 16-row tiles of 16 x 32 bf16 (K padded with zeros to kp). Returns
 // whether every value was finite (an Inf's pieces would meet B's zero pieces: Inf * 0 = NaN).
 bool split_a_block(const float* a, int64_t lda, int64_t rows, int64_t k, int64_t kp, uint16_t* dst);
-// Splits columns [j0, j0 + 32) of op(B) into one column block (as above for B: 16 K-pairs x 16 x 2 a tile).
+// Splits columns [j0, j0 + 32) of op(B), its rows [p0, p1) (even; past K zeros up to kp), into one column
+// block (as above for B: 16 K-pairs x 16 x 2 a tile; dst the block's start).
 void split_b_block(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n, int64_t j0, int64_t kp,
-                   uint16_t* dst);
+                   uint16_t* dst, int64_t p0, int64_t p1);
 // acc (32 x 32 f32, row-major) (+)= the six piece products of one A block and one B block over ksteps K steps
 // (a_blk and b_blk at the first). B is read in place (the caller keeps its chunk in L1 across row blocks);
 // A's steps are copied into a thread-local L1 buffer one step ahead. a_staged: the previous call on this

@@ -90,7 +90,7 @@ bool split_a_block(const float* a, int64_t lda, int64_t rows, int64_t k, int64_t
 }
 
 void split_b_block(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n, int64_t j0, int64_t kp,
-                   uint16_t* dst) {
+                   uint16_t* dst, int64_t p0, int64_t p1) {
   const int64_t cols = std::min<int64_t>(32, n - j0);
   // a transposed B: its 32 columns gathered into a K x 32 row-major block first
   std::vector<float> tb;
@@ -104,7 +104,7 @@ void split_b_block(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t
     ldb = 32;
     j0 = 0;
   }
-  for (int64_t p = 0; p < kp; p += 2) {
+  for (int64_t p = p0; p < std::min(p1, kp); p += 2) {
     // tile row (p % 32) / 2 of K step p / 32: columns j0 .. j0 + 31 of rows p and p + 1
     uint16_t* t = dst + (p / 32) * kStep + ((p % 32) / 2) * 32;
     for (int64_t h = 0; h < 2; ++h) {
