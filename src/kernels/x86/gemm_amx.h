@@ -55,8 +55,9 @@ int64_t split_min_rows(int64_t k, int64_t n);
 constexpr int64_t kSplitMinCols = 128;
 
 // C (M x N, rows ldc apart) = act(alpha * A * B + beta * C + bias + row_bias + residual) as sgemm_packed,
-// with A (M x K, rows lda apart) and B split (split_b_into). Threads split N in 32-column blocks. Returns
-// false, having written nothing, where A holds Inf or NaN: the caller takes the f32 path.
+// with A (M x K, rows lda apart) and B split (split_b_into). Threads split N in 32-column blocks (M in 32-row
+// blocks where N has fewer than two a thread). Returns false, having written nothing, where A holds Inf or
+// NaN: the caller takes the f32 path.
 bool sgemm_split(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* b_split, float* c,
                  int64_t ldc, const GemmEpilogue& ep = {}, ThreadPool* pool = nullptr);
 
