@@ -190,26 +190,9 @@ bool copy_panels(int64_t nr, int64_t ldb, int64_t groups) {
   return line_panels(nr) && groups >= 4 && ldb % 64 == 0;
 }
 
-inline int64_t round_up(int64_t x, int64_t m) {
-  return (x + m - 1) / m * m;
-}
-
 // The activations the micro-kernels leave to a pass over the finished tile (see gemm.h).
 bool tile_pass_act(Activation a) {
   return activation_in_pass(a);
-}
-Activation kernel_act(Activation a) {
-  return tile_pass_act(a) ? Activation::none : a;
-}
-// The micro-kernel epilogue of the tile whose first element is C(row, col): ep's operands offset to it.
-UkrEpilogue tile_epilogue(const GemmEpilogue& ep, int64_t row, int64_t col) {
-  return {ep.bias ? ep.bias + col : nullptr,
-          ep.row_bias ? ep.row_bias + row : nullptr,
-          ep.residual ? ep.residual + row * ep.ldr + col : nullptr,
-          ep.ldr,
-          kernel_act(ep.act),
-          ep.clip_min,
-          ep.clip_max};
 }
 void apply_tile_act(Activation a, float* c, int64_t ldc, int64_t rows, int64_t cols) {
   if (!tile_pass_act(a)) return;

@@ -267,6 +267,21 @@ inline const UkrEpilogue* offset_epilogue(const UkrEpilogue* ep, UkrEpilogue& e,
   if (e.residual) e.residual += row * e.ldr + col;
   return &e;
 }
+// The micro-kernel epilogue of the tile whose first element is C(row, col): ep's operands offset to it,
+// with the activations left to a pass over the finished tile (activation_in_pass) taken out.
+inline UkrEpilogue tile_epilogue(const GemmEpilogue& ep, int64_t row, int64_t col) {
+  return {ep.bias ? ep.bias + col : nullptr,
+          ep.row_bias ? ep.row_bias + row : nullptr,
+          ep.residual ? ep.residual + row * ep.ldr + col : nullptr,
+          ep.ldr,
+          activation_in_pass(ep.act) ? Activation::none : ep.act,
+          ep.clip_min,
+          ep.clip_max};
+}
+// x rounded up to a multiple of m (m > 0)
+constexpr int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
 using GemmUkr = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr,
                          int64_t nr, float beta, const UkrEpilogue* ep);
 

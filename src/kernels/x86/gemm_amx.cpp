@@ -28,10 +28,6 @@ constexpr int64_t kStepElems = 6 * 512;  // bf16 elements of one block's 32-wide
 // K steps of a B block kept in L1 (6 KiB each) while the row blocks pass over them
 constexpr int64_t kChunk = 2;
 
-int64_t round_up(int64_t x, int64_t m) {
-  return (x + m - 1) / m * m;
-}
-
 // Linux hands out the tile state (8 KiB of XSAVE area) only on request, once per process.
 bool tile_state_granted() {
 #if defined(__linux__) && defined(SYS_arch_prctl)
@@ -233,13 +229,7 @@ bool sgemm_split(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, c
           const int64_t row = i * kBlock, rows = std::min(kBlock, m - row);
           for (int64_t j = g0; j < g1; ++j) {
             const int64_t col = j * kBlock, cols = std::min(kBlock, n - col);
-            UkrEpilogue e{ep.bias ? ep.bias + col : nullptr,
-                          ep.row_bias ? ep.row_bias + row : nullptr,
-                          ep.residual ? ep.residual + row * ep.ldr + col : nullptr,
-                          ep.ldr,
-                          pass_act ? Activation::none : ep.act,
-                          ep.clip_min,
-                          ep.clip_max};
+            const UkrEpilogue e = tile_epilogue(ep, row, col);
             amx::finish_block(acc_of(i, j, g0), rows, cols, c + row * ldc + col, ldc, ep.alpha, ep.beta, &e);
           }
           if (pass_act) {

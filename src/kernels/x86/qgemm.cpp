@@ -15,10 +15,6 @@ namespace tessera::kernels::x86 {
 
 namespace {
 
-int64_t round_up(int64_t v, int64_t m) {
-  return (v + m - 1) / m * m;
-}
-
 using TileFn = void (*)(const QTile&);
 
 bool use_vnni() {
