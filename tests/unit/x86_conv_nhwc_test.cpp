@@ -176,6 +176,26 @@ TEST(X86ConvNhwc, PointwiseSmallMapsAsGemm) {
           run_case(p, fused, pool, isa);
           if (HasFatalFailure()) return;
         }
+  // Larger maps whose weights pass 256 KiB: the GEMM on full-width FMA cores, the conv's loop elsewhere (both
+  // forced here); the epilogues with a bias (the last panel's is offset), a residual and a tile-pass SiLU.
+  const std::vector<Conv2dParams> larger = {
+      mk(1, 264, 9, 9, 260, 1, 1, 1, 1, 0, 0, 0, 0),    // 81 pixels, four panels + 4 of a 16-wide one
+      mk(2, 288, 8, 8, 240, 1, 1, 1, 1, 0, 0, 0, 0),    // two images, 128 pixels, three panels + 48
+      mk(1, 260, 22, 23, 272, 1, 1, 1, 1, 0, 0, 0, 0),  // 506 pixels: the largest map taken
+  };
+  for (int full = 0; full <= 1; ++full) {
+    force_fma512_full_width(full);
+    for (ConvIsa isa : isas())
+      for (const auto& p : larger)
+        for (int fused : {1, 4}) {
+          run_case(p, fused, &one, isa);
+          if (HasFatalFailure()) {
+            force_fma512_full_width(-1);
+            return;
+          }
+        }
+  }
+  force_fma512_full_width(-1);
 }
 
 TEST(X86ConvNhwc, DenseMatchesReference) {

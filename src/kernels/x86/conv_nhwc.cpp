@@ -348,12 +348,23 @@ struct ConvNextWeights {
 // 1280 conv 413 -> 364 us and its 7 x 7 blocks' expansions 4% (1.6% of a run). On Zen 5 with the last panel
 // split off: RegNetX-400MF's 23 7 x 7 x 400 -> 400 convs (six panels and 16 columns) 87 -> ~73 us each, the
 // model 4.97 -> 4.60-4.71 ms (tessera bench, alternating). Not for deeper K (960 -> 320 from memory 279 ->
-// 291: one K block of 960 rows), larger maps (196+ pixels: the conv's own loop equal or faster) or two
-// threads (320 -> 1280: 184 -> 202 us; RegNetX on Zen 5 equal).
+// 291: one K block of 960 rows) or two threads (320 -> 1280: 184 -> 202 us; RegNetX on Zen 5 equal).
+// Larger maps, up to kPointwiseGemmMaxPixels, on full-width FMA cores where the weights pass what the conv
+// keeps in L2 (kKeptWeightBytes: its loop then streams each panel per chunk of pixels, the GEMM prefetches
+// the next block into L2 and each tile's panel into L1). Zen 5, one thread, chains of 24 convs whose weights
+// come from L3 (tessera profile, conv time, conv loop -> GEMM): 14 x 14 x 320 -> 320 4.0-4.2 -> 3.9-4.1 ms,
+// 384 -> 384 6.1-6.5 -> 5.8-6.1, 448 -> 448 at 12 x 12 6.3 -> 5.9, at 9 x 9 3.9 -> 3.3, 400 -> 400 at
+// 10 x 10 3.5 -> 3.2-3.4, 20 x 20 x 320 8.6-8.7 -> 8.5; 28 x 28 x 320 equal (16.0). Weights within
+// kKeptWeightBytes keep the conv loop (14 x 14 x 256 -> 256 2.5 -> 2.6 ms, 160 -> 160 0.96 -> 1.05).
+// (On Zen 4 maps of 196+ pixels were equal or faster in the conv loop.)
+constexpr int64_t kKeptWeightBytes = int64_t(256) << 10, kPointwiseGemmMaxPixels = 512;
 bool pointwise_as_gemm(const Conv2dParams& p, ThreadPool* pool, ConvIsa isa, const ConvNextWeights* next) {
   const int64_t M = p.n * p.h * p.w;
-  return M < 64 && p.c <= 512 && !next && (!pool || pool->num_threads() == 1) && isa == ConvIsa::avx512f &&
-         p.is_pointwise() && p.groups == 1 && p.oc >= conv_panel() && PackedB::native_nr() == conv_panel();
+  const bool few_pixels = M < 64 || (M < kPointwiseGemmMaxPixels && fma512_full_width() &&
+                                     p.c * p.oc * int64_t(sizeof(float)) > kKeptWeightBytes);
+  return few_pixels && p.c <= 512 && !next && (!pool || pool->num_threads() == 1) &&
+         isa == ConvIsa::avx512f && p.is_pointwise() && p.groups == 1 && p.oc >= conv_panel() &&
+         PackedB::native_nr() == conv_panel();
 }
 
 // The fraction of a conv's (output pixel, tap) pairs whose input pixel lies inside the image.
@@ -409,7 +420,7 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
   // the tiles' outputs once more, and Zen 4 keeps up with the bursts (alternating runs on the Zen 4 VM,
   // 128 -> 512: ResNet-18 2.4% faster at one thread and 3.9% at two, ResNet-50 0.9-1% and 3.6%, MobileNetV2
   // 0.8% at two; 256 in between, 1024 0.4% slower than 512 on ResNet-50).
-  const bool streamed = next || K * OC * int64_t(sizeof(float)) > (256 << 10);
+  const bool streamed = next || K * OC * int64_t(sizeof(float)) > kKeptWeightBytes;
   const int64_t streamed_kc = cpu_features().amd ? 512 : 128;
   const std::vector<KBlock> blocks =
       k_blocks(tt, cc, streamed ? streamed_kc : std::max<int64_t>(512, (64 << 10) / (P * 4)));
