@@ -155,7 +155,7 @@ Conv2dParams mk(int64_t n, int64_t c, int64_t h, int64_t w, int64_t oc, int64_t 
 // every epilogue (bias, residual, the residual in the output's buffer, Relu and Clip): one pixel, one and
 // two images, several panels, K at the limit; and just past each limit, which take the conv's own loop.
 TEST(X86ConvNhwc, PointwiseSmallMapsAsGemm) {
-  ThreadPool one(1);
+  ThreadPool one(1), two(2);
   const std::vector<Conv2dParams> cases = {
       mk(1, 160, 7, 7, 192, 1, 1, 1, 1, 0, 0, 0, 0),  // a 7 x 7 map: three panels
       mk(1, 512, 7, 7, 128, 1, 1, 1, 1, 0, 0, 0, 0),  // K at the limit
@@ -176,8 +176,9 @@ TEST(X86ConvNhwc, PointwiseSmallMapsAsGemm) {
           run_case(p, fused, pool, isa);
           if (HasFatalFailure()) return;
         }
-  // Larger maps whose weights pass 256 KiB: the GEMM on full-width FMA cores, the conv's loop elsewhere (both
-  // forced here); the epilogues with a bias (the last panel's is offset), a residual and a tile-pass SiLU.
+  // Larger maps whose weights pass 256 KiB: the GEMM on full-width FMA cores at any thread count, the conv's
+  // loop elsewhere (both forced here); the epilogues with a bias (the last panel's is offset), a residual and
+  // a tile-pass SiLU.
   const std::vector<Conv2dParams> larger = {
       mk(1, 264, 9, 9, 260, 1, 1, 1, 1, 0, 0, 0, 0),    // 81 pixels, four panels + 4 of a 16-wide one
       mk(2, 288, 8, 8, 240, 1, 1, 1, 1, 0, 0, 0, 0),    // two images, 128 pixels, three panels + 48
@@ -188,7 +189,7 @@ TEST(X86ConvNhwc, PointwiseSmallMapsAsGemm) {
     for (ConvIsa isa : isas())
       for (const auto& p : larger)
         for (int fused : {1, 4}) {
-          run_case(p, fused, &one, isa);
+          run_case(p, fused, fused == 1 ? &one : &two, isa);
           if (HasFatalFailure()) {
             force_fma512_full_width(-1);
             return;

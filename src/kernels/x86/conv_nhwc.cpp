@@ -348,23 +348,24 @@ struct ConvNextWeights {
 // 1280 conv 413 -> 364 us and its 7 x 7 blocks' expansions 4% (1.6% of a run). On Zen 5 with the last panel
 // split off: RegNetX-400MF's 23 7 x 7 x 400 -> 400 convs (six panels and 16 columns) 87 -> ~73 us each, the
 // model 4.97 -> 4.60-4.71 ms (tessera bench, alternating). Not for deeper K (960 -> 320 from memory 279 ->
-// 291: one K block of 960 rows) or two threads (320 -> 1280: 184 -> 202 us; RegNetX on Zen 5 equal).
-// Larger maps, up to kPointwiseGemmMaxPixels, on full-width FMA cores where the weights pass what the conv
-// keeps in L2 (kKeptWeightBytes: its loop then streams each panel per chunk of pixels, the GEMM prefetches
-// the next block into L2 and each tile's panel into L1). Zen 5, one thread, chains of 24 convs whose weights
-// come from L3 (tessera profile, conv time, conv loop -> GEMM): 14 x 14 x 320 -> 320 4.0-4.2 -> 3.9-4.1 ms,
-// 384 -> 384 6.1-6.5 -> 5.8-6.1, 448 -> 448 at 12 x 12 6.3 -> 5.9, at 9 x 9 3.9 -> 3.3, 400 -> 400 at
-// 10 x 10 3.5 -> 3.2-3.4, 20 x 20 x 320 8.6-8.7 -> 8.5; 28 x 28 x 320 equal (16.0). Weights within
+// 291: one K block of 960 rows) or, under 64 pixels, two threads (320 -> 1280: 184 -> 202 us; RegNetX on Zen
+// 5 equal). Larger maps, up to kPointwiseGemmMaxPixels, on full-width FMA cores where the weights pass what
+// the conv keeps in L2 (kKeptWeightBytes: its loop then streams each panel per chunk of pixels, the GEMM
+// prefetches the next block into L2 and each tile's panel into L1). Zen 5, one thread, chains of 24 convs
+// whose weights come from L3 (tessera profile, conv time, conv loop -> GEMM): 14 x 14 x 320 -> 320 4.0-4.2
+// -> 3.9-4.1 ms, 384 -> 384 6.1-6.5 -> 5.8-6.1, 448 -> 448 at 12 x 12 6.3 -> 5.9, at 9 x 9 3.9 -> 3.3, 400 ->
+// 400 at 10 x 10 3.5 -> 3.2-3.4, 20 x 20 x 320 8.6-8.7 -> 8.5; 28 x 28 x 320 equal (16.0). Weights within
 // kKeptWeightBytes keep the conv loop (14 x 14 x 256 -> 256 2.5 -> 2.6 ms, 160 -> 160 0.96 -> 1.05).
-// (On Zen 4 maps of 196+ pixels were equal or faster in the conv loop.)
+// At two threads too (the GEMM splits the rows): 14 x 14 x 320 2.10 -> 1.97 ms, 448 at 12 x 12 2.97 ->
+// 2.87, 384 at 14 x 14 2.92 -> 2.85. (On Zen 4 maps of 196+ pixels were equal or faster in the conv loop.)
 constexpr int64_t kKeptWeightBytes = int64_t(256) << 10, kPointwiseGemmMaxPixels = 512;
 bool pointwise_as_gemm(const Conv2dParams& p, ThreadPool* pool, ConvIsa isa, const ConvNextWeights* next) {
   const int64_t M = p.n * p.h * p.w;
-  const bool few_pixels = M < 64 || (M < kPointwiseGemmMaxPixels && fma512_full_width() &&
-                                     p.c * p.oc * int64_t(sizeof(float)) > kKeptWeightBytes);
-  return few_pixels && p.c <= 512 && !next && (!pool || pool->num_threads() == 1) &&
-         isa == ConvIsa::avx512f && p.is_pointwise() && p.groups == 1 && p.oc >= conv_panel() &&
-         PackedB::native_nr() == conv_panel();
+  const bool one_thread = !pool || pool->num_threads() == 1;
+  const bool larger = M >= 64 && M < kPointwiseGemmMaxPixels && fma512_full_width() &&
+                      p.c * p.oc * int64_t(sizeof(float)) > kKeptWeightBytes;
+  return ((M < 64 && one_thread) || larger) && p.c <= 512 && !next && isa == ConvIsa::avx512f &&
+         p.is_pointwise() && p.groups == 1 && p.oc >= conv_panel() && PackedB::native_nr() == conv_panel();
 }
 
 // The fraction of a conv's (output pixel, tap) pairs whose input pixel lies inside the image.
@@ -390,13 +391,13 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
     ge.bias = ep.bias, ge.residual = ep.residual, ge.ldr = OC, ge.act = ep.act;
     ge.clip_min = ep.clip_min, ge.clip_max = ep.clip_max;
     const int64_t P = conv_panel(), whole = OC / P * P;
-    sgemm_packed(M, x, C, false, PackedB::view(wp, C, whole, C, P, nullptr), y, OC, ge, nullptr);
+    sgemm_packed(M, x, C, false, PackedB::view(wp, C, whole, C, P, nullptr), y, OC, ge, pool);
     if (whole < OC) {  // the last panel: C rows of conv_nhwc_panel_width floats, OC - whole of them used
       GemmEpilogue gt = ge;
       if (gt.bias) gt.bias += whole;
       if (gt.residual) gt.residual += whole;
       sgemm(M, OC - whole, C, x, C, false, wp + whole * C, conv_nhwc_panel_width(OC, whole / P), false,
-            y + whole, OC, gt, nullptr);
+            y + whole, OC, gt, pool);
     }
     return;
   }
