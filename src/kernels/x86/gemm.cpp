@@ -218,7 +218,7 @@ void pack_b_block(const float* b, int64_t ldb, bool trans_b, int64_t k0, int64_t
     }
     // B transposed (attention's K^T): 16 x 16 blocks through registers; the scalar gather down B's rows
     // (one element per row of B and panel row) was a third of ViT's 197 x 197 x 64 score GEMMs
-    int64_t p_tiled = 0, j_tiled = 0;
+    int64_t p_tiled = 0, j_tiled = 0, zeroed = 0;  // rows [0, p_tiled) hold columns [0, zeroed) already
     if (trans_b && kc >= 16) {
       const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
       p_tiled = kc / 16 * 16, j_tiled = w / 16 * 16;
@@ -237,6 +237,7 @@ void pack_b_block(const float* b, int64_t ldb, bool trans_b, int64_t k0, int64_t
               std::memset(blk + j * 16, 0, 16 * sizeof(float));
           k.transpose_tile16(blk, 16, panel + p * nr + j_tiled, nr);
         }
+        zeroed = j_tiled + 16;  // the block's zero rows padded the columns past w
         j_tiled = w;
       }
     }
@@ -248,7 +249,10 @@ void pack_b_block(const float* b, int64_t ldb, bool trans_b, int64_t k0, int64_t
       } else {
         for (int64_t j = p < p_tiled ? j_tiled : 0; j < w; ++j) row[j] = b[(n0 + j0 + j) * ldb + k0 + p];
       }
-      if (w < nr) std::memset(row + w, 0, size_t(nr - w) * sizeof(float));
+      // zero padding to the panel's width (a variable-length memset per row: most of a narrow block's
+      // packing)
+      const int64_t z = p < p_tiled ? std::max(w, zeroed) : w;
+      if (z < nr) std::memset(row + z, 0, size_t(nr - z) * sizeof(float));
     }
   }
 }
