@@ -418,6 +418,8 @@ TEST(X86ConvNhwc, GroupedMatchesReference) {
       mk(2, 32, 5, 21, 32, 3, 3, 2, 1, 0, 1, 1, 1, 2),
       mk(1, 32, 6, 6, 32, 3, 3, 2, 1, 1, 1, 1, 1, 2),
       mk(1, 160, 14, 14, 160, 3, 3, 2, 1, 1, 1, 1, 1, 10),
+      // small maps go block-major, the next group's weights prefetched: RegNetX's 7 x 7 stage, two images
+      mk(2, 400, 7, 7, 400, 3, 3, 1, 1, 1, 1, 1, 1, 25),
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)

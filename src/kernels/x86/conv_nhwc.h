@@ -288,6 +288,7 @@ struct GroupedRowArgs {
   Activation act;
   float clip_min, clip_max;
   LinePrefetch* prefetch = nullptr;  // stepped once a tile (vector ISAs), or nullptr
+  int64_t blk0 = 0, blk1 = -1;  // the blocks of 16 output channels computed: [blk0, blk1), -1: to the last
 };
 // zeros: max(16, cpg_in) zeros, read for taps outside the image
 void grouped_row_avx512f(const GroupedRowArgs& a, const float* zeros);

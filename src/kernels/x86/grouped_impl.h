@@ -226,10 +226,10 @@ template <class V>
 void row(const GroupedRowArgs& a, const float* zeros) {
   constexpr int PX = V::kWidth == 16 ? 8 : 4, PX2 = V::kWidth == 16 ? 8 : 2;
   const dw3::Epilogue<V> ep{a.act, V::set1(a.clip_min), V::set1(a.clip_max)};
-  const int64_t nb = (a.oc + 15) / 16;
+  const int64_t nb = a.blk1 < 0 ? (a.oc + 15) / 16 : a.blk1;
   if (!a.permute) {  // (a.rows > 1: a band of short rows, see conv_grouped: tiles span rows)
     auto blocks = [&]<bool BAND, int SL>() {
-      int64_t blk = 0;
+      int64_t blk = a.blk0;
       if (a.cpg_out % 32 == 0)
         for (; blk + 2 <= nb; blk += 2) row_blocks<V, PX2, 2, false, true, BAND, SL>(a, blk, zeros, ep);
       for (; blk < nb; ++blk) row_blocks<V, PX, 1, false, true, BAND, SL>(a, blk, zeros, ep);
@@ -242,7 +242,7 @@ void row(const GroupedRowArgs& a, const float* zeros) {
   }
   if constexpr (V::kWidth == 16) {
     if (a.kw == 3 && a.dw == 1 && (a.sw == 1 || a.sw == 2)) {
-      for (int64_t blk = 0; blk < nb; ++blk) {
+      for (int64_t blk = a.blk0; blk < nb; ++blk) {
         const bool full = a.oc - blk * 16 >= 16;
         if (a.sw == 1)
           full ? row_blocks3<V, 1, true>(a, blk, zeros, ep) : row_blocks3<V, 1, false>(a, blk, zeros, ep);
@@ -252,7 +252,7 @@ void row(const GroupedRowArgs& a, const float* zeros) {
       return;
     }
   }
-  for (int64_t blk = 0; blk < nb; ++blk)
+  for (int64_t blk = a.blk0; blk < nb; ++blk)
     if (a.oc - blk * 16 >= 16)
       row_blocks<V, PX, 1, true, true>(a, blk, zeros, ep);
     else
