@@ -1566,7 +1566,13 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
   // With a projection, also no more than keep the depthwise output rows (which the projection reads back
   // at once) within an eighth of L2: MobileNetV2 2-2.7% faster at one thread than at the pair's step (its
   // 56 x 56 x 144 block 11%), 0.7-1.9% at two; a sixteenth or a fourth, 1-1.5% (Xeon, in-process A/B).
-  if (proj)
+  // Not where the pair's and the projection's weights (C x E and E x OC floats) outweigh the depthwise output
+  // map (OH x OW x E): each step streams all the weights again, from L3 as a model leaves them, and the late
+  // blocks' maps are small. Zen 5, one thread, weights cycling through L3 (/tmp/w/pwdw.cpp, medians of 31):
+  // 7 x 7 x 160 -> 960 -> 160 177 -> 157 us (two steps -> one), 7 x 7 x 112 -> 672 -> 160 97 -> 93,
+  // 14 x 14 x 112 -> 672 -> 112 305 -> 297 (five steps -> two); in cache 9%, 4% and 2% too.
+  const bool big_weights = proj && C + proj->oc > OH * OW;
+  if (proj && !big_weights)
     step = std::clamp<int64_t>(int64_t(cpu_features().l2_bytes) / 8 / int64_t(sizeof(float)) / (OW * E), 1,
                                step);
   const int64_t threads = pool ? pool->num_threads() : 1;
