@@ -901,6 +901,10 @@ int wino_tile_for(const Conv2dParams& p, int64_t images, int64_t oh, int64_t ow)
     auto map_tiles = [&](int64_t m) { return ((oh + m - 1) / m) * ((ow + m - 1) / m); };
     auto points = [&](int64_t m) { return map_tiles(m) * (m + 2) * (m + 2); };
     const bool full = fma512_full_width();
+    // Maps the packed-map direct kernel takes (16 channels a group, at most 14 wide, stride 1) run direct
+    // there: 14 x 14 x 320 in 20 groups 86 us against F(2x2)'s 113, 14 x 14 x 160 42 against 50, with the
+    // weights cycling through L3 (Zen 5, /tmp/w/wd.cpp, medians of 41; in cache 85 / 96 and 42 / 49).
+    if (full && conv_isa() == ConvIsa::avx512f && grouped_map_applies(p)) return 0;
     const int m = double(points(4)) <= (full ? 0.65 : 1.0) * double(points(2)) ? 4 : 2;
     if (full && std::max<int64_t>(images, 1) * map_tiles(m) < kWinoMinTiles) return 0;
     return 2 * points(m) <= 9 * oh * ow ? m : 0;
@@ -1187,6 +1191,17 @@ void conv2d_wino_nhwc_f32(const Conv2dParams& p, int mt_, const float* x, const 
     run_tasks(pool, ngroups * np, double(ntiles) * NX * double(cg) * double(OC), body);
 }
 
+bool grouped_map_applies(const Conv2dParams& p) {
+  const int64_t ow = p.ow();
+  return p.groups > 1 && p.c == 16 * p.groups && p.oc == 16 * p.groups && p.kh == 3 && p.kw == 3 &&
+         p.dh == 1 && p.dw == 1 && p.sh == 1 && p.sw == 1 && p.pad_t <= 1 && p.pad_l <= 1 && p.pad_b <= 1 &&
+         p.pad_r <= 1 && p.w + p.pad_l + p.pad_r <= kGroupMapCols && p.h <= 32 && ow <= 14;
+}
+
+size_t grouped_map_floats(const Conv2dParams& p) {
+  return size_t((p.h + 6) * kGroupMapCols * 16);
+}
+
 bool conv_grouped_applies(const Conv2dParams& p) {
   if (p.groups <= 1 || p.is_depthwise() || p.c % p.groups != 0 || p.oc % p.groups != 0) return false;
   const int64_t ci = p.c / p.groups, co = p.oc / p.groups;
@@ -1279,6 +1294,37 @@ void conv_grouped(const Conv2dParams& p, const float* x, const float* wp, const 
   // through L3 (/tmp/w/gc.cpp, medians of 41, row-major -> this): 7 x 7 x 400 in 25 groups 48.5 -> 34.6 us,
   // 7 x 7 x 784 90 -> 66, 14 x 14 x 160 60 -> 52, 14 x 14 x 320 122 -> 108; weights in cache 32 -> 33. The
   // order alone (no prefetch) changed nothing.
+#ifdef TESSERA_CONV_X86
+  // 16 channels a group on maps at most 14 wide (RegNet's 7 x 7 and 14 x 14 stages), AVX-512: a group at a
+  // time over the whole map from a zero-bordered copy of its input (grouped_map_avx512f), 14 sums a tile and
+  // every tap a constant offset, the next group's weights prefetched. Zen 5, one thread, weights cycling
+  // through L3 (/tmp/w/gc.cpp, medians of 41, the row kernel -> this): 7 x 7 x 400 in 25 groups 34.0 ->
+  // 28.6 us, 7 x 7 x 784 65.7 -> 54.9, 14 x 14 x 160 53.5 -> 42.5, 14 x 14 x 320 107 -> 83; in the models
+  // (tessera profile) RegNetY-800MF's 14 x 14 x 320 convs 105 -> 83 us (from Winograd F(2x2), see
+  // wino_tile_for), RegNetX-400MF's 14 x 14 x 160 53-57 -> 42-43. Not at stride 2 (14 x 14 x 400 -> 7 x 7 as
+  // two 7-pixel rows a tile: 36.5 -> 39.4 us, slower than the row kernel's).
+  if (isa == ConvIsa::avx512f && grouped_map_applies(p)) {
+    const size_t map_floats = grouped_map_floats(p);
+    run_tasks(pool, p.n * p.groups, double(p.n * oh * ow) * double(p.oc * ci * 9), [&](int64_t b, int64_t e) {
+      thread_local AlignedScratch tl_map;
+      float* map = tl_map.get(map_floats);
+      std::memset(map, 0, map_floats * sizeof(float));  // the border, which the groups' interiors never touch
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t img = t / p.groups, g = t % p.groups;
+        GroupMapArgs a{};
+        a.x = x + img * p.h * p.w * p.c, a.h = p.h, a.w = p.w, a.c = p.c, a.in0 = g * 16;
+        a.wp = wp + g * 9 * 16 * 16, a.bias = ep.bias ? ep.bias + g * 16 : nullptr;
+        a.y = y + img * oh * ow * p.oc + g * 16;
+        a.residual = ep.residual ? ep.residual + img * oh * ow * p.oc + g * 16 : nullptr;
+        a.oh = oh, a.ow = ow, a.oc = p.oc, a.stride = p.sh, a.pad_t = p.pad_t, a.pad_l = p.pad_l;
+        a.act = ep.act, a.clip_min = ep.clip_min, a.clip_max = ep.clip_max, a.map = map;
+        a.next_wp = t + 1 < e && g + 1 < p.groups ? a.wp + 9 * 16 * 16 : nullptr;
+        grouped_map_avx512f(a);
+      }
+    });
+    return;
+  }
+#endif
   const int64_t group_lines = (ci * int64_t(sizeof(float)) + 63) / 64 * p.h * p.w;
   const bool block_major = !band && row != grouped_row_portable && group_lines * 64 <= (24 << 10);
   if (block_major) {

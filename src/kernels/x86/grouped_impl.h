@@ -259,4 +259,69 @@ void row(const GroupedRowArgs& a, const float* zeros) {
       row_blocks<V, PX, 1, true, false>(a, blk, zeros, ep);
 }
 
+// The packed-map tile (GroupMapArgs): ROWS output rows x PX pixels from output (oy, ox), their 3x3 windows
+// read from the map at constant offsets (rows kGroupMapCols pixels of 16 floats), the slots a run-time loop.
+template <class V, int ROWS, int PX, int SW>
+inline __attribute__((always_inline)) void map_tile(const GroupMapArgs& a, int64_t oy, int64_t ox,
+                                                    const dw3::Epilogue<V>& ep) {
+  static_assert(V::kWidth == 16);
+  constexpr int64_t R = kGroupMapCols * 16;  // floats a map row
+  const float* xb = a.map + (oy * SW * kGroupMapCols + ox * SW) * 16;
+  typename V::vec acc[ROWS][PX];
+  const typename V::vec bv = a.bias ? V::load(a.bias) : V::zero();
+#pragma GCC unroll 16
+  for (int i = 0; i < ROWS * PX; ++i) acc[i / PX][i % PX] = bv;
+  for (int j = 0; j < 16; ++j) {
+    const float* xj = xb + j;
+    const float* wj = a.wp + j * 16;
+#pragma GCC unroll 3
+    for (int r = 0; r < 3; ++r)
+#pragma GCC unroll 3
+      for (int q = 0; q < 3; ++q) {
+        const typename V::vec wv = V::load(wj + (r * 3 + q) * 256);
+#pragma GCC unroll 2
+        for (int rr = 0; rr < ROWS; ++rr)
+#pragma GCC unroll 14
+          for (int p = 0; p < PX; ++p)
+            acc[rr][p] = V::fma(V::set1(xj[(rr * SW + r) * R + (p * SW + q) * 16]), wv, acc[rr][p]);
+      }
+  }
+  const typename V::mask m = V::tail_mask(16);
+#pragma GCC unroll 2
+  for (int rr = 0; rr < ROWS; ++rr) {
+    if (oy + rr >= a.oh) break;
+#pragma GCC unroll 14
+    for (int p = 0; p < PX; ++p) {
+      if (ox + p >= a.ow) break;
+      const int64_t off = ((oy + rr) * a.ow + ox + p) * a.oc;
+      dw3::store<V, true>(a.y + off, m, acc[rr][p], a.residual ? a.residual + off : nullptr, ep);
+    }
+  }
+}
+
+// One group over the whole map: its input lines into the map's interior (the border stays zero), then tiles.
+template <class V>
+void group_map(const GroupMapArgs& a) {
+  for (int64_t iy = 0; iy < a.h; ++iy)
+    for (int64_t ix = 0; ix < a.w; ++ix)
+      V::store(a.map + ((iy + a.pad_t) * kGroupMapCols + ix + a.pad_l) * 16,
+               V::load(a.x + (iy * a.w + ix) * a.c + a.in0));
+  const dw3::Epilogue<V> ep{a.act, V::set1(a.clip_min), V::set1(a.clip_max)};
+  // the next group's weights (9 x 16 x 16 floats), a slice a tile
+  constexpr int64_t kLines = 9 * 16 * 16 * int64_t(sizeof(float)) / 64;
+  const int64_t rows = a.ow <= 7 ? 2 : 1, tiles = (a.oh + rows - 1) / rows;
+  const char* pf = reinterpret_cast<const char*>(a.next_wp);
+  for (int64_t t = 0; t < tiles; ++t) {
+    if (pf)
+      for (int64_t l = kLines * t / tiles; l < kLines * (t + 1) / tiles; ++l)
+        __builtin_prefetch(pf + l * 64, 0, 2);
+    if (a.ow > 7)
+      map_tile<V, 1, 14, 1>(a, t, 0, ep);
+    else if (2 * t + 1 < a.oh)
+      map_tile<V, 2, 7, 1>(a, 2 * t, 0, ep);
+    else  // an odd map's last row alone
+      map_tile<V, 1, 7, 1>(a, 2 * t, 0, ep);
+  }
+}
+
 }  // namespace tessera::kernels::x86::grouped

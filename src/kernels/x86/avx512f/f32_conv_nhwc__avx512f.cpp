@@ -470,6 +470,9 @@ void max_pool_taps_avx512f(const float* const* taps, int64_t ntaps, int64_t c, f
 void grouped_row_avx512f(const GroupedRowArgs& a, const float* zeros) {
   grouped::row<Zmm>(a, zeros);
 }
+void grouped_map_avx512f(const GroupMapArgs& a) {
+  grouped::group_map<Zmm>(a);
+}
 
 void avg_pool_taps_avx512f(const float* const* taps, int64_t ntaps, int64_t c, float scale, float* y) {
   pool::avg_taps<Zmm>(taps, ntaps, c, scale, y);
