@@ -1287,13 +1287,6 @@ void conv_grouped(const Conv2dParams& p, const float* x, const float* wp, const 
   // tiles: about how many tile calls a band makes (blocks, two at a time where a group has 32+ outputs, times
   // the row's tiles of up to 8 pixels), so the prefetches end about halfway through the band.
   const bool prefetch = row != grouped_row_portable;
-  // Small maps go block-major: each group's blocks take every output row in turn (the group's input, its
-  // line(s) of every pixel, stays in L1), and meanwhile the next group's weights are prefetched into L2, a
-  // slice a tile. In a model the weights come from L3 or memory (a run streams all of them), where a group's
-  // 9 KiB (16 channels a group) stalled every tile of the row-major order. Zen 5, one thread, weights cycling
-  // through L3 (/tmp/w/gc.cpp, medians of 41, row-major -> this): 7 x 7 x 400 in 25 groups 48.5 -> 34.6 us,
-  // 7 x 7 x 784 90 -> 66, 14 x 14 x 160 60 -> 52, 14 x 14 x 320 122 -> 108; weights in cache 32 -> 33. The
-  // order alone (no prefetch) changed nothing.
 #ifdef TESSERA_CONV_X86
   // 16 channels a group on maps at most 14 wide (RegNet's 7 x 7 and 14 x 14 stages), AVX-512: a group at a
   // time over the whole map from a zero-bordered copy of its input (grouped_map_avx512f), 14 sums a tile and
@@ -1313,18 +1306,25 @@ void conv_grouped(const Conv2dParams& p, const float* x, const float* wp, const 
         const int64_t img = t / p.groups, g = t % p.groups;
         GroupMapArgs a{};
         a.x = x + img * p.h * p.w * p.c, a.h = p.h, a.w = p.w, a.c = p.c, a.in0 = g * 16;
-        a.wp = wp + g * 9 * 16 * 16, a.bias = ep.bias ? ep.bias + g * 16 : nullptr;
+        a.wp = wp + g * kGroupMapWeights, a.bias = ep.bias ? ep.bias + g * 16 : nullptr;
         a.y = y + img * oh * ow * p.oc + g * 16;
         a.residual = ep.residual ? ep.residual + img * oh * ow * p.oc + g * 16 : nullptr;
-        a.oh = oh, a.ow = ow, a.oc = p.oc, a.stride = p.sh, a.pad_t = p.pad_t, a.pad_l = p.pad_l;
+        a.oh = oh, a.ow = ow, a.oc = p.oc, a.pad_t = p.pad_t, a.pad_l = p.pad_l;
         a.act = ep.act, a.clip_min = ep.clip_min, a.clip_max = ep.clip_max, a.map = map;
-        a.next_wp = t + 1 < e && g + 1 < p.groups ? a.wp + 9 * 16 * 16 : nullptr;
+        a.next_wp = t + 1 < e && g + 1 < p.groups ? a.wp + kGroupMapWeights : nullptr;
         grouped_map_avx512f(a);
       }
     });
     return;
   }
 #endif
+  // Small maps go block-major: each group's blocks take every output row in turn (the group's input, its
+  // line(s) of every pixel, stays in L1), and meanwhile the next group's weights are prefetched into L2, a
+  // slice a tile. In a model the weights come from L3 or memory (a run streams all of them), where a group's
+  // 9 KiB (16 channels a group) stalled every tile of the row-major order. Zen 5, one thread, weights cycling
+  // through L3 (/tmp/w/gc.cpp, medians of 41, row-major -> this): 7 x 7 x 400 in 25 groups 48.5 -> 34.6 us,
+  // 7 x 7 x 784 90 -> 66, 14 x 14 x 160 60 -> 52, 14 x 14 x 320 122 -> 108; weights in cache 32 -> 33. The
+  // order alone (no prefetch) changed nothing.
   const int64_t group_lines = (ci * int64_t(sizeof(float)) + 63) / 64 * p.h * p.w;
   const bool block_major = !band && row != grouped_row_portable && group_lines * 64 <= (24 << 10);
   if (block_major) {

@@ -293,8 +293,8 @@ struct GroupedRowArgs {
 // zeros: max(16, cpg_in) zeros, read for taps outside the image
 void grouped_row_avx512f(const GroupedRowArgs& a, const float* zeros);
 
-// One group of a grouped 3x3 conv (16 input and 16 output channels, dilation 1, padding up to 1, stride 1 or
-// 2) over a whole small map (grouped_map_applies), AVX-512: the group's input lines are first copied into
+// One group of a grouped 3x3 conv (16 input and 16 output channels, stride and dilation 1, padding up to 1)
+// over a whole small map (grouped_map_applies), AVX-512: the group's input lines are first copied into
 // `map`, a zero-bordered grid kGroupMapCols pixels wide, so every tap of every pixel of a tile is a constant
 // offset from one pointer and the tile holds 14 sums (two rows of 7 pixels, or one of 14).
 struct GroupMapArgs {
@@ -304,13 +304,13 @@ struct GroupMapArgs {
   const float* bias;      // the group's 16, or nullptr
   float* y;               // output image base [oh][ow][oc], at the group's first output channel
   const float* residual;  // like y, or nullptr
-  int64_t oh, ow, oc, stride, pad_t, pad_l;
+  int64_t oh, ow, oc, pad_t, pad_l;
   Activation act;
   float clip_min, clip_max;
   float* map;            // grouped_map_floats, its border zero (the interior is the group's)
   const float* next_wp;  // the next group's weights, prefetched into L2 over the tiles, or nullptr
 };
-inline constexpr int64_t kGroupMapCols = 16;
+inline constexpr int64_t kGroupMapCols = 16, kGroupMapWeights = 9 * 16 * 16;  // a group's packed floats
 bool grouped_map_applies(const Conv2dParams& p);
 size_t grouped_map_floats(const Conv2dParams& p);
 void grouped_map_avx512f(const GroupMapArgs& a);

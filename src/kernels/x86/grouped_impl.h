@@ -259,14 +259,15 @@ void row(const GroupedRowArgs& a, const float* zeros) {
       row_blocks<V, PX, 1, true, false>(a, blk, zeros, ep);
 }
 
-// The packed-map tile (GroupMapArgs): ROWS output rows x PX pixels from output (oy, ox), their 3x3 windows
-// read from the map at constant offsets (rows kGroupMapCols pixels of 16 floats), the slots a run-time loop.
-template <class V, int ROWS, int PX, int SW>
-inline __attribute__((always_inline)) void map_tile(const GroupMapArgs& a, int64_t oy, int64_t ox,
+// The packed-map tile (GroupMapArgs): ROWS output rows x PX pixels from output row oy's first, their 3x3
+// windows read from the map at constant offsets (rows kGroupMapCols pixels of 16 floats), the slots a
+// run-time loop.
+template <class V, int ROWS, int PX>
+inline __attribute__((always_inline)) void map_tile(const GroupMapArgs& a, int64_t oy,
                                                     const dw3::Epilogue<V>& ep) {
   static_assert(V::kWidth == 16);
   constexpr int64_t R = kGroupMapCols * 16;  // floats a map row
-  const float* xb = a.map + (oy * SW * kGroupMapCols + ox * SW) * 16;
+  const float* xb = a.map + oy * kGroupMapCols * 16;
   typename V::vec acc[ROWS][PX];
   const typename V::vec bv = a.bias ? V::load(a.bias) : V::zero();
 #pragma GCC unroll 16
@@ -283,7 +284,7 @@ inline __attribute__((always_inline)) void map_tile(const GroupMapArgs& a, int64
         for (int rr = 0; rr < ROWS; ++rr)
 #pragma GCC unroll 14
           for (int p = 0; p < PX; ++p)
-            acc[rr][p] = V::fma(V::set1(xj[(rr * SW + r) * R + (p * SW + q) * 16]), wv, acc[rr][p]);
+            acc[rr][p] = V::fma(V::set1(xj[(rr + r) * R + (p + q) * 16]), wv, acc[rr][p]);
       }
   }
   const typename V::mask m = V::tail_mask(16);
@@ -292,8 +293,8 @@ inline __attribute__((always_inline)) void map_tile(const GroupMapArgs& a, int64
     if (oy + rr >= a.oh) break;
 #pragma GCC unroll 14
     for (int p = 0; p < PX; ++p) {
-      if (ox + p >= a.ow) break;
-      const int64_t off = ((oy + rr) * a.ow + ox + p) * a.oc;
+      if (p >= a.ow) break;
+      const int64_t off = ((oy + rr) * a.ow + p) * a.oc;
       dw3::store<V, true>(a.y + off, m, acc[rr][p], a.residual ? a.residual + off : nullptr, ep);
     }
   }
@@ -308,7 +309,7 @@ void group_map(const GroupMapArgs& a) {
                V::load(a.x + (iy * a.w + ix) * a.c + a.in0));
   const dw3::Epilogue<V> ep{a.act, V::set1(a.clip_min), V::set1(a.clip_max)};
   // the next group's weights (9 x 16 x 16 floats), a slice a tile
-  constexpr int64_t kLines = 9 * 16 * 16 * int64_t(sizeof(float)) / 64;
+  constexpr int64_t kLines = kGroupMapWeights * int64_t(sizeof(float)) / 64;
   const int64_t rows = a.ow <= 7 ? 2 : 1, tiles = (a.oh + rows - 1) / rows;
   const char* pf = reinterpret_cast<const char*>(a.next_wp);
   for (int64_t t = 0; t < tiles; ++t) {
@@ -316,11 +317,11 @@ void group_map(const GroupMapArgs& a) {
       for (int64_t l = kLines * t / tiles; l < kLines * (t + 1) / tiles; ++l)
         __builtin_prefetch(pf + l * 64, 0, 2);
     if (a.ow > 7)
-      map_tile<V, 1, 14, 1>(a, t, 0, ep);
+      map_tile<V, 1, 14>(a, t, ep);
     else if (2 * t + 1 < a.oh)
-      map_tile<V, 2, 7, 1>(a, 2 * t, 0, ep);
+      map_tile<V, 2, 7>(a, 2 * t, ep);
     else  // an odd map's last row alone
-      map_tile<V, 1, 7, 1>(a, 2 * t, 0, ep);
+      map_tile<V, 1, 7>(a, 2 * t, ep);
   }
 }
 
