@@ -686,12 +686,13 @@ def test_grouped_convs_run_channels_last(tmp_path):
 
 def test_channel_shuffle_and_split_stay_channels_last(tmp_path):
     """ShuffleNetV2: the chunk (Split of channels) and the channel shuffle (Reshape / Transpose / Reshape)
-    of region values run on the NHWC twins: the only Transposes left are the shuffles' own 5-D ones."""
+    of region values run on the NHWC twins, where fuse_channel_shuffle makes each Concat, shuffle and Split
+    one ChannelShuffle over the channels axis: the only Transpose left is the head's, before ReduceMean."""
     ir = _ir_of(_arch_model("shufflenet_v2"), tmp_path)
-    shuffles = ir.count("perm=[0,1,2,4,3]")
-    assert shuffles == 4 and ir.count("= Transpose(") == shuffles + 1  # and the head's, before ReduceMean
-    splits = [line for line in ir.splitlines() if "= Split(" in line or "= Concat(" in line]
-    assert len(splits) == 5 and all("axis=3" in line for line in splits)
+    shuffles = [line for line in ir.splitlines() if "= tessera.ChannelShuffle(" in line]
+    assert len(shuffles) == 4 and all("axis=3, groups=2" in line for line in shuffles)
+    assert ir.count("= Transpose(") == 1
+    assert "= Split(" not in ir and "= Concat(" not in ir
 
 
 @pytest.mark.parametrize("axis", [1, 2, -1])

@@ -10,6 +10,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "core/thread_pool.h"
 #include "kernels/ref/registry.h"
+#include "kernels/x86/channel_shuffle.h"
 
 namespace tessera::backends::cpu {
 
@@ -69,6 +70,46 @@ void concat_x86(KernelContext& ctx) {
   pool->run(threads, [&](int64_t t) { fill(total * t / threads, total * (t + 1) / threads); });
 }
 
+// ChannelShuffle (fuse_channel_shuffle) over 4-byte elements with the channels innermost (NHWC, or any
+// layout whose axis is the last): kernels/x86/channel_shuffle.h. The rest goes to the reference, which
+// also reports bad inputs.
+void channel_shuffle_x86(KernelContext& ctx) {
+  const auto ref = [&] { run_reference(ctx, "tessera"); };
+  const size_t n = ctx.num_inputs();
+  const Tensor* first = n ? ctx.input(0) : nullptr;
+  if (!first || dtype_size(first->dtype()) != 4 || first->dtype() == DType::string) return ref();
+  const int64_t r = first->rank(), axis = ctx.attr_int("axis", -1), groups = ctx.attr_int("groups", 0);
+  const std::vector<int64_t> splits = ctx.attr_ints("splits");
+  if (r < 1 || axis != r - 1 || groups <= 0 || splits.size() != ctx.num_outputs()) return ref();
+  std::vector<Tensor> ins;
+  std::vector<kernels::x86::ShuffleSource> sources;
+  int64_t c = 0, total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor* t = ctx.input(i);
+    if (!t || t->dtype() != first->dtype() || t->rank() != r) return ref();
+    for (int64_t d = 0; d < axis; ++d)
+      if (t->dim(d) != first->dim(d)) return ref();
+    ins.push_back(t->contiguous());
+    c += t->dim(axis);
+  }
+  for (int64_t s : splits) {
+    if (s < 0) return ref();
+    total += s;
+  }
+  if (c % groups != 0 || total != c) return ref();
+  if (first->dim(axis) == 0) return ref();  // (its rows not countable from input 0)
+  const int64_t rows = first->numel() / first->dim(axis);
+  for (const Tensor& t : ins)
+    sources.push_back({static_cast<const uint32_t*>(t.raw_data()), t.dim(axis), t.dim(axis)});
+  std::vector<uint32_t*> outs;
+  for (size_t o = 0; o < splits.size(); ++o) {
+    Shape shape = first->shape();
+    shape[size_t(axis)] = splits[o];
+    outs.push_back(static_cast<uint32_t*>(ctx.output_for_overwrite(o, first->dtype(), shape).raw_data()));
+  }
+  kernels::x86::channel_shuffle_32(sources, rows, groups, splits, outs, ctx.pool());
+}
+
 }  // namespace
 
 void register_x86_concat_bindings();
@@ -84,6 +125,7 @@ void register_x86_concat_bindings() {
                });
       },
       concat_x86);
+  add_tuned_kernel("tessera", "ChannelShuffle", {}, channel_shuffle_x86);
 }
 
 }  // namespace tessera::backends::cpu

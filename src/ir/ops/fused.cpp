@@ -43,6 +43,10 @@
 //     Cond (bool) broadcast to [..., Lq, Lk]. q_perm / k_perm / v_perm: the input is
 //     Transpose(input, perm) (heads split from [B, L, H, D] read in place); out_perm: the
 //     result is Transpose(., out_perm) (written in place).
+//   ChannelShuffle(X0, X1, ...) -> Y0, Y1, ...: ShuffleNet's channel shuffle as one copy (made by the
+//     fuse_channel_shuffle pass). Z = Concat(X..., axis); its C channels as groups x C/groups,
+//     transposed: channel j * groups + g of the shuffle is channel g * C / groups + j of Z; the result
+//     split along axis into `splits` (one output of C channels without a Split).
 // activation: "" | "Relu" | "Clip" (clip_min, clip_max).
 #include "core/ew_program.h"
 #include "ir/op_registry.h"
@@ -138,6 +142,41 @@ void infer_nhwc_gap(InferenceContext& ctx) {
     return;
   }
   ctx.set_output(0, ctx.input_dtype(0), std::vector<Dim>{(*x)[0], (*x)[3], Dim(1), Dim(1)});
+}
+
+void infer_channel_shuffle(InferenceContext& ctx) {
+  const int64_t axis = ctx.attr_int("axis", -1), groups = ctx.attr_int("groups", 0);
+  const std::vector<int64_t> splits = ctx.attr_ints("splits");
+  if (splits.size() != ctx.num_outputs())
+    ctx.fail("ChannelShuffle: ", splits.size(), " splits for ", ctx.num_outputs(), " outputs");
+  const auto& x0 = ctx.input_shape(0);
+  std::optional<std::vector<Dim>> shape = x0;
+  int64_t c = 0;
+  for (size_t i = 0; i < ctx.num_inputs() && shape; ++i) {
+    const auto& x = ctx.input_shape(i);
+    if (!x || ctx.input_dtype(i) != ctx.input_dtype(0)) ctx.fail("ChannelShuffle: input ", i, " differs");
+    if (axis < 0 || axis >= int64_t(x->size()) || x->size() != shape->size())
+      ctx.fail("ChannelShuffle: axis ", axis, " of rank ", x->size());
+    for (size_t d = 0; d < x->size(); ++d)
+      if (int64_t(d) != axis && !((*x)[d] == (*shape)[d]))
+        ctx.fail("ChannelShuffle: input ", i, " differs off the axis");
+    if ((*x)[size_t(axis)].known())
+      c += (*x)[size_t(axis)].value;
+    else
+      shape.reset();
+  }
+  int64_t total = 0;
+  for (int64_t s : splits) {
+    if (s < 0) ctx.fail("ChannelShuffle: negative split ", s);
+    total += s;
+  }
+  if (shape && (groups <= 0 || c % groups != 0 || total != c))
+    ctx.fail("ChannelShuffle: ", c, " channels in ", groups, " groups, splits adding to ", total);
+  for (size_t o = 0; o < splits.size(); ++o) {
+    std::optional<std::vector<Dim>> out = shape;
+    if (out) (*out)[size_t(axis)] = Dim(splits[o]);
+    ctx.set_output(o, ctx.input_dtype(0), out);
+  }
 }
 
 void infer_fused_elementwise(InferenceContext& ctx) {
@@ -314,6 +353,10 @@ void register_fused_schemas(OpRegistry& r) {
   OpSchema gap = make_schema("NhwcGlobalAveragePool", 1, 1, 1, 1, infer_nhwc_gap, {}, "tessera");
   gap.family = "fused";
   r.add(gap);
+  OpSchema cs = make_schema("ChannelShuffle", 1, -1, 1, -1, infer_channel_shuffle,
+                            {{"axis", K::i}, {"groups", K::i}, {"splits", K::ints}}, "tessera");
+  cs.family = "fused";
+  r.add(cs);
   OpSchema e = make_schema("FusedElementwise", 1, 64, 1, 1, infer_fused_elementwise,
                            {{"program", K::ints}, {"num_registers", K::i}}, "tessera");
   e.family = "fused";

@@ -2,6 +2,7 @@
 // loops in double — the oracle the tuned CPU versions are tested against.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 
@@ -347,6 +348,53 @@ void nhwc_global_average_pool(KernelContext& ctx) {
     }
 }
 
+// ChannelShuffle (ir/ops/fused.cpp): each output channel's source worked out from the definition, one
+// element (of any fixed-size type) at a time.
+void channel_shuffle(KernelContext& ctx) {
+  const size_t n = ctx.num_inputs();
+  std::vector<Tensor> x;
+  for (size_t i = 0; i < n; ++i) x.push_back(ctx.required_input(i).contiguous());
+  const int64_t r = x[0].rank(), axis = ctx.attr_int("axis", -1), groups = ctx.attr_int("groups", 0);
+  const std::vector<int64_t> splits = ctx.attr_ints("splits");
+  ctx.check(axis >= 0 && axis < r, "ChannelShuffle: axis ", axis, " of a rank-", r, " tensor");
+  ctx.check(x[0].dtype() != DType::string, "ChannelShuffle: string tensors are not supported");
+  std::vector<int64_t> first(n + 1, 0);  // input i holds channels [first[i], first[i + 1]) of the concat
+  for (size_t i = 0; i < n; ++i) {
+    ctx.check(x[i].dtype() == x[0].dtype() && x[i].rank() == r, "ChannelShuffle: input ", i, " is ",
+              x[i].text(), ", input 0 ", x[0].text());
+    for (int64_t d = 0; d < r; ++d)
+      ctx.check(d == axis || x[i].dim(d) == x[0].dim(d), "ChannelShuffle: input ", i, " is ", x[i].text(),
+                ", input 0 ", x[0].text());
+    first[i + 1] = first[i] + x[i].dim(axis);
+  }
+  const int64_t c = first[n];
+  int64_t total = 0;
+  for (int64_t sp : splits) total += sp;
+  ctx.check(groups > 0 && c % groups == 0 && splits.size() == ctx.num_outputs() && total == c,
+            "ChannelShuffle: ", c, " channels in ", groups, " groups, splits adding to ", total, " for ",
+            ctx.num_outputs(), " outputs");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x[0].dim(d);
+  for (int64_t d = axis + 1; d < r; ++d) inner *= x[0].dim(d);
+  const size_t es = dtype_size(x[0].dtype());
+  int64_t k = 0;  // the shuffle's channel
+  for (size_t o = 0; o < splits.size(); ++o) {
+    Shape shape = x[0].shape();
+    shape[size_t(axis)] = splits[o];
+    Tensor& y = ctx.output_for_overwrite(o, x[0].dtype(), shape);
+    auto* yp = static_cast<uint8_t*>(y.raw_data());
+    for (int64_t q = 0; q < splits[o]; ++q, ++k) {
+      const int64_t z = k % groups * (c / groups) + k / groups;  // its channel of the concat
+      const size_t i = size_t(std::upper_bound(first.begin(), first.end(), z) - first.begin() - 1);
+      const int64_t ci = x[i].dim(axis);
+      const auto* xp = static_cast<const uint8_t*>(x[i].raw_data());
+      for (int64_t b = 0; b < outer; ++b)
+        std::memcpy(yp + size_t((b * splits[o] + q) * inner) * es,
+                    xp + size_t((b * ci + z - first[i]) * inner) * es, size_t(inner) * es);
+    }
+  }
+}
+
 // Evaluates the program element by element in float (each instruction rounds
 // as the unfused op would), inputs broadcast numpy-style.
 void fused_elementwise(KernelContext& ctx) {
@@ -539,6 +587,7 @@ void register_fused_kernels(KernelTable& t) {
   t.add("NhwcMaxPool", nhwc_pool<true>, "tessera");
   t.add("NhwcAveragePool", nhwc_pool<false>, "tessera");
   t.add("NhwcGlobalAveragePool", nhwc_global_average_pool, "tessera");
+  t.add("ChannelShuffle", channel_shuffle, "tessera");
 }
 
 }  // namespace tessera::kernels::ref

@@ -43,7 +43,7 @@ void gather_kernel(KernelContext& ctx) {
   out_shape.insert(out_shape.end(), x.shape().begin() + axis + 1, x.shape().end());
   std::vector<int64_t> fixed(ind.size());
   for (size_t i = 0; i < ind.size(); ++i) fixed[i] = fix_index(ctx, ind[i], len);
-  Tensor& out = ctx.output(0, x.dtype(), out_shape);
+  Tensor& out = ctx.output_for_overwrite(0, x.dtype(), out_shape);  // every element is written below
   const int64_t ni = int64_t(ind.size());
   dispatch_dtype(x.dtype(), [&]<typename T>() {
     const T* src = x.data<T>();
