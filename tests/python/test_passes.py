@@ -246,6 +246,46 @@ def test_decomposed_layer_norm_fuses(variant):
     _check_vs_ort(model)
 
 
+@pytest.mark.parametrize("variant", ["t5", "div", "rsqrt_pow", "mul_sq_opset18", "x_residual", "s_read_outside"])
+def test_decomposed_rms_norm_fuses(variant):
+    """RMSNorm as T5 / LLaMA exports write it (Pow(x, 2) or Mul(x, x), ReduceMean, Add eps, then
+    x * Reciprocal(Sqrt), x / Sqrt or x * Pow(., -0.5), times a weight) becomes one RMSNormalization; x may be
+    read elsewhere (the residual stream), an intermediate read outside keeps the pattern unfused."""
+    opset = 18 if variant == "mul_sq_opset18" else 14
+    n = 40
+    inits = [_c("eps", 1e-6), _c("two", 2.0), _c("mhalf", -0.5), _c("w", RNG.uniform(0.5, 1.5, n))]
+    if opset >= 18:
+        inits.append(numpy_helper.from_array(np.array([-1], np.int64), "axes"))
+        mean = helper.make_node("ReduceMean", ["sq", "axes"], ["ms"])
+    else:
+        mean = helper.make_node("ReduceMean", ["sq"], ["ms"], axes=[-1])
+    sq = (helper.make_node("Mul", ["x", "x"], ["sq"]) if variant == "mul_sq_opset18"
+          else helper.make_node("Pow", ["x", "two"], ["sq"]))
+    nodes = [sq, mean, helper.make_node("Add", ["ms", "eps"], ["ve"])]
+    if variant == "div":
+        nodes += [helper.make_node("Sqrt", ["ve"], ["s"]), helper.make_node("Div", ["x", "s"], ["nx"])]
+    elif variant == "rsqrt_pow":
+        nodes += [helper.make_node("Pow", ["ve", "mhalf"], ["r"]), helper.make_node("Mul", ["r", "x"], ["nx"])]
+    else:
+        nodes += [helper.make_node("Sqrt", ["ve"], ["s"]), helper.make_node("Reciprocal", ["s"], ["r"]),
+                  helper.make_node("Mul", ["x", "r"], ["nx"])]
+    nodes.append(helper.make_node("Mul", ["w", "nx"], ["y"]))
+    outputs = [_f("y", [3, 5, n])]
+    if variant == "x_residual":  # x also feeds the residual add after the norm
+        nodes.append(helper.make_node("Add", ["x", "y"], ["z"]))
+        outputs.append(_f("z", [3, 5, n]))
+    if variant == "s_read_outside":
+        outputs.append(_f("s", [3, 5, 1]))
+    model = _model(nodes, [_f("x", [3, 5, n])], outputs, inits, opset=opset)
+    text = tessera.InferenceSession(model).graph_text()
+    if variant == "s_read_outside":
+        assert "RMSNormalization(" not in text, text
+    else:
+        assert "RMSNormalization(" in text and "ReduceMean(" not in text and "Sqrt(" not in text, text
+        assert "Pow(" not in text and "Reciprocal(" not in text, text
+    _check_vs_ort(model)
+
+
 @pytest.mark.parametrize("ir_version,fused", [(3, True), (7, False)])
 def test_initializers_listed_as_inputs(ir_version, fused):
     """Before IR version 4 initializers were listed among the graph inputs too and were constants (the ONNX

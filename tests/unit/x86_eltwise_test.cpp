@@ -523,6 +523,31 @@ TEST(X86Eltwise, LayerNormMatchesRef) {
   }
 }
 
+// RMSNormalization (fuse_rmsnorm's) against the double reference: rows of every edge size, axis 1 of a rank-3
+// input (two dims normalized), and the cases the tuned kernel hands to the reference (a broadcast scale).
+TEST(X86Eltwise, RmsNormMatchesRef) {
+  std::mt19937 g(24);
+  for (EltIsa isa : isas()) {
+    ForceIsa f(isa);
+    for (int64_t len : kSizes) {
+      const Tensor x = rand_f32({5, len}, g, -4.0f, 6.0f), s = rand_f32({len}, g);
+      const AttrMap at = {{"epsilon", attr_f(1e-6f)}};
+      const auto want = tessera::testing::run_ref("RMSNormalization", {x, s}, at);
+      const auto got = run_tuned("RMSNormalization", {x, s}, at, 1, 23, true);
+      expect_close(got[0].tensor, want[0].tensor, 1e-5, 2e-5,
+                   "RMSNorm " + x.describe() + " " + x86::eltwise_isa_name(isa));
+    }
+    const Tensor x = rand_f32({3, 4, 5}, g), s = rand_f32({4, 5}, g), s1 = rand_f32({5}, g);
+    const AttrMap at = {{"axis", attr_i(1)}};
+    expect_close(run_tuned("RMSNormalization", {x, s}, at)[0].tensor,
+                 tessera::testing::run_ref("RMSNormalization", {x, s}, at)[0].tensor, 1e-5, 2e-5,
+                 "RMSNorm axis 1");
+    expect_close(run_tuned("RMSNormalization", {x, s1}, at)[0].tensor,  // scale broadcast over axis 1
+                 tessera::testing::run_ref("RMSNormalization", {x, s1}, at)[0].tensor, 1e-5, 2e-5,
+                 "RMSNorm broadcast scale");
+  }
+}
+
 TEST(X86Eltwise, InstanceNormMatchesRef) {
   std::mt19937 g(14);
   for (EltIsa isa : isas()) {

@@ -184,6 +184,26 @@ void layernorm_x86(KernelContext& ctx) {
                      x.numel() / len, len, ctx.attr_float("epsilon", 1e-5f), ctx.pool());
 }
 
+// RMSNormalization (opset 23, made by fuse_rmsnorm) with a scale of the normalized shape's size; the rest
+// (a broadcast scale, stash_type other than float) to the reference.
+void rmsnorm_x86(KernelContext& ctx) {
+  const Tensor* x0 = ctx.input(0);
+  const Tensor* s0 = ctx.input(1);
+  if (!is_f32(x0) || !is_f32(s0) || x0->rank() == 0 || ctx.attr_int("stash_type", 1) != 1)
+    return run_ref(ctx);
+  const int64_t r = x0->rank();
+  int64_t axis = ctx.attr_int("axis", -1);
+  if (axis < -r || axis >= r) return run_ref(ctx);
+  if (axis < 0) axis += r;
+  const int64_t len = prod(x0->shape(), size_t(axis), size_t(r));
+  if (len == 0 || s0->numel() != len || s0->rank() > r - axis) return run_ref(ctx);
+  const Tensor x = x0->contiguous(), s = s0->contiguous();
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, x.shape());
+  if (x.numel() == 0) return;
+  x86::rmsnorm_f32(x.data<float>(), s.data<float>(), y.data<float>(), x.numel() / len, len,
+                   ctx.attr_float("epsilon", 1e-5f), ctx.pool());
+}
+
 // InstanceNormalization over x [N, C, D1, ...]: each (n, c) row of D1 x ... values; GroupNormalization:
 // each (n, group) row, the scale and bias per group (opset 18) or per channel (opset 21).
 void groupnorm_x86(KernelContext& ctx, bool instance) {
@@ -361,6 +381,7 @@ const Entry kEntries[] = {
     {"Softmax", softmax_x86<false>, 1, 1},
     {"LogSoftmax", softmax_x86<true>, 1, 1},
     {"LayerNormalization", layernorm_x86, 2, 3},
+    {"RMSNormalization", rmsnorm_x86, 2, 2},
     {"InstanceNormalization", [](KernelContext& c) { groupnorm_x86(c, true); }, 3, 3},
     {"GroupNormalization", [](KernelContext& c) { groupnorm_x86(c, false); }, 3, 3},
     {"Transpose", transpose_x86, 1, 1},

@@ -145,6 +145,17 @@ void layernorm_portable(const float* x, const float* scale, const float* bias, f
   }
 }
 
+void rmsnorm_portable(const float* x, const float* scale, float* y, int64_t rows, int64_t len, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    double q = 0;
+    for (int64_t i = 0; i < len; ++i) q += double(xr[i]) * xr[i];
+    const float inv = float(1.0 / std::sqrt((len ? q / double(len) : 0.0) + eps));
+    for (int64_t i = 0; i < len; ++i) yr[i] = xr[i] * inv * scale[i];
+  }
+}
+
 void transpose_tile16_portable(const float* x, int64_t ldx, float* y, int64_t ldy) {
   for (int64_t a = 0; a < 16; ++a)
     for (int64_t b = 0; b < 16; ++b) y[a * ldy + b] = x[b * ldx + a];
@@ -189,9 +200,10 @@ void log_softmax_portable(const float* x, float* y, int64_t rows, int64_t len, i
   }
 }
 
-const EltwiseKernels kPortable = {unary_portable,       binary_portable,         softmax_portable,
-                                  layernorm_portable,   online_softmax_portable, transpose_tile16_portable,
-                                  interleave3_portable, log_softmax_portable};
+const EltwiseKernels kPortable = {
+    unary_portable,      binary_portable,         softmax_portable,          layernorm_portable,
+    rmsnorm_portable,    online_softmax_portable, transpose_tile16_portable, interleave3_portable,
+    log_softmax_portable};
 
 std::atomic<int> g_forced{-1};
 
@@ -364,6 +376,14 @@ void layernorm_f32(const float* x, const float* scale, const float* bias, float*
   const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
   parallel_for(pool, rows, row_grain(len), [&](int64_t b, int64_t e) {
     k.layernorm_rows(x + b * len, scale, bias, y + b * len, e - b, len, eps, 0);
+  });
+}
+
+void rmsnorm_f32(const float* x, const float* scale, float* y, int64_t rows, int64_t len, float eps,
+                 ThreadPool* pool) {
+  const EltwiseKernels& k = eltwise_kernels(eltwise_isa());
+  parallel_for(pool, rows, row_grain(len), [&](int64_t b, int64_t e) {
+    k.rmsnorm_rows(x + b * len, scale, y + b * len, e - b, len, eps);
   });
 }
 

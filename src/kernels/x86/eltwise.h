@@ -90,6 +90,8 @@ struct EltwiseKernels {
   // scale[r * (len / run) + i / run] (len a multiple of run).
   void (*layernorm_rows)(const float* x, const float* scale, const float* bias, float* y, int64_t rows,
                          int64_t len, float eps, int64_t run);
+  // y = x / sqrt(mean(x^2) + eps) * scale per row (RMSNormalization), scale per element of a row.
+  void (*rmsnorm_rows)(const float* x, const float* scale, float* y, int64_t rows, int64_t len, float eps);
   // Online softmax over one block of keys (flash attention), per row i of `len` scores at s + i * lds:
   // mn = max(m[i], max(row)); row = exp(row - mn); corr[i] = exp(m[i] - mn) (0 while m[i] = -inf);
   // l[i] = l[i] * corr[i] + sum(row); m[i] = mn. A row still all -inf gives zeros and corr 1.
@@ -129,6 +131,8 @@ void layernorm_f32(const float* x, const float* scale, const float* bias, float*
 // element i of row (n, g) times scale[k] plus bias[k], k = g * (len / run) + i / run (bias may be null):
 // InstanceNormalization is groups = channels, run = len; GroupNormalization groups of channels, run = len
 // (opset 18: a scale per group) or the pixels of a channel (opset 21: per channel).
+void rmsnorm_f32(const float* x, const float* scale, float* y, int64_t rows, int64_t len, float eps,
+                 ThreadPool* pool);
 void groupnorm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t n, int64_t groups,
                    int64_t len, int64_t run, float eps, ThreadPool* pool);
 // y = transpose(x, perm) for a contiguous x of the given shape (perm validated by the caller).

@@ -756,3 +756,33 @@ void layernorm_rows_kernel(const float* x, const float* scale, const float* bias
     }
   }
 }
+
+// RMSNorm per row: one pass for the mean square, one for y = x * (1 / sqrt(ms + eps)) * scale.
+template <class O>
+void rmsnorm_rows_kernel(const float* x, const float* scale, float* y, int64_t rows, int64_t len, float eps) {
+  using V = typename O::V;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    V q0 = O::set1(0.0f), q1 = q0;
+    int64_t i = 0;
+    for (; i + 2 * O::W <= len; i += 2 * O::W) {
+      const V a = O::load(xr + i), b = O::load(xr + i + O::W);
+      q0 = O::fma(a, a, q0);
+      q1 = O::fma(b, b, q1);
+    }
+    for (; i < len; i += O::W) {
+      const V a = O::loadn(xr + i, len - i, 0.0f);
+      q0 = O::fma(a, a, q0);
+    }
+    const float ms = len ? O::hsum(O::add(q0, q1)) / float(len) : 0.0f;
+    const V inv = O::set1(1.0f / __builtin_sqrtf(ms + eps));
+    i = 0;
+    for (; i + O::W <= len; i += O::W)
+      O::store(yr + i, O::mul(O::mul(O::load(xr + i), inv), O::load(scale + i)));
+    if (i < len) {
+      const int64_t n = len - i;
+      O::storen(yr + i, O::mul(O::mul(O::loadn(xr + i, n, 0.0f), inv), O::loadn(scale + i, n, 0.0f)), n);
+    }
+  }
+}
