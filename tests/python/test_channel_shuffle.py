@@ -112,3 +112,38 @@ def test_nchw_shuffle_of_inputs(groups, splits):
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
     assert "ChannelShuffle(" in tessera.InferenceSession(m.SerializeToString()).graph_text()
+
+
+def _shuffle_node_model(attrs, shapes):
+    ins, outs = [f"x{i}" for i in range(len(shapes))], ["y0", "y1"]
+    node = helper.make_node("ChannelShuffle", ins, outs, domain="tessera", **attrs)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+                                        for n, s in zip(ins, shapes)],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                               helper.make_opsetid("tessera", 1)]).SerializeToString()
+
+
+@pytest.mark.parametrize("attrs,shapes,message", [
+    (dict(axis=2, groups=0, splits=[8, 8]), [[2, 3, 8]] * 2, "in 0 groups"),
+    (dict(axis=2, groups=2, splits=[8, 9]), [[2, 3, 8]] * 2, "splits adding to 17"),
+    (dict(axis=9, groups=2, splits=[8, 8]), [[2, 3, 8]] * 2, "axis 9"),
+    (dict(), [[2, 3, 8]] * 2, "0 splits for 2 outputs"),
+    (dict(axis=2, groups=2, splits=[20, -4]), [[2, 3, 8]] * 2, "negative split"),
+    (dict(axis=2, groups=2, splits=[8, 8]), [[2, 3, 8], [2, 4, 8]], "differs off the axis"),
+])
+def test_malformed_channel_shuffle_is_an_error(attrs, shapes, message):
+    """A ChannelShuffle a user writes with bad attributes or inputs is refused with the node named."""
+    with pytest.raises(Exception, match=message):
+        tessera.InferenceSession(_shuffle_node_model(attrs, shapes))
+
+
+def test_channel_shuffle_inputs_differing_at_run_time_is_an_error():
+    s = tessera.InferenceSession(_shuffle_node_model(dict(axis=2, groups=2, splits=[8, 8]), [["N", 3, 8]] * 2))
+    x = RNG.standard_normal((2, 3, 8)).astype(np.float32)
+    with pytest.raises(Exception, match="ChannelShuffle"):
+        s.run(None, {"x0": x, "x1": RNG.standard_normal((3, 3, 8)).astype(np.float32)})
+    got = s.run(None, {"x0": x, "x1": x})
+    cat = np.concatenate([x, x], 2).reshape(2, 3, 2, 8).transpose(0, 1, 3, 2).reshape(2, 3, 16)
+    np.testing.assert_array_equal(got[0], cat[..., :8])
+    np.testing.assert_array_equal(got[1], cat[..., 8:])
