@@ -28,8 +28,9 @@ constexpr int64_t kStepElems = 6 * 512;  // bf16 elements of one block's 32-wide
 // K steps of a B block kept in L1 (6 KiB each) while the row blocks pass over them
 constexpr int64_t kChunk = 2;
 
-// Linux hands out the tile state (8 KiB of XSAVE area) only on request, once per process.
-bool tile_state_granted() {
+// Linux hands out the tile state (8 KiB of XSAVE area) only on request, once per process. (Unused where the
+// AMX kernels are not built: the emulated AVX-512 build, non-x86.)
+[[maybe_unused]] bool tile_state_granted() {
 #if defined(__linux__) && defined(SYS_arch_prctl)
   constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
