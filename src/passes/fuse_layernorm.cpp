@@ -9,36 +9,12 @@
 // inside the pattern.
 #include <set>
 
+#include "passes/norm_fusion.h"
 #include "passes/pass_manager.h"
-#include "passes/rewrite_util.h"
 
 namespace tessera::passes {
 
 namespace {
-
-// ReduceMean of v over its last axis alone, keepdims.
-bool mean_of_last_axis(const ir::Graph& g, const ir::Node* n, const ir::Value* v) {
-  if (!is_onnx_op(n, "ReduceMean") || n->inputs.empty() || n->inputs[0] != v || n->outputs.size() != 1 ||
-      int_attr(n, "keepdims", 1) != 1 || !v->type.shape)
-    return false;
-  const int64_t rank = int64_t(v->type.shape->size());
-  const auto axes = reduce_axes(g, n, rank);
-  return axes && axes->size() == 1 && (*axes)[0] == rank - 1;
-}
-
-// The other operand of binary node n, given one of them.
-ir::Value* other(const ir::Node* n, const ir::Value* v) {
-  if (n->inputs.size() != 2) return nullptr;
-  return n->inputs[0] == v ? n->inputs[1] : n->inputs[1] == v ? n->inputs[0] : nullptr;
-}
-
-// A constant f32 vector of `len` elements (shape [len], or 1s then len).
-bool row_constant(const ir::Graph& g, const ir::Value* v, int64_t len) {
-  if (!is_constant(g, v) || v->initializer->dtype() != DType::f32 || v->initializer->numel() != len)
-    return false;
-  const Tensor& t = *v->initializer;
-  return t.rank() >= 1 && t.dim(-1) == len;
-}
 
 bool fuse(ir::Graph& g, ir::Node* mean, std::set<const ir::Node*>& removed) {
   if (!is_onnx_op(mean, "ReduceMean") || mean->inputs.empty() || mean->outputs.size() != 1) return false;
@@ -76,7 +52,7 @@ bool fuse(ir::Graph& g, ir::Node* mean, std::set<const ir::Node*>& removed) {
   if (!var || !mean_of_last_axis(g, var, sq->outputs[0])) return false;
   ir::Node* add = sole_consumer(g, var->outputs[0]);
   if (!is_onnx_op(add, "Add")) return false;
-  const auto eps = constant_scalar(other(add, var->outputs[0]));
+  const auto eps = constant_scalar(other_operand(add, var->outputs[0]));
   ir::Node* sqrt = eps ? sole_consumer(g, add->outputs[0]) : nullptr;
   if (!is_onnx_op(sqrt, "Sqrt") || sole_consumer(g, sqrt->outputs[0]) != div ||
       div->inputs[1] != sqrt->outputs[0])
@@ -84,21 +60,17 @@ bool fuse(ir::Graph& g, ir::Node* mean, std::set<const ir::Node*>& removed) {
   std::vector<ir::Node*> gone = {mean, sub, sq, var, add, sqrt, div};
   ir::Value* out = div->outputs[0];
   ir::Value *gamma = nullptr, *beta = nullptr;
-  if (ir::Node* m = sole_consumer(g, out); is_onnx_op(m, "Mul") && row_constant(g, other(m, out), len)) {
-    gamma = other(m, out), out = m->outputs[0], gone.push_back(m);
-    if (ir::Node* b = sole_consumer(g, out); is_onnx_op(b, "Add") && row_constant(g, other(b, out), len))
-      beta = other(b, out), out = b->outputs[0], gone.push_back(b);
+  if (ir::Node* m = sole_consumer(g, out);
+      is_onnx_op(m, "Mul") && row_constant(g, other_operand(m, out), len)) {
+    gamma = other_operand(m, out), out = m->outputs[0], gone.push_back(m);
+    if (ir::Node* b = sole_consumer(g, out);
+        is_onnx_op(b, "Add") && row_constant(g, other_operand(b, out), len))
+      beta = other_operand(b, out), out = b->outputs[0], gone.push_back(b);
   }
   if (!out || !is_f32(out)) return false;
   const std::string name = mean->name;
   for (ir::Node* n : gone) removed.insert(n), g.remove_node(n);
-  if (!gamma) {
-    Tensor ones(DType::f32, {len});
-    for (int64_t i = 0; i < len; ++i) ones.data<float>()[i] = 1.0f;
-    gamma = g.add_value(g.unique_name(name + "_gamma"));
-    gamma->type = ir::TypeInfo::tensor_of(ones);
-    gamma->initializer = std::move(ones);
-  }
+  if (!gamma) gamma = ones_row(g, name + "_gamma", len);
   ir::Node* ln = g.add_node("LayerNormalization", name);
   ln->opset = 17;
   set_attr_int(ln, "axis", -1);
@@ -113,13 +85,7 @@ bool fuse(ir::Graph& g, ir::Node* mean, std::set<const ir::Node*>& removed) {
 }  // namespace
 
 void fuse_layernorm(ir::Graph& g) {
-  std::vector<ir::Node*> nodes;
-  for (const auto& n : g.nodes()) nodes.push_back(n.get());
-  std::set<const ir::Node*> removed;  // by an earlier match (freed: never dereferenced)
-  bool any = false;
-  for (ir::Node* n : nodes)
-    if (!removed.count(n) && fuse(g, n, removed)) any = true;
-  if (any) g.topological_sort();
+  fuse_each_node(g, fuse);
 }
 
 }  // namespace tessera::passes
