@@ -139,8 +139,13 @@ class RunState {
 
 class NodeContext final : public KernelContext {
  public:
-  NodeContext(RunState& rs, Frame& f, const CompiledNode& cn, int index, bool main)
-      : rs_(rs), f_(f), cn_(cn), index_(index), main_(main), outs_(cn.node->outputs.size()) {}
+  // outs: the caller's vector, reused from node to node (one allocation per exec, not per node)
+  NodeContext(RunState& rs, Frame& f, const CompiledNode& cn, int index, bool main,
+              std::vector<DataValue>& outs)
+      : rs_(rs), f_(f), cn_(cn), index_(index), main_(main), outs_(outs) {
+    outs_.clear();
+    outs_.resize(cn.node->outputs.size());
+  }
 
   const std::string& node_name() const override { return cn_.name; }
   const std::string& op_type() const override { return cn_.node->op_type; }
@@ -197,7 +202,7 @@ class NodeContext final : public KernelContext {
   const CompiledNode& cn_;
   int index_;
   bool main_;
-  std::vector<DataValue> outs_;
+  std::vector<DataValue>& outs_;
 };
 
 Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t out, DType dtype,
@@ -226,8 +231,8 @@ Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t ou
     }
     return t;
   }
-  auto it = plan_->placement.find({node, int(out)});
-  if (it == plan_->placement.end() || it->second.size != nbytes) {  // unplanned or dynamic
+  const Plan::Slot* slot = plan_->slot(node, int(out));
+  if (!slot || slot->size != nbytes) {  // unplanned or dynamic
     Tensor t = fresh();
     fallback_bytes += nbytes;
     return t;
@@ -236,7 +241,7 @@ Tensor RunState::allocate(bool main, int node, const CompiledNode& cn, size_t ou
     arena_size_ = plan_->arena_size;
     arena_ = s_.take_arena(&arena_size_);
   }
-  Tensor t = Tensor::view(dtype, shape, arena_, it->second.offset);
+  Tensor t = Tensor::view(dtype, shape, arena_, slot->offset);
   if (zeroed) std::memset(t.raw_data(), 0, nbytes);  // same contract as a fresh Tensor
   arena_bytes += nbytes;
   return t;
@@ -295,7 +300,10 @@ std::shared_ptr<const Plan> RunState::make_plan() const {
     const Record& r = records_[i];
     const int q = req_of[size_t(root[i])];
     if (r.escapes || q < 0) continue;
-    plan->placement[{r.node, r.out}] = {mp.offsets[size_t(q)], r.size, r.first, r.last};
+    if (plan->placement.size() <= size_t(r.node)) plan->placement.resize(size_t(r.node) + 1);
+    auto& outs = plan->placement[size_t(r.node)];
+    if (outs.size() <= size_t(r.out)) outs.resize(size_t(r.out) + 1);
+    outs[size_t(r.out)] = {mp.offsets[size_t(q)], r.size, r.first, r.last};
   }
   plan->aliases = aliases_;
   plan->shape_cache = shape_cache;
@@ -327,9 +335,9 @@ void RunState::check_aliases(int node, size_t out, DataValue& v) {
   // buffer or a source the recording run saw it view (Reshape, Slice…); checking those few keys avoids
   // scanning every placement for each view.
   auto holds = [&](const Plan::Key& key, size_t off, bool live_check) {
-    auto it = plan_->placement.find(key);
-    if (it == plan_->placement.end()) return false;
-    const Plan::Slot& slot = it->second;
+    const Plan::Slot* found = plan_->slot(key.first, key.second);
+    if (!found) return false;
+    const Plan::Slot& slot = *found;
     return off >= slot.offset && off < slot.offset + slot.size &&
            (!live_check || (node >= slot.first && node <= slot.last));
   };
@@ -348,6 +356,7 @@ void RunState::check_aliases(int node, size_t out, DataValue& v) {
 
 void RunState::exec(Frame& f, bool main) {
   const CompiledGraph& cg = *f.cg;
+  std::vector<DataValue> node_outs;
   for (size_t k = 0; k < cg.nodes.size(); ++k) {
     const CompiledNode& cn = cg.nodes[k];
     if (main && cn.shape_only && !recording_) {
@@ -360,7 +369,7 @@ void RunState::exec(Frame& f, bool main) {
     }
     if (main && recording_)
       for (int s : cn.touches) touch(*f.at(s), int(k));
-    NodeContext ctx(*this, f, cn, int(k), main);
+    NodeContext ctx(*this, f, cn, int(k), main, node_outs);
     const double t_start = profiling_ ? now_us(s_.t0_) : 0;
     try {
       cn.fn(ctx);
