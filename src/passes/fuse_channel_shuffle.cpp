@@ -70,8 +70,8 @@ bool match(const ir::Graph& g, ir::Node* t, Match& m) {
   ir::Node* cat = x0->producer;
   bool whole_inputs = is_onnx_op(cat, "Concat") && cat->owner == &g && sole_consumer(g, x0) == r1 &&
                       normalized_axis(cat, rank - 1, 0) == a && !cat->inputs.empty();
-  for (const ir::Value* v : whole_inputs ? cat->inputs : std::vector<ir::Value*>{})
-    whole_inputs = whole_inputs && v && v->type.elem == x0->type.elem;
+  if (whole_inputs)
+    for (const ir::Value* v : cat->inputs) whole_inputs = whole_inputs && v && v->type.elem == x0->type.elem;
   if (whole_inputs) {
     m.inputs = cat->inputs;
     m.nodes.push_back(cat);
@@ -83,11 +83,12 @@ bool match(const ir::Graph& g, ir::Node* t, Match& m) {
   bool split_outputs = is_onnx_op(split, "Split") && normalized_axis(split, rank - 1, 0) == a &&
                        split->inputs[0] == x2 && !split->outputs.empty();
   std::vector<int64_t> sizes;
-  for (const ir::Value* v : split_outputs ? split->outputs : std::vector<ir::Value*>{}) {
-    const auto s = v ? v->type.static_shape() : std::nullopt;
-    split_outputs = split_outputs && s && s->size() == s0->size();
-    if (split_outputs) sizes.push_back((*s)[size_t(a)]);
-  }
+  if (split_outputs)
+    for (const ir::Value* v : split->outputs) {
+      const auto s = v ? v->type.static_shape() : std::nullopt;
+      split_outputs = split_outputs && s && s->size() == s0->size();
+      if (split_outputs) sizes.push_back((*s)[size_t(a)]);
+    }
   int64_t total = 0;
   for (int64_t s : sizes) total += s;
   if (split_outputs && total == c) {

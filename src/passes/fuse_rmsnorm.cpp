@@ -65,8 +65,6 @@ bool fuse(ir::Graph& g, ir::Node* sq, std::set<const ir::Node*>& removed) {
       is_onnx_op(m, "Mul") && row_constant(g, other_operand(m, out), len))
     gamma = other_operand(m, out), out = m->outputs[0], gone.push_back(m);
   if (!out || !is_f32(out)) return false;
-  for (const ir::Node* n : gone)
-    if (removed.count(n)) return false;
   const std::string name = mean->name;
   for (ir::Node* n : gone) removed.insert(n), g.remove_node(n);
   if (!gamma) gamma = ones_row(g, name + "_gamma", len);

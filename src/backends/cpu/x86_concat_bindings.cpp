@@ -5,11 +5,9 @@
 // elements where there are too few rows). Anything it does not cover (other types, bad shapes) goes to the
 // reference, which reports the error.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
-#include "core/thread_pool.h"
 #include "kernels/ref/registry.h"
 #include "kernels/x86/channel_shuffle.h"
 #include "kernels/x86/concat.h"
@@ -48,31 +46,9 @@ void concat_x86(KernelContext& ctx) {
   Tensor& y = ctx.output_for_overwrite(0, DType::f32, out);
   const int64_t total = outer * row;
   if (total == 0) return;
-  float* dst = y.data<float>();
-  ThreadPool* pool = ctx.pool();
-  const int64_t threads = pool ? pool->num_threads() : 1;
-  if (threads <= 1 || total < (int64_t(64) << 10) || outer >= 2 * threads) {  // rows enough to share
-    std::vector<const float*> srcs(n);
-    for (size_t i = 0; i < n; ++i) srcs[i] = ins[i].data<float>();
-    kernels::x86::concat_f32(srcs.data(), width.data(), int64_t(n), dst, outer, pool);
-    return;
-  }
-  // A few long rows (a concat along a leading axis): output floats [b, e) a thread, row by row, each row's
-  // pieces from the inputs in turn.
-  const auto fill = [&](int64_t b, int64_t e) {
-    while (b < e) {
-      const int64_t o = b / row;
-      int64_t col = b % row, start = 0;
-      for (size_t i = 0; i < n && b < e; start += width[i], ++i) {
-        if (col >= start + width[i]) continue;
-        const int64_t len = std::min(start + width[i] - col, e - b);
-        std::memcpy(dst + b, ins[i].data<float>() + o * width[i] + (col - start),
-                    size_t(len) * sizeof(float));
-        b += len, col += len;
-      }
-    }
-  };
-  pool->run(threads, [&](int64_t t) { fill(total * t / threads, total * (t + 1) / threads); });
+  std::vector<const float*> srcs(n);
+  for (size_t i = 0; i < n; ++i) srcs[i] = ins[i].data<float>();
+  kernels::x86::concat_f32(srcs.data(), width.data(), int64_t(n), y.data<float>(), outer, ctx.pool());
 }
 
 // ChannelShuffle (fuse_channel_shuffle) over 4-byte elements with the channels innermost (NHWC, or any

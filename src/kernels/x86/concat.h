@@ -17,7 +17,8 @@ void concat_rows_f32(const float* const* srcs, const int64_t* widths, int64_t n,
 void concat_rows_f32__avx512f(const float* const* srcs, const int64_t* widths, int64_t n, float* dst,
                               int64_t row, int64_t r0, int64_t r1);
 
-// The whole concat over `rows` rows, threaded by rows where it is large enough.
+// The whole concat over `rows` rows, threaded where it is large enough: by rows, or by elements where there
+// are too few rows to share.
 void concat_f32(const float* const* srcs, const int64_t* widths, int64_t n, float* dst, int64_t rows,
                 ThreadPool* pool);
 
