@@ -22,11 +22,15 @@ for _cls, _code in [(_tessera.Error, ""), (_tessera.InvalidModel, "invalid model
 
 
 class SessionOptions:
-    """Options of a session. Also accepts the onnxruntime spellings
-    (intra_op_num_threads, graph_optimization_level, enable_profiling,
-    profile_file_prefix, and the config entry session.set_denormal_as_zero) when given an
-    onnxruntime.SessionOptions. flush_denormals (default True): runs flush denormals to zero (x86 FTZ + DAZ;
-    a denormal costs Intel cores a microcode assist per instruction)."""
+    """Options of a session. Also takes onnxruntime's spellings, as attributes of this class
+    (intra_op_num_threads, inter_op_num_threads, graph_optimization_level, enable_profiling,
+    profile_file_prefix), or from an onnxruntime.SessionOptions given in its place (with its config entry
+    session.set_denormal_as_zero). flush_denormals (default True): runs flush denormals to zero (x86 FTZ +
+    DAZ; a denormal costs Intel cores a microcode assist per instruction). An attribute this class does not
+    have raises AttributeError, as onnxruntime's does, instead of being kept and silently ignored."""
+
+    __slots__ = ("threads", "optimization_level", "enable_profiling", "profile_path", "backend",
+                 "flush_denormals", "inter_op_num_threads")
 
     def __init__(self, threads: int = 0, optimization_level: int = 99, enable_profiling: bool = False,
                  profile_path: str = "", backend: str = "cpu", flush_denormals: bool = True):
@@ -36,6 +40,36 @@ class SessionOptions:
         self.profile_path = profile_path
         self.backend = backend
         self.flush_denormals = flush_denormals
+        self.inter_op_num_threads = 0  # onnxruntime's: nodes run one at a time here, so kept, not used
+
+    # onnxruntime's spellings of the fields above
+    @property
+    def intra_op_num_threads(self) -> int:
+        return self.threads
+
+    @intra_op_num_threads.setter
+    def intra_op_num_threads(self, n: int) -> None:
+        if int(n) < 0:
+            raise InvalidArgument("intra_op_num_threads must be non-negative")
+        self.threads = int(n)
+
+    @property
+    def graph_optimization_level(self) -> int:
+        return self.optimization_level
+
+    @graph_optimization_level.setter
+    def graph_optimization_level(self, level: Any) -> None:
+        # onnxruntime's GraphOptimizationLevel or its value: 0 (ORT_DISABLE_ALL) runs the graph as imported
+        level = int(getattr(level, "value", level))
+        self.optimization_level = 0 if level == 0 else 99
+
+    @property
+    def profile_file_prefix(self) -> str:
+        return self.profile_path[:-5] if self.profile_path.endswith(".json") else self.profile_path
+
+    @profile_file_prefix.setter
+    def profile_file_prefix(self, prefix: str) -> None:
+        self.profile_path = str(prefix) + ".json" if prefix else ""
 
     def _native(self) -> "_tessera._SessionOptions":
         o = _tessera._SessionOptions()
@@ -52,19 +86,18 @@ class SessionOptions:
         if opts is None:
             return cls()
         if isinstance(opts, cls):
-            return cls(opts.threads, opts.optimization_level, opts.enable_profiling, opts.profile_path,
-                       opts.backend, opts.flush_denormals)
+            out = cls(opts.threads, opts.optimization_level, opts.enable_profiling, opts.profile_path,
+                      opts.backend, opts.flush_denormals)
+            out.inter_op_num_threads = opts.inter_op_num_threads
+            return out
         # duck-typed onnxruntime.SessionOptions
         out = cls()
-        out.threads = int(getattr(opts, "intra_op_num_threads", 0) or 0)
+        out.intra_op_num_threads = int(getattr(opts, "intra_op_num_threads", 0) or 0)
         level = getattr(opts, "graph_optimization_level", None)
         if level is not None:
-            level = int(getattr(level, "value", level))
-            out.optimization_level = 0 if level == 0 else 99
+            out.graph_optimization_level = level
         out.enable_profiling = bool(getattr(opts, "enable_profiling", False))
-        prefix = getattr(opts, "profile_file_prefix", "") or ""
-        if prefix:
-            out.profile_path = prefix + ".json"
+        out.profile_file_prefix = getattr(opts, "profile_file_prefix", "") or ""
         try:  # set explicitly there: "1" flushes, "0" keeps denormals (unset: this class's default)
             entry = opts.get_session_config_entry("session.set_denormal_as_zero")
         except Exception:  # noqa: BLE001 (onnxruntime raises when the entry is unset)

@@ -323,6 +323,26 @@ def test_accepts_onnxruntime_session_options():
     assert sess.get_session_options().threads == 2
 
 
+def test_session_options_take_onnxruntime_spellings():
+    """Code written for onnxruntime sets intra_op_num_threads and graph_optimization_level on the options
+    object; they must reach the session, and an attribute the class lacks must raise, not be dropped."""
+    so = tessera.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.inter_op_num_threads = 1
+    so.profile_file_prefix = "run"
+    sess = tessera.InferenceSession(identity_model(TP.FLOAT, [1]).SerializeToString(), so)
+    got = sess.get_session_options()
+    assert (got.threads, got.optimization_level, got.profile_path) == (1, 0, "run.json")
+    assert got.intra_op_num_threads == 1 and got.profile_file_prefix == "run"
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    assert so.optimization_level == 99
+    with pytest.raises(AttributeError):
+        so.intra_op_threads = 2  # misspelt: onnxruntime raises too
+    with pytest.raises(tessera.InvalidArgument):
+        so.intra_op_num_threads = -1
+
+
 def test_end_profiling_writes_the_trace_and_stops(tmp_path):
     """end_profiling (onnxruntime's API): the runs so far as a Chrome trace at profile_path, returned; runs
     after it record nothing and a second call returns "", as does a session without profiling."""
