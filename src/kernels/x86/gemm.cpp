@@ -736,6 +736,15 @@ void deepen_k_blocks(GemmBlocking& blk, int64_t k, int64_t npad) {
 // faster at one thread, -1.5..+5.6% at two; M = 16 equal (16 x 2304 x 768 with 512-row blocks ran at half
 // speed). Not measured on Intel, which keeps the L2 budget.
 constexpr int64_t kWideKc = 1024, kWideNc = 1024, kPackedKc = 384;
+// Full-width FMA cores (Zen 5) take prepacked K blocks of up to this many rows, equal in size, and never
+// fewer rows than deepen_k_blocks gives — which for 342-512 columns splits K past ~341 rows (whisper-base's
+// 384 x 384 weights: two blocks of 192 rows, each reloading and storing every C tile). Zen 5, in-process A/B
+// over packings with each K block (weights cycled through 20 cold copies, medians of 31, GFLOP/s, one / two
+// threads): 500 x 384 x 384 192 -> 384 rows 229.8 -> 237.9 / 446.5 -> 459.7; 500 x 384 x 1536 320 -> 512
+// 235.1 -> 239.0 / 458.9 -> 467.8; 128 x 2048 x 512 256 -> 512 229.4 -> 234.5 / 434.0 -> 447.5; 197 x 768 x
+// 3072 384 -> 512 235.8 -> 237.6 / 451.5 -> 458.7; 16 x 768 x 3072 195.7 -> 198.3 / 322.1 -> 326.6; 49 x
+// 784 x 784 320 -> 448 211.4 -> 207.4 / 388.3 -> 395.0 (the one loss, at one thread); 768-row K unchanged.
+constexpr int64_t kWidePackedKc = 512;
 int64_t balanced_kc(int64_t k, int64_t most, int64_t multiple) {
   const int64_t blocks = (k + most - 1) / most;
   return round_up((k + blocks - 1) / blocks, multiple);
@@ -973,8 +982,12 @@ int64_t PackedB::kc_for(int64_t k, int64_t n) {
   const GemmBlocking base = default_gemm_blocking();
   GemmBlocking blk = base;
   deepen_k_blocks(blk, k, round_up(std::max<int64_t>(n, 1), native_nr()));
-  if (blk.kc == base.kc && k > base.kc && cpu_features().amd)
-    blk.kc = std::max(base.kc, balanced_kc(k, kPackedKc, 64));  // see widen_blocks
+  if (k > base.kc && cpu_features().amd) {
+    if (wide_fma())
+      blk.kc = std::max(blk.kc, balanced_kc(k, kWidePackedKc, 64));  // see kWidePackedKc
+    else if (blk.kc == base.kc)
+      blk.kc = std::max(base.kc, balanced_kc(k, kPackedKc, 64));  // see widen_blocks
+  }
   return blk.kc;
 }
 
