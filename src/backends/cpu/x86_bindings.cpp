@@ -905,7 +905,7 @@ void reduce_x86(KernelContext& ctx, kernels::x86::ReduceKind kind) {
   const int64_t a0 = axes.front(), a1 = axes.back() + 1;
   int64_t outer = 1, r = 1, inner = 1;
   for (int64_t d = 0; d < rank; ++d) (d < a0 ? outer : d < a1 ? r : inner) *= x0.dim(d);
-  if (r == 0) return run_ref(ctx, "");
+  if (r == 0 || outer == 0 || inner == 0) return run_ref(ctx, "");  // an empty reduction or output
   const bool keep = ctx.attr_int("keepdims", 1) != 0;
   Shape ys;
   for (int64_t d = 0; d < rank; ++d)

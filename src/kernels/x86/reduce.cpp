@@ -276,6 +276,7 @@ void cumsum_f32(const float* x, int64_t outer, int64_t len, int64_t inner, bool 
 
 void reduce_f32(ReduceKind kind, const float* x, int64_t outer, int64_t r, int64_t inner, float* y,
                 ThreadPool* pool) {
+  if (outer == 0 || inner == 0) return;  // no outputs (the column split below divides by inner)
   switch (kind) {
     case ReduceKind::sum:
       return reduce<ReduceKind::sum>(x, outer, r, inner, y, pool);
