@@ -235,6 +235,38 @@ print("ERRORS", n_err)
     assert "ERRORS 11" in out, out
 
 
+def test_fuzzed_node_attributes_raise_errors(tmp_path):
+    """Attribute and input mutations of the ONNX node tests that once crashed the process (found by fuzzing:
+    shape inference read strides[i] of an empty list, Scan read the sequence axis of a scalar) now raise an
+    error that names the node."""
+    x = helper.make_tensor_value_info("x", TP.FLOAT, [1, 1, 2, 2])
+    i = helper.make_tensor_value_info("i", TP.INT64, [1, 1, 2, 2])
+    y = helper.make_tensor_value_info("y", TP.FLOAT, None)
+    unpool = {}
+    for tag, attrs in {"no_strides": dict(strides=[]), "zero_strides": dict(strides=[0, 0]),
+                       "big_pads": dict(strides=[2, 2], pads=[5, 5, 5, 5])}.items():
+        node = helper.make_node("MaxUnpool", ["x", "i"], ["y"], name="unpool_" + tag, kernel_shape=[2, 2])
+        for k, v in attrs.items():
+            node.attribute.append(helper.make_attribute(k, v, attr_type=onnx.AttributeProto.INTS))
+        unpool[tag + ".onnx"] = make_model([node], [x, i], [y]).SerializeToString()
+    scan = onnx.load(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node",
+                                  "test_scan9_sum", "model.onnx"))
+    scan.graph.node[0].name = "the_scan"
+    for a in scan.graph.node[0].attribute:
+        if a.name == "num_scan_inputs":
+            a.i = 2  # the initial state taken for a scan input: a tensor without a sequence axis of its own
+    out = in_child(EXPECT_ERROR + """
+import onnx
+feeds = {"x": np.ones((1, 1, 2, 2), np.float32), "i": np.zeros((1, 1, 2, 2), np.int64)}
+for tag in ("no_strides", "zero_strides", "big_pads"):
+    expect_error(lambda: tessera.InferenceSession(tag + ".onnx").run(None, feeds), "unpool_" + tag, "MaxUnpool")
+m = onnx.load("scan.onnx")
+feeds = {v.name: np.ones([d.dim_value for d in v.type.tensor_type.shape.dim], np.float32) for v in m.graph.input}
+expect_error(lambda: tessera.InferenceSession("scan.onnx").run(None, feeds), "the_scan", "Scan")
+""", tmp_path, **unpool, **{"scan.onnx": scan.SerializeToString()})
+    assert out.count("OK") == 4, out
+
+
 def test_error_attributes():
     model = make_model([helper.make_node("Frobnicate", ["x"], ["y"], name="frob_node")],
                        [helper.make_tensor_value_info("x", TP.FLOAT, [2])],

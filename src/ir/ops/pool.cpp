@@ -47,15 +47,26 @@ void infer_max_unpool(InferenceContext& ctx) {
     return ctx.set_output(0, t, o);
   }
   if (!x) return ctx.set_output(0, t, std::nullopt);
+  if (x->size() < 3) ctx.fail("X must be [N, C, spatial...], got rank ", x->size());
   const std::vector<int64_t> k = ctx.attr_ints("kernel_shape");
   const size_t nsp = x->size() - 2;
   if (k.size() != nsp) ctx.fail("kernel_shape has ", k.size(), " dims for ", nsp, " spatial dims");
   const std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(nsp, 1));
   const std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
+  if (strides.size() != nsp || pads.size() != 2 * nsp)
+    ctx.fail("strides has ", strides.size(), " and pads ", pads.size(), " values for ", nsp, " spatial dims");
   std::vector<Dim> o{(*x)[0], (*x)[1]};
   for (size_t i = 0; i < nsp; ++i) {
+    if (k[i] < 1 || strides[i] < 1 || pads[i] < 0 || pads[nsp + i] < 0)
+      ctx.fail("kernel_shape and strides must be positive and pads non-negative");
     const Dim& in = (*x)[2 + i];
-    o.push_back(in.known() ? Dim((in.value - 1) * strides[i] + k[i] - pads[i] - pads[nsp + i]) : Dim());
+    if (!in.known()) {
+      o.push_back(Dim());
+      continue;
+    }
+    const int64_t d = (in.value - 1) * strides[i] + k[i] - pads[i] - pads[nsp + i];
+    if (in.value > 0 && d < 0) ctx.fail("pads leave spatial dim ", i, " a negative size ", d);
+    o.push_back(Dim(std::max<int64_t>(d, 0)));
   }
   ctx.set_output(0, t, o);
 }

@@ -165,6 +165,7 @@ void scan9(KernelContext& ctx) {
   int64_t L = -1;
   for (int64_t j = 0; j < M; ++j) {
     xs[size_t(j)] = &ctx.required_input(N + size_t(j));
+    ctx.check(xs[size_t(j)]->rank() >= 1, "scan input ", j, " is a scalar: it has no sequence axis");
     axes[size_t(j)] = norm_axis(ctx, in_axes[size_t(j)], xs[size_t(j)]->rank(), "scan_input_axes value");
     const int64_t len = xs[size_t(j)]->dim(axes[size_t(j)]);
     ctx.check(L < 0 || len == L, "scan inputs have different sequence lengths ", L, " and ", len);

@@ -141,8 +141,13 @@ void max_unpool_kernel(KernelContext& ctx) {
   const std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
   ctx.check(strides.size() == nsp && pads.size() == 2 * nsp, "strides/pads do not match the spatial dims");
   Shape os{x.dim(0), x.dim(1)};
-  for (size_t i = 0; i < nsp; ++i)
-    os.push_back((x.dim(int64_t(i) + 2) - 1) * strides[i] + kernel[i] - pads[i] - pads[nsp + i]);
+  for (size_t i = 0; i < nsp; ++i) {
+    ctx.check(kernel[i] >= 1 && strides[i] >= 1 && pads[i] >= 0 && pads[nsp + i] >= 0,
+              "kernel_shape and strides must be positive and pads non-negative");
+    const int64_t d = (x.dim(int64_t(i) + 2) - 1) * strides[i] + kernel[i] - pads[i] - pads[nsp + i];
+    ctx.check(x.dim(int64_t(i) + 2) == 0 || d >= 0, "pads leave spatial dim ", i, " a negative size ", d);
+    os.push_back(std::max<int64_t>(d, 0));
+  }
   // Indices are flat (row-major) over the tensor MaxPool read, whose shape is the
   // default output shape here; with an explicit output_shape each index is
   // moved to the same coordinates in the (larger) output.
@@ -150,6 +155,7 @@ void max_unpool_kernel(KernelContext& ctx) {
   if (ctx.has_input(2)) {
     const Shape given = ctx.input(2)->to_int_vector();
     ctx.check(given.size() == os.size(), "output_shape must have ", os.size(), " values");
+    for (int64_t g : given) ctx.check(g >= 0, "output_shape has a negative value ", g);
     os = given;
   }
   const int64_t total = nn_prod(os), natural_total = nn_prod(natural);
