@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
+#include <algorithm>
 #include <new>
 
 #include "core/memory.h"
@@ -41,12 +43,26 @@ std::vector<int64_t> contiguous_strides(std::span<const int64_t> shape) {
   return st;
 }
 
-// Tensors above this size are refused before allocation: no model or input
-// Tessera runs needs more, and a corrupt dim must not reach the allocator.
-static constexpr size_t kMaxTensorBytes = size_t(64) << 30;
+// Tensors above this size are refused before allocation: 64 GiB, or a quarter of the machine's memory where
+// that is less. No model or input Tessera runs needs more, a corrupt dim must not reach the allocator, and a
+// legal but absurd request (HammingWindow of 2^31 - 1 points, a Resize to [3, 2^31 - 1]) must be an error,
+// not a process the kernel kills: the allocation itself succeeds (the memory is overcommitted), the zero fill
+// or a reference kernel's double-precision copy of it does not. A quarter leaves room for that copy and the
+// operands (found by fuzzing the node tests on a 24 GiB VM).
+size_t max_tensor_bytes() {
+  static const size_t limit = [] {
+    size_t lim = size_t(64) << 30;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) lim = std::min(lim, size_t(pages) * size_t(page) / 4);
+    return lim;
+  }();
+  return limit;
+}
 
 std::shared_ptr<void> allocate_storage(size_t bytes) {
-  check_arg(bytes <= kMaxTensorBytes, "refusing to allocate ", bytes, " bytes (limit ", kMaxTensorBytes, ")");
+  const size_t limit = max_tensor_bytes();
+  check_arg(bytes <= limit, "refusing to allocate ", bytes, " bytes for a tensor (limit ", limit,
+            ": a quarter of this machine's memory, at most 64 GiB)");
   std::shared_ptr<void> p = allocate_block(bytes);
   if (!p) throw Error(ErrorCode::runtime, cat("out of memory allocating ", bytes, " bytes"));
   return p;
@@ -58,9 +74,9 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   strides_ = contiguous_strides(shape_);
   const size_t n = size_t(numel_);
   const size_t esize = dtype_size(dtype);
-  if (n > kMaxTensorBytes / esize)  // (no check_arg: its message would be built for every tensor)
-    throw Error(ErrorCode::invalid_argument,
-                cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape_)));
+  if (n > max_tensor_bytes() / esize)  // (no check_arg: its message would be built for every tensor)
+    throw Error(ErrorCode::invalid_argument, cat("refusing to allocate tensor ", dtype_name(dtype),
+                                                 shape_str(shape_), ": more than a quarter of this machine's memory"));
   if (dtype == DType::string) {
     auto* p = new std::string[std::max<size_t>(n, 1)];
     storage_ = std::shared_ptr<void>(p, [](void* q) { delete[] static_cast<std::string*>(q); });
@@ -73,9 +89,9 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
 Tensor Tensor::uninitialized(DType dtype, Shape shape) {
   if (dtype == DType::string || dtype == DType::undefined) return Tensor(dtype, std::move(shape));
   const int64_t n = shape_numel(shape);
-  if (size_t(n) > kMaxTensorBytes / dtype_size(dtype))
-    throw Error(ErrorCode::invalid_argument,
-                cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape)));
+  if (size_t(n) > max_tensor_bytes() / dtype_size(dtype))
+    throw Error(ErrorCode::invalid_argument, cat("refusing to allocate tensor ", dtype_name(dtype),
+                                                 shape_str(shape), ": more than a quarter of this machine's memory"));
   return view(dtype, std::move(shape), allocate_storage(size_t(n) * dtype_size(dtype)), 0);
 }
 

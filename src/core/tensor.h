@@ -139,6 +139,10 @@ std::ostream& operator<<(std::ostream& os, Tensor::Text t);
 // Allocates `bytes` aligned to 64 bytes; refuses absurd sizes with an Error.
 std::shared_ptr<void> allocate_storage(size_t bytes);
 
+// The largest tensor Tessera allocates: 64 GiB, or a quarter of the machine's memory where that is less.
+// Larger requests raise an invalid-argument error instead of being overcommitted and killed when touched.
+size_t max_tensor_bytes();
+
 // A sequence value (ONNX Sequence<Tensor>).
 using TensorSequence = std::vector<Tensor>;
 

@@ -267,6 +267,30 @@ expect_error(lambda: tessera.InferenceSession("scan.onnx").run(None, feeds), "th
     assert out.count("OK") == 4, out
 
 
+def test_absurd_output_sizes_are_refused(tmp_path):
+    """A legal request for more memory than the machine has (found by fuzzing: HammingWindow of 2^31 - 1
+    points, a Resize to [1, 1, 3, 2^31 - 1], on a 24 GiB VM) raises an error before anything that size is
+    allocated. Here 2^36 (256 GiB as f32, past the 64 GiB cap on any machine); the child's address space is
+    capped, so a regression fails with "out of memory" rather than meeting the OOM killer."""
+    win = make_model([helper.make_node("HammingWindow", ["n"], ["y"], name="the_window")],
+                     [helper.make_tensor_value_info("n", TP.INT64, [])],
+                     [helper.make_tensor_value_info("y", TP.FLOAT, None)])
+    rs = make_model([helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="the_resize", mode="nearest")],
+                    [helper.make_tensor_value_info("x", TP.FLOAT, [1, 1, 2, 2]),
+                     helper.make_tensor_value_info("sizes", TP.INT64, [4])],
+                    [helper.make_tensor_value_info("y", TP.FLOAT, None)])
+    out = in_child(EXPECT_ERROR + """
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+expect_error(lambda: tessera.InferenceSession("win.onnx").run(None, {"n": np.array(2**36, np.int64)}),
+             "the_window", "refusing")
+expect_error(lambda: tessera.InferenceSession("rs.onnx").run(
+    None, {"x": np.ones((1, 1, 2, 2), np.float32), "sizes": np.array([1, 1, 3, 2**36], np.int64)}),
+    "the_resize", "refusing")
+""", tmp_path, **{"win.onnx": win.SerializeToString(), "rs.onnx": rs.SerializeToString()})
+    assert out.count("OK") == 2, out
+
+
 def test_error_attributes():
     model = make_model([helper.make_node("Frobnicate", ["x"], ["y"], name="frob_node")],
                        [helper.make_tensor_value_info("x", TP.FLOAT, [2])],

@@ -54,7 +54,7 @@ void conv_kernel(KernelContext& ctx) {
   const std::vector<double> vb = b ? nn_load(*b) : std::vector<double>(size_t(m), 0.0);
   Shape os{n, m};
   os.insert(os.end(), win.out.begin(), win.out.end());
-  std::vector<double> out(size_t(nn_prod(os)), 0.0);
+  std::vector<double> out = out_buffer(ctx, nn_prod(os), 0.0);
   std::vector<int64_t> oc, kc, ic(nsp);
   for (int64_t bi = 0; bi < n; ++bi)
     for (int64_t mi = 0; mi < m; ++mi) {
@@ -142,7 +142,7 @@ void conv_transpose_kernel(KernelContext& ctx) {
   const std::vector<double> vx = nn_load(x), vw = nn_load(w);
   Shape os{n, m};
   os.insert(os.end(), outs.begin(), outs.end());
-  std::vector<double> out(size_t(nn_prod(os)), 0.0);
+  std::vector<double> out = out_buffer(ctx, nn_prod(os), 0.0);
   std::vector<int64_t> icrd, kc, oc(nsp);
   for (int64_t bi = 0; bi < n; ++bi)
     for (int64_t ci = 0; ci < c; ++ci) {
@@ -194,7 +194,7 @@ void col2im_kernel(KernelContext& ctx) {
   const std::vector<double> v = nn_load(x);
   Shape os{n, c};
   os.insert(os.end(), image.begin(), image.end());
-  std::vector<double> out(size_t(nn_prod(os)), 0.0);
+  std::vector<double> out = out_buffer(ctx, nn_prod(os), 0.0);
   std::vector<int64_t> lc, kc, ic(nsp);
   for (int64_t bi = 0; bi < n; ++bi)
     for (int64_t ci = 0; ci < c; ++ci)
@@ -258,7 +258,7 @@ void deform_conv_kernel(KernelContext& ctx) {
   const std::vector<double> vm = mask ? nn_load(*mask) : std::vector<double>();
   const std::vector<double> vb = b ? nn_load(*b) : std::vector<double>(size_t(m), 0.0);
   const int64_t mg = m / group, cpo = c / og;
-  std::vector<double> out(size_t(n * m * oh * ow), 0.0);
+  std::vector<double> out = out_buffer(ctx, n * m * oh * ow, 0.0);
   for (int64_t bi = 0; bi < n; ++bi)
     for (int64_t mi = 0; mi < m; ++mi) {
       const int64_t g = mi / mg;

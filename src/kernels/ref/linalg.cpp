@@ -28,7 +28,7 @@ void matmul_kernel(KernelContext& ctx) {
   const std::vector<int64_t> ia = nn_broadcast_index(ba, batch), ib = nn_broadcast_index(bb, batch);
   const int64_t nb = nn_prod(batch);
   const std::vector<double> va = nn_load(a), vb = nn_load(b);
-  std::vector<double> out(size_t(nb * m * n), 0.0);
+  std::vector<double> out = out_buffer(ctx, nb * m * n, 0.0);
   for (int64_t p = 0; p < nb; ++p) {
     const double* pa = va.data() + ia[size_t(p)] * m * k;
     const double* pb = vb.data() + ib[size_t(p)] * k * n;
@@ -60,7 +60,7 @@ void gemm_kernel(KernelContext& ctx) {
   ctx.check(k == kb, "inner dimensions differ: A ", a.text(), " B ", b.text(), " transA=", ta,
             " transB=", tb);
   const std::vector<double> va = nn_load(a), vb = nn_load(b);
-  std::vector<double> out(size_t(m * n), 0.0);
+  std::vector<double> out = out_buffer(ctx, m * n, 0.0);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double acc = 0;
@@ -204,7 +204,7 @@ void einsum_kernel(KernelContext& ctx) {
   Shape os;
   for (int l : out_labels) os.push_back(size[l]);
   const int64_t nout = nn_prod(os);
-  std::vector<double> out(size_t(nout), 0.0);
+  std::vector<double> out = out_buffer(ctx, nout, 0.0);
   std::vector<int64_t> ext;
   for (int l : all) ext.push_back(size[l]);
   const int64_t total = nn_prod(ext);
@@ -235,7 +235,7 @@ void det_kernel(KernelContext& ctx) {
   const Shape os(x.shape().begin(), x.shape().end() - 2);
   const int64_t nb = nn_prod(os);
   const std::vector<double> v = nn_load(x);
-  std::vector<double> out(static_cast<size_t>(nb));
+  std::vector<double> out = out_buffer(ctx, nb);
   for (int64_t b = 0; b < nb; ++b) {
     std::vector<double> m(v.begin() + b * n * n, v.begin() + (b + 1) * n * n);
     double det = 1.0;

@@ -15,6 +15,17 @@
 
 namespace tessera::kernels::ref {
 
+// A reference kernel's double-precision buffer for an output of n elements (a size its attributes or inputs
+// chose: a Resize's sizes, a conv's pads, a MatMul's M x N), refused as the output tensor would be
+// (max_tensor_bytes, counted in 4-byte elements) before it is allocated: the buffer comes first, at twice the
+// bytes of an f32 output, and an overcommitted one is only refused when the zero fill touches it.
+inline std::vector<double> out_buffer(const KernelContext& ctx, int64_t n, double fill = 0.0) {
+  ctx.check(n >= 0 && uint64_t(n) <= max_tensor_bytes() / sizeof(float), "refusing to allocate an output of ", n,
+            " elements: more than a quarter of this machine's memory");
+  return std::vector<double>(size_t(n), fill);
+}
+
+
 // All elements (row-major) as double.
 inline std::vector<double> nn_load(const Tensor& t) { return t.to_double_vector(); }
 

@@ -42,7 +42,7 @@ void pool_kernel(KernelContext& ctx) {
   const std::vector<double> v = nn_load(x);
   Shape os{n, c};
   os.insert(os.end(), win.out.begin(), win.out.end());
-  std::vector<double> out(size_t(nn_prod(os)));
+  std::vector<double> out = out_buffer(ctx, nn_prod(os));
   std::vector<double> idx(K == PoolKind::max ? out.size() : 0);
   // Column-major spatial strides for storage_order = 1.
   std::vector<int64_t> col_strides(nsp, 1);
@@ -106,7 +106,7 @@ void global_pool_kernel(KernelContext& ctx) {
   const int64_t nc = x.dim(0) * x.dim(1), sp = nn_prod(x.shape(), 2);
   const int64_t p = ctx.attr_int("p", 2);
   const std::vector<double> v = nn_load(x);
-  std::vector<double> out(static_cast<size_t>(nc));
+  std::vector<double> out = out_buffer(ctx, nc);
   for (int64_t i = 0; i < nc; ++i) {
     double acc = K == PoolKind::max ? -std::numeric_limits<double>::infinity() : 0.0;
     bool nan = false;
@@ -159,7 +159,7 @@ void max_unpool_kernel(KernelContext& ctx) {
     os = given;
   }
   const int64_t total = nn_prod(os), natural_total = nn_prod(natural);
-  std::vector<double> out(static_cast<size_t>(total), 0.0);
+  std::vector<double> out = out_buffer(ctx, total, 0.0);
   const std::vector<double> v = nn_load(x);
   const std::vector<int64_t> iv = ind.to_int_vector();
   std::vector<int64_t> coord;
@@ -189,7 +189,7 @@ void max_roi_pool_kernel(KernelContext& ctx) {
   const int64_t c = x.dim(1), h = x.dim(2), w = x.dim(3), r = rois.dim(0), phh = ps[0], pww = ps[1];
   const std::vector<double> v = nn_load(x), rv = nn_load(rois);
   for (double e : rv) ctx.check(std::isfinite(e), "rois must be finite");
-  std::vector<double> out(size_t(r * c * phh * pww), 0.0);
+  std::vector<double> out = out_buffer(ctx, r * c * phh * pww, 0.0);
   for (int64_t ri = 0; ri < r; ++ri) {
     const int64_t b = int64_t(rv[size_t(ri * 5)]);
     ctx.check(b >= 0 && b < x.dim(0), "roi batch index ", b, " is out of range");
@@ -247,7 +247,7 @@ void roi_align_kernel(KernelContext& ctx) {
   const std::vector<int64_t> bi = bidx.to_int_vector();
   for (double c : rv) ctx.check(std::isfinite(c), "rois must be finite");
   ctx.check(sampling >= 0, "sampling_ratio must be >= 0, got ", sampling);
-  std::vector<double> out(size_t(r * c * oh * ow), 0.0);
+  std::vector<double> out = out_buffer(ctx, r * c * oh * ow, 0.0);
   for (int64_t ri = 0; ri < r; ++ri) {
     const int64_t b = bi[size_t(ri)];
     ctx.check(b >= 0 && b < x.dim(0), "batch index ", b, " is out of range");

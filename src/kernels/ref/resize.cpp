@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/ref/misc_util.h"
+#include "kernels/ref/nn_util.h"
 #include "kernels/ref/registry.h"
 
 namespace tessera::kernels::ref {
@@ -140,13 +141,13 @@ ResizeTaps resize_taps(const KernelContext& ctx, const ResizeParams& p, int64_t 
 }
 
 // One resize pass along `axis` of data (row-major with shape `shape`).
-std::vector<double> resize_axis(const std::vector<double>& data, Shape& shape, int64_t axis, int64_t out_w,
-                                const ResizeTaps& t, double extrapolation) {
+std::vector<double> resize_axis(const KernelContext& ctx, const std::vector<double>& data, Shape& shape, int64_t axis,
+                                int64_t out_w, const ResizeTaps& t, double extrapolation) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= shape[size_t(d)];
   for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
   const int64_t in_w = shape[size_t(axis)];
-  std::vector<double> out(size_t(outer * out_w * inner));
+  std::vector<double> out = out_buffer(ctx, outer * out_w * inner);
   for (int64_t a = 0; a < outer; ++a)
     for (int64_t o = 0; o < out_w; ++o)
       for (int64_t b = 0; b < inner; ++b) {
@@ -233,7 +234,9 @@ ResizePlan plan_resize(const KernelContext& ctx) {
     for (size_t i = 0; i < na; ++i) {
       ctx.check(sv[i] > 0 && std::isfinite(sv[i]), "scales must be positive, got ", sv[i]);
       scale[size_t(axes[i])] = sv[i];
-      out_size[size_t(axes[i])] = int64_t(std::floor(sv[i] * double(x.dim(axes[i]))));
+      const double o = std::floor(sv[i] * double(x.dim(axes[i])));
+      ctx.check(o <= double(int64_t(1) << 40), "scales ", sv[i], " make an output dim of ", o);
+      out_size[size_t(axes[i])] = int64_t(o);
     }
   } else {
     ctx.check(sizes_t->dtype() == DType::i64, "sizes must be int64");
@@ -256,6 +259,11 @@ ResizePlan plan_resize(const KernelContext& ctx) {
       for (size_t i = 0; i < na; ++i) out_size[size_t(axes[i])] = zv[i];
     }
   }
+  // the output refused as its tensor would be, before any pass builds tables or buffers that size
+  double numel = 1;
+  for (int64_t d : out_size) numel *= double(d);
+  ctx.check(numel * double(dtype_size(x.dtype())) <= double(max_tensor_bytes()), "refusing a Resize output of ",
+            shape_text(Shape(out_size.begin(), out_size.end())), ": more than a quarter of this machine's memory");
   ResizePlan plan;
   plan.extrapolation = p.extrapolation;
   Shape shape = x.shape();
@@ -290,7 +298,7 @@ void resize(KernelContext& ctx) {
       data.clear();
       continue;
     }
-    data = resize_axis(data, shape, t.axis, t.out, t, plan.extrapolation);
+    data = resize_axis(ctx, data, shape, t.axis, t.out, t, plan.extrapolation);
   }
   Tensor& y = ctx.output(0, x.dtype(), shape);
   if (is_integer(x.dtype())) {
@@ -464,7 +472,7 @@ void affine_grid(KernelContext& ctx) {
   };
   const std::vector<double> th = theta.to_double_vector();
   Shape os = three ? Shape{N, D, H, W, 3} : Shape{N, H, W, 2};
-  std::vector<double> out(size_t(shape_numel(os)));
+  std::vector<double> out = out_buffer(ctx, shape_numel(os));
   size_t o = 0;
   for (int64_t n = 0; n < N; ++n)
     for (int64_t d = 0; d < D; ++d)

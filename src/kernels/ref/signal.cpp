@@ -6,6 +6,7 @@
 
 #include "core/dtype_attr.h"
 #include "kernels/ref/misc_util.h"
+#include "kernels/ref/nn_util.h"
 #include "kernels/ref/registry.h"
 
 namespace tessera::kernels::ref {
@@ -56,7 +57,7 @@ void dft(KernelContext& ctx) {
   Shape os = x.shape();
   os[size_t(axis)] = out_n;
   os.back() = out_c;
-  std::vector<double> out(size_t(outer * out_n * inner * out_c));
+  std::vector<double> out = out_buffer(ctx, outer * out_n * inner * out_c);
   const double sign = inverse ? 1.0 : -1.0;
   for (int64_t a = 0; a < outer; ++a)
     for (int64_t b = 0; b < inner; ++b) {
@@ -119,7 +120,7 @@ void stft(KernelContext& ctx) {
   const int64_t frames = 1 + (L - flen) / step;
   const int64_t bins = onesided ? flen / 2 + 1 : flen;
   const std::vector<cd> xv = read_complex(ctx, x);
-  std::vector<double> out(size_t(B * frames * bins * 2));
+  std::vector<double> out = out_buffer(ctx, B * frames * bins * 2);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t f = 0; f < frames; ++f)
       for (int64_t k = 0; k < bins; ++k) {
@@ -148,9 +149,9 @@ void window(KernelContext& ctx, F f) {
   ctx.check(n >= 0, "size must be >= 0, got ", n);
   const bool periodic = ctx.attr_int("periodic", 1) != 0;
   const double d = periodic ? double(n) : double(n - 1);
+  Tensor& y = ctx.output(0, window_dtype(ctx), {n});  // first: it refuses a size past the memory limit
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[size_t(i)] = f(double(i), d);
-  Tensor& y = ctx.output(0, window_dtype(ctx), {n});
   from_doubles(y, v);
 }
 
@@ -193,7 +194,7 @@ void mel_weight_matrix(KernelContext& ctx) {
     f = 700 * (std::pow(10.0, f / 2595) - 1);
     fb[size_t(i)] = int64_t(std::floor(double(dft_len + 1) * f / double(rate)));
   }
-  std::vector<double> out(size_t(spec * bins), 0.0);
+  std::vector<double> out = out_buffer(ctx, spec * bins, 0.0);
   auto at = [&](int64_t j, int64_t i) -> double& {
     if (j < 0 || j >= spec)
       ctx.fail(ErrorCode::invalid_argument, "mel bin edge ", j, " outside the spectrum");
