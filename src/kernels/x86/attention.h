@@ -2,10 +2,11 @@
 //   O[b] = softmax(scale * Q[b] K[b]^T + mask[b]) V[b]      per batch index b
 // Queries go in blocks (up to 64K scores, so L2-resident; fewer rows when
 // threads need more tasks). Up to 512 keys, a block's scores against all keys
-// are formed in a per-thread buffer, masked, softmaxed and multiplied by V
-// straight into the output; beyond, keys go in blocks of 512 with an online
-// softmax (flash attention: running max and sum, the output rescaled per key
-// block) — the Lq x Lk matrix of a long sequence is never materialized. Tasks
+// are formed in a per-thread buffer, masked, exponentiated (less the row's max)
+// and multiplied by V straight into the output, whose rows are then divided by
+// their sums; beyond, keys go in blocks of 512 with an online softmax (flash
+// attention: running max and sum, the output rescaled per key block) — the
+// Lq x Lk matrix of a long sequence is never materialized. Tasks
 // are (batch index, query block) pairs spread over the pool; the GEMMs run
 // single-threaded inside a task.
 #pragma once
