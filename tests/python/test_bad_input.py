@@ -291,6 +291,25 @@ expect_error(lambda: tessera.InferenceSession("rs.onnx").run(
     assert out.count("OK") == 2, out
 
 
+def test_huge_skip_count_does_not_hang(tmp_path):
+    """TfIdfVectorizer with max_skip_count = 2^31 - 1 (fuzzing) looped two billion times over a 12-token
+    input; skips of the input's length or more reach no second token, so it equals max_skip_count = 11."""
+    def model(skip):
+        node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode="TF", min_gram_length=2,
+                                max_gram_length=2, max_skip_count=skip, ngram_counts=[0, 4],
+                                ngram_indexes=[0, 1, 2, 3, 4, 5, 6], pool_int64s=[2, 3, 5, 4, 5, 6, 7, 8, 6, 7])
+        return make_model([node], [helper.make_tensor_value_info("x", TP.INT32, [12])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, None)]).SerializeToString()
+    out = in_child("""
+x = np.array([1, 1, 3, 3, 3, 7, 8, 6, 7, 5, 6, 8], np.int32)
+a = tessera.InferenceSession("huge.onnx").run(None, {"x": x})[0]
+b = tessera.InferenceSession("len.onnx").run(None, {"x": x})[0]
+assert (a == b).all() and a.sum() > 0, (a, b)
+print("SAME")
+""", tmp_path, **{"huge.onnx": model(2**31 - 1), "len.onnx": model(11)})
+    assert "SAME" in out, out
+
+
 def test_error_attributes():
     model = make_model([helper.make_node("Frobnicate", ["x"], ["y"], name="frob_node")],
                        [helper.make_tensor_value_info("x", TP.FLOAT, [2])],

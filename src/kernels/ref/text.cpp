@@ -177,7 +177,9 @@ void tfidf_rows(KernelContext& ctx, const std::vector<Key>& pool, const std::vec
     const std::vector<Key>& row = rows[r];
     const int64_t len = int64_t(row.size());
     int64_t first_n = min_n;
-    for (int64_t skip = 1; skip <= max_skip + 1; ++skip) {
+    // a skip of len or more reaches no second token: max_skip_count = 2^31 - 1 looped two billion times
+    const int64_t last_skip = std::min(max_skip + 1, std::max<int64_t>(len - 1, 1));
+    for (int64_t skip = 1; skip <= last_skip; ++skip) {
       for (int64_t start = 0; start < len; ++start) {
         std::vector<Key> gram;
         for (int64_t n = 1; n <= max_n; ++n) {
@@ -211,6 +213,8 @@ void tfidf_kernel(KernelContext& ctx) {
     out_size = std::max(out_size, i + 1);
   }
   const int64_t rows = x.rank() == 1 ? 1 : x.dim(0), cols = x.rank() == 1 ? x.dim(0) : x.dim(1);
+  ctx.check(out_size <= int64_t(max_tensor_bytes() / sizeof(float)) / std::max<int64_t>(rows, 1),
+            "ngram_indexes make an output of ", rows, " x ", out_size, ": more than a quarter of this machine's memory");
   std::vector<int64_t> freq(static_cast<size_t>(rows * out_size), 0);
   if (x.dtype() == DType::string) {
     const std::vector<std::string> pool = ctx.attr_strings("pool_strings");
