@@ -1,9 +1,10 @@
 #include "core/tensor.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
-#include <algorithm>
 #include <new>
 
 #include "core/memory.h"
@@ -75,8 +76,9 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   const size_t n = size_t(numel_);
   const size_t esize = dtype_size(dtype);
   if (n > max_tensor_bytes() / esize)  // (no check_arg: its message would be built for every tensor)
-    throw Error(ErrorCode::invalid_argument, cat("refusing to allocate tensor ", dtype_name(dtype),
-                                                 shape_str(shape_), ": more than a quarter of this machine's memory"));
+    throw Error(ErrorCode::invalid_argument,
+                cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape_),
+                    ": more than a quarter of this machine's memory"));
   if (dtype == DType::string) {
     auto* p = new std::string[std::max<size_t>(n, 1)];
     storage_ = std::shared_ptr<void>(p, [](void* q) { delete[] static_cast<std::string*>(q); });
@@ -90,8 +92,9 @@ Tensor Tensor::uninitialized(DType dtype, Shape shape) {
   if (dtype == DType::string || dtype == DType::undefined) return Tensor(dtype, std::move(shape));
   const int64_t n = shape_numel(shape);
   if (size_t(n) > max_tensor_bytes() / dtype_size(dtype))
-    throw Error(ErrorCode::invalid_argument, cat("refusing to allocate tensor ", dtype_name(dtype),
-                                                 shape_str(shape), ": more than a quarter of this machine's memory"));
+    throw Error(ErrorCode::invalid_argument,
+                cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape),
+                    ": more than a quarter of this machine's memory"));
   return view(dtype, std::move(shape), allocate_storage(size_t(n) * dtype_size(dtype)), 0);
 }
 

@@ -1001,8 +1001,8 @@ void max_unpool_x86(KernelContext& ctx) {
   for (int64_t i = 0; i < nsp; ++i) {
     const int64_t d = (x0.dim(i + 2) - 1) * strides[size_t(i)] + kernel[size_t(i)] - pads[size_t(i)] -
                       pads[size_t(nsp + i)];
-    if (d < 0 || x0.dim(i + 2) < 1 || strides[size_t(i)] < 1 || kernel[size_t(i)] < 1 || pads[size_t(i)] < 0 ||
-        pads[size_t(nsp + i)] < 0)
+    if (d < 0 || x0.dim(i + 2) < 1 || strides[size_t(i)] < 1 || kernel[size_t(i)] < 1 ||
+        pads[size_t(i)] < 0 || pads[size_t(nsp + i)] < 0)
       return run_ref(ctx, "");
     os.push_back(d);
   }

@@ -96,8 +96,8 @@ void add(OpRegistry& r, OpSchema s) {
 }  // namespace
 
 void register_pool_schemas(OpRegistry& r) {
-  const std::vector<AttrSpec> window{{"auto_pad", A::s}, {"ceil_mode", A::i}, {"dilations", A::ints},
-                                     {"kernel_shape", A::ints}, {"pads", A::ints}, {"strides", A::ints}};
+  const std::vector<AttrSpec> window{{"auto_pad", A::s},        {"ceil_mode", A::i}, {"dilations", A::ints},
+                                     {"kernel_shape", A::ints}, {"pads", A::ints},   {"strides", A::ints}};
   auto with = [&](std::vector<AttrSpec> extra) {
     std::vector<AttrSpec> v = window;
     v.insert(v.end(), extra.begin(), extra.end());

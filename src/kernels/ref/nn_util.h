@@ -20,14 +20,15 @@ namespace tessera::kernels::ref {
 // (max_tensor_bytes, counted in 4-byte elements) before it is allocated: the buffer comes first, at twice the
 // bytes of an f32 output, and an overcommitted one is only refused when the zero fill touches it.
 inline std::vector<double> out_buffer(const KernelContext& ctx, int64_t n, double fill = 0.0) {
-  ctx.check(n >= 0 && uint64_t(n) <= max_tensor_bytes() / sizeof(float), "refusing to allocate an output of ", n,
-            " elements: more than a quarter of this machine's memory");
+  ctx.check(n >= 0 && uint64_t(n) <= max_tensor_bytes() / sizeof(float), "refusing to allocate an output of ",
+            n, " elements: more than a quarter of this machine's memory");
   return std::vector<double>(size_t(n), fill);
 }
 
-
 // All elements (row-major) as double.
-inline std::vector<double> nn_load(const Tensor& t) { return t.to_double_vector(); }
+inline std::vector<double> nn_load(const Tensor& t) {
+  return t.to_double_vector();
+}
 
 // Writes v (row-major) into the contiguous tensor out, rounding once per element.
 inline void nn_store(Tensor& out, const std::vector<double>& v) {
@@ -35,18 +36,22 @@ inline void nn_store(Tensor& out, const std::vector<double>& v) {
     T* p = out.data<T>();
     const int64_t n = out.numel();
     for (int64_t i = 0; i < n; ++i) {
-      if constexpr (std::is_same_v<T, bool>) p[i] = v[size_t(i)] != 0.0;
-      else if constexpr (std::is_integral_v<T>) p[i] = T(std::llround(v[size_t(i)]));
+      if constexpr (std::is_same_v<T, bool>)
+        p[i] = v[size_t(i)] != 0.0;
+      else if constexpr (std::is_integral_v<T>)
+        p[i] = T(std::llround(v[size_t(i)]));
       else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, Complex64> ||
                          std::is_same_v<T, Complex128>)
         throw Error(ErrorCode::unsupported, cat("cannot store numbers as ", dtype_name(out.dtype())));
-      else p[i] = from_double<T>(v[size_t(i)]);
+      else
+        p[i] = from_double<T>(v[size_t(i)]);
     }
   });
 }
 
 // Allocates output i with dtype/shape and fills it from v.
-inline void nn_emit(KernelContext& ctx, size_t i, DType dt, const Shape& shape, const std::vector<double>& v) {
+inline void nn_emit(KernelContext& ctx, size_t i, DType dt, const Shape& shape,
+                    const std::vector<double>& v) {
   Tensor& out = ctx.output(i, dt, shape);
   nn_store(out, v);
 }
@@ -62,7 +67,8 @@ inline void nn_require_float(const KernelContext& ctx, const Tensor& t, const ch
 
 // Normalizes a possibly negative axis against rank, failing on out of range.
 inline int64_t nn_axis(const KernelContext& ctx, int64_t axis, int64_t rank, const char* what = "axis") {
-  ctx.check(axis >= -rank && axis < std::max<int64_t>(rank, 1), what, " ", axis, " is out of range for rank ", rank);
+  ctx.check(axis >= -rank && axis < std::max<int64_t>(rank, 1), what, " ", axis, " is out of range for rank ",
+            rank);
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -131,8 +137,8 @@ struct NnWindow {
 // Reads strides / dilations / pads / auto_pad from ctx and computes the output
 // spatial dims. ceil_mode: pools only (the last window must start inside the
 // input or the begin padding).
-inline NnWindow nn_window(const KernelContext& ctx, const Shape& in_spatial, const std::vector<int64_t>& kernel,
-                          bool ceil_mode) {
+inline NnWindow nn_window(const KernelContext& ctx, const Shape& in_spatial,
+                          const std::vector<int64_t>& kernel, bool ceil_mode) {
   NnWindow w;
   const size_t n = in_spatial.size();
   w.in = in_spatial;
@@ -143,10 +149,12 @@ inline NnWindow nn_window(const KernelContext& ctx, const Shape& in_spatial, con
   const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
   ctx.check(kernel.size() == n, "kernel has ", kernel.size(), " dims for ", n, " spatial dims");
   ctx.check(w.strides.size() == n, "strides has ", w.strides.size(), " values for ", n, " spatial dims");
-  ctx.check(w.dilations.size() == n, "dilations has ", w.dilations.size(), " values for ", n, " spatial dims");
+  ctx.check(w.dilations.size() == n, "dilations has ", w.dilations.size(), " values for ", n,
+            " spatial dims");
   ctx.check(pads.size() == 2 * n, "pads has ", pads.size(), " values for ", n, " spatial dims");
-  ctx.check(auto_pad == "NOTSET" || auto_pad == "VALID" || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER",
-            "unknown auto_pad '", auto_pad, "'");
+  ctx.check(
+      auto_pad == "NOTSET" || auto_pad == "VALID" || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER",
+      "unknown auto_pad '", auto_pad, "'");
   for (size_t i = 0; i < n; ++i) {
     ctx.check(w.strides[i] > 0 && w.dilations[i] > 0 && kernel[i] > 0,
               "strides, dilations and kernel dims must be positive");

@@ -141,8 +141,8 @@ ResizeTaps resize_taps(const KernelContext& ctx, const ResizeParams& p, int64_t 
 }
 
 // One resize pass along `axis` of data (row-major with shape `shape`).
-std::vector<double> resize_axis(const KernelContext& ctx, const std::vector<double>& data, Shape& shape, int64_t axis,
-                                int64_t out_w, const ResizeTaps& t, double extrapolation) {
+std::vector<double> resize_axis(const KernelContext& ctx, const std::vector<double>& data, Shape& shape,
+                                int64_t axis, int64_t out_w, const ResizeTaps& t, double extrapolation) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= shape[size_t(d)];
   for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
@@ -262,8 +262,9 @@ ResizePlan plan_resize(const KernelContext& ctx) {
   // the output refused as its tensor would be, before any pass builds tables or buffers that size
   double numel = 1;
   for (int64_t d : out_size) numel *= double(d);
-  ctx.check(numel * double(dtype_size(x.dtype())) <= double(max_tensor_bytes()), "refusing a Resize output of ",
-            shape_text(Shape(out_size.begin(), out_size.end())), ": more than a quarter of this machine's memory");
+  ctx.check(numel * double(dtype_size(x.dtype())) <= double(max_tensor_bytes()),
+            "refusing a Resize output of ", shape_text(Shape(out_size.begin(), out_size.end())),
+            ": more than a quarter of this machine's memory");
   ResizePlan plan;
   plan.extrapolation = p.extrapolation;
   Shape shape = x.shape();

@@ -214,7 +214,8 @@ void tfidf_kernel(KernelContext& ctx) {
   }
   const int64_t rows = x.rank() == 1 ? 1 : x.dim(0), cols = x.rank() == 1 ? x.dim(0) : x.dim(1);
   ctx.check(out_size <= int64_t(max_tensor_bytes() / sizeof(float)) / std::max<int64_t>(rows, 1),
-            "ngram_indexes make an output of ", rows, " x ", out_size, ": more than a quarter of this machine's memory");
+            "ngram_indexes make an output of ", rows, " x ", out_size,
+            ": more than a quarter of this machine's memory");
   std::vector<int64_t> freq(static_cast<size_t>(rows * out_size), 0);
   if (x.dtype() == DType::string) {
     const std::vector<std::string> pool = ctx.attr_strings("pool_strings");
