@@ -109,3 +109,15 @@ def test_max_pool_indices_match_onnxruntime(attrs, storage_order):
         got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads)).run(None, {"x": x})
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+@pytest.mark.parametrize("stride", [40, 1 << 40])
+def test_stride_past_the_row_matches(op, stride):
+    """A stride longer than the row: at most one output reads it. The tuned kernel split the row into
+    `stride` phases first — 4 TiB of them for a fuzzed stride of 2^40. Against onnxruntime."""
+    b = _model(op, [1, 2, 32, 32, 32], dict(kernel_shape=[5, 5, 5], strides=[3, 3, stride], dilations=[2, 2, 2]))
+    x = RNG.standard_normal((1, 2, 32, 32, 32)).astype(np.float32)
+    got = tessera.InferenceSession(b, tessera.SessionOptions(threads=2)).run(None, {"x": x})[0]
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -97,6 +97,10 @@ void pool_row(const Ctx& c, const PoolAxis& a, const T* src, T* __restrict dst) 
   // Interior: tap t of output o reads element (o - lo) * s + c_t, c_t = lo * s - pad + t * d; with the row
   // split into its s phases (phase j: elements j, j + s, ...) that is element (o - lo) + c_t / s of phase
   // c_t % s, contiguous over o (vectorized).
+  if (s > a.in) {  // one output at most reads the row: no phases (a fuzzed stride of 2^40 asked for 4 TiB)
+    for (int64_t o = lo; o < hi; ++o) edge(o);
+    return;
+  }
   const int64_t plen = (a.in + s - 1) / s;
   T* phases = nullptr;
   if (s > 1) {
