@@ -310,6 +310,23 @@ print("SAME")
     assert "SAME" in out, out
 
 
+def test_output_shape_that_overflows_is_refused(tmp_path):
+    """MaxUnpool's output_shape [2^31 - 1, 7, 2, 2^31 - 1] (fuzzing, under UBSan): its element count
+    overflowed int64 in the reference kernel; it is now counted as a tensor's is, and refused."""
+    node = helper.make_node("MaxUnpool", ["x", "i", "s"], ["y"], name="the_unpool", kernel_shape=[2, 2],
+                            strides=[2, 2])
+    m = make_model([node], [helper.make_tensor_value_info("x", TP.FLOAT, [1, 1, 2, 2]),
+                            helper.make_tensor_value_info("i", TP.INT64, [1, 1, 2, 2]),
+                            helper.make_tensor_value_info("s", TP.INT64, [4])],
+                   [helper.make_tensor_value_info("y", TP.FLOAT, None)])
+    out = in_child(EXPECT_ERROR + """
+feeds = {"x": np.ones((1, 1, 2, 2), np.float32), "i": np.array([0, 1, 4, 5], np.int64).reshape(1, 1, 2, 2),
+         "s": np.array([2**31 - 1, 7, 2, 2**31 - 1], np.int64)}
+expect_error(lambda: tessera.InferenceSession("m.onnx").run(None, feeds), "the_unpool", "2^40")
+""", tmp_path, **{"m.onnx": m.SerializeToString()})
+    assert "OK" in out, out
+
+
 def test_error_attributes():
     model = make_model([helper.make_node("Frobnicate", ["x"], ["y"], name="frob_node")],
                        [helper.make_tensor_value_info("x", TP.FLOAT, [2])],

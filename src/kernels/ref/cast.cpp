@@ -11,8 +11,8 @@
 #include <cstring>
 #include <limits>
 
-#include "core/kernel_context.h"
 #include "core/dtype_attr.h"
+#include "core/kernel_context.h"
 #include "kernels/ref/elementwise_util.h"
 #include "kernels/ref/registry.h"
 
@@ -24,9 +24,24 @@ struct Num {
   double f = 0;
   int64_t i = 0;
   uint64_t u = 0;
-  static Num of_f(double v) { Num n; n.kind = Kind::f; n.f = v; return n; }
-  static Num of_i(int64_t v) { Num n; n.kind = Kind::i; n.i = v; return n; }
-  static Num of_u(uint64_t v) { Num n; n.kind = Kind::u; n.u = v; return n; }
+  static Num of_f(double v) {
+    Num n;
+    n.kind = Kind::f;
+    n.f = v;
+    return n;
+  }
+  static Num of_i(int64_t v) {
+    Num n;
+    n.kind = Kind::i;
+    n.i = v;
+    return n;
+  }
+  static Num of_u(uint64_t v) {
+    Num n;
+    n.kind = Kind::u;
+    n.u = v;
+    return n;
+  }
 };
 
 Num parse_string(const std::string& s) {
@@ -48,13 +63,20 @@ Num parse_string(const std::string& s) {
 
 template <typename S>
 Num to_num(const S& v) {
-  if constexpr (std::is_same_v<S, std::string>) return parse_string(v);
-  else if constexpr (std::is_same_v<S, bool>) return Num::of_i(v ? 1 : 0);
-  else if constexpr (kIsNarrowFloat<S>) return Num::of_f(double(v.to_float()));
-  else if constexpr (std::is_floating_point_v<S>) return Num::of_f(double(v));
-  else if constexpr (kIsSubByteInt<S>) return Num::of_i(int64_t(v.value));
-  else if constexpr (std::is_unsigned_v<S>) return Num::of_u(uint64_t(v));
-  else return Num::of_i(int64_t(v));
+  if constexpr (std::is_same_v<S, std::string>)
+    return parse_string(v);
+  else if constexpr (std::is_same_v<S, bool>)
+    return Num::of_i(v ? 1 : 0);
+  else if constexpr (kIsNarrowFloat<S>)
+    return Num::of_f(double(v.to_float()));
+  else if constexpr (std::is_floating_point_v<S>)
+    return Num::of_f(double(v));
+  else if constexpr (kIsSubByteInt<S>)
+    return Num::of_i(int64_t(v.value));
+  else if constexpr (std::is_unsigned_v<S>)
+    return Num::of_u(uint64_t(v));
+  else
+    return Num::of_i(int64_t(v));
 }
 
 // A float's shortest round-trip text, numpy style ("1.0", "0.1", "1e-05", "inf", "nan").
@@ -89,12 +111,14 @@ D from_num(const Num& n, const CastOptions& o) {
     return D::from_bits(D::encode(f, o.saturate, o.e8m0_rounding));
   } else if constexpr (std::is_same_v<D, float> || kIsNarrowFloat<D>) {
     const float f = n.kind == K::f ? double_to_float(n.f) : n.kind == K::i ? float(n.i) : float(n.u);
-    if constexpr (std::is_same_v<D, float>) return f;
+    if constexpr (std::is_same_v<D, float>)
+      return f;
     else if constexpr (std::is_same_v<D, Float4E2M1>) {
       // E2M1 has no NaN: onnx (ml_dtypes) maps NaN to -0 (bits 1000).
       if (std::isnan(f)) return D::from_bits(0x8);
       return D::from_float(f, o.saturate);
-    } else return D::from_float(f, o.saturate);
+    } else
+      return D::from_float(f, o.saturate);
   } else if constexpr (kIsSubByteInt<D>) {
     const int64_t v = n.kind == K::f ? double_to_int64(n.f) : n.kind == K::i ? n.i : int64_t(n.u);
     return D(v);  // wraps
@@ -124,9 +148,12 @@ bool format_source(const Tensor& x, Tensor& y) {
     const S* p = x.data<S>();
     std::string* q = y.data<std::string>();
     for (int64_t i = 0; i < x.numel(); ++i) {
-      if constexpr (std::is_same_v<S, double>) q[i] = format_float(p[i]);
-      else if constexpr (std::is_same_v<S, float>) q[i] = format_float(p[i]);
-      else q[i] = format_float(p[i].to_float());
+      if constexpr (std::is_same_v<S, double>)
+        q[i] = format_float(p[i]);
+      else if constexpr (std::is_same_v<S, float>)
+        q[i] = format_float(p[i]);
+      else
+        q[i] = format_float(p[i].to_float());
     }
     return true;
   } else {
@@ -138,8 +165,8 @@ bool format_source(const Tensor& x, Tensor& y) {
 
 Tensor cast_tensor(const Tensor& input, DType to, const CastOptions& opts) {
   const Tensor x = input.contiguous();
-  check(!is_complex(x.dtype()) && !is_complex(to), ErrorCode::unsupported, "Cast: complex types are not supported (",
-        dtype_name(x.dtype()), " to ", dtype_name(to), ")");
+  check(!is_complex(x.dtype()) && !is_complex(to), ErrorCode::unsupported,
+        "Cast: complex types are not supported (", dtype_name(x.dtype()), " to ", dtype_name(to), ")");
   check(to != DType::undefined, ErrorCode::invalid_argument, "Cast: undefined destination type");
   Tensor y(to, x.shape());
   if (to == x.dtype()) {
@@ -156,11 +183,14 @@ Tensor cast_tensor(const Tensor& input, DType to, const CastOptions& opts) {
   }
   std::vector<Num> nums;
   dispatch_dtype(x.dtype(), [&]<typename S>() {
-    if constexpr (std::is_same_v<S, Complex64> || std::is_same_v<S, Complex128>) return;
-    else source_to_nums<S>(x, nums);
+    if constexpr (std::is_same_v<S, Complex64> || std::is_same_v<S, Complex128>)
+      return;
+    else
+      source_to_nums<S>(x, nums);
   });
   dispatch_dtype(to, [&]<typename D>() {
-    if constexpr (std::is_same_v<D, Complex64> || std::is_same_v<D, Complex128>) return;
+    if constexpr (std::is_same_v<D, Complex64> || std::is_same_v<D, Complex128>)
+      return;
     else {
       D* q = y.data<D>();
       for (size_t i = 0; i < nums.size(); ++i) q[i] = from_num<D>(nums[i], opts);
@@ -175,10 +205,14 @@ CastOptions options_of(const KernelContext& ctx) {
   CastOptions o;
   o.saturate = ctx.attr_int("saturate", 1) != 0;
   const std::string mode = ctx.attr_string("round_mode", "up");
-  if (mode == "up") o.e8m0_rounding = E8M0Rounding::up;
-  else if (mode == "down") o.e8m0_rounding = E8M0Rounding::down;
-  else if (mode == "nearest") o.e8m0_rounding = E8M0Rounding::nearest;
-  else ctx.fail(ErrorCode::invalid_model, "round_mode must be up, down or nearest, got '", mode, "'");
+  if (mode == "up")
+    o.e8m0_rounding = E8M0Rounding::up;
+  else if (mode == "down")
+    o.e8m0_rounding = E8M0Rounding::down;
+  else if (mode == "nearest")
+    o.e8m0_rounding = E8M0Rounding::nearest;
+  else
+    ctx.fail(ErrorCode::invalid_model, "round_mode must be up, down or nearest, got '", mode, "'");
   return o;
 }
 
@@ -199,19 +233,27 @@ void cast_kernel(KernelContext& ctx) {
   if (!a) ctx.fail(ErrorCode::invalid_model, "required attribute 'to' is missing");
   const DType to = dtype_from_attr(a);
   if (to == DType::undefined)
-    ctx.fail(ErrorCode::invalid_model, "attribute 'to' names an unknown type (", a->kind == Attribute::Kind::i ? a->i : -1,
-             ")");
+    ctx.fail(ErrorCode::invalid_model, "attribute 'to' names an unknown type (",
+             a->kind == Attribute::Kind::i ? a->i : -1, ")");
   run_cast(ctx, to);
 }
 
-void castlike_kernel(KernelContext& ctx) { run_cast(ctx, ctx.required_input(1).dtype()); }
+void castlike_kernel(KernelContext& ctx) {
+  run_cast(ctx, ctx.required_input(1).dtype());
+}
 
 // Bits of one element of t (sub-byte types are held one per byte but are narrower).
 int bit_width(DType t) {
   switch (t) {
-    case DType::i4: case DType::u4: case DType::f4e2m1: return 4;
-    case DType::i2: case DType::u2: return 2;
-    default: return int(dtype_size(t)) * 8;
+    case DType::i4:
+    case DType::u4:
+    case DType::f4e2m1:
+      return 4;
+    case DType::i2:
+    case DType::u2:
+      return 2;
+    default:
+      return int(dtype_size(t)) * 8;
   }
 }
 
@@ -223,8 +265,8 @@ void bitcast_kernel(KernelContext& ctx) {
   const DType to = dtype_from_attr(a);
   if (to == DType::undefined) ctx.fail(ErrorCode::invalid_model, "attribute 'to' names an unknown type");
   ctx.check(x.dtype() != DType::string && to != DType::string, "string tensors cannot be bit-cast");
-  ctx.check(bit_width(x.dtype()) == bit_width(to), "cannot bit-cast ", dtype_name(x.dtype()), " (", bit_width(x.dtype()),
-            " bits) to ", dtype_name(to), " (", bit_width(to), " bits)");
+  ctx.check(bit_width(x.dtype()) == bit_width(to), "cannot bit-cast ", dtype_name(x.dtype()), " (",
+            bit_width(x.dtype()), " bits) to ", dtype_name(to), " (", bit_width(to), " bits)");
   Tensor& y = ctx.output(0, to, x.shape());
   if (x.numel() > 0) std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
   if (to == DType::boolean) {  // keep bool storage canonical (0 or 1)

@@ -258,7 +258,7 @@ void deform_conv_kernel(KernelContext& ctx) {
   const std::vector<double> vm = mask ? nn_load(*mask) : std::vector<double>();
   const std::vector<double> vb = b ? nn_load(*b) : std::vector<double>(size_t(m), 0.0);
   const int64_t mg = m / group, cpo = c / og;
-  std::vector<double> out = out_buffer(ctx, n * m * oh * ow, 0.0);
+  std::vector<double> out = out_buffer(ctx, nn_prod(Shape{n, m, oh, ow}), 0.0);
   for (int64_t bi = 0; bi < n; ++bi)
     for (int64_t mi = 0; mi < m; ++mi) {
       const int64_t g = mi / mg;

@@ -28,7 +28,7 @@ void matmul_kernel(KernelContext& ctx) {
   const std::vector<int64_t> ia = nn_broadcast_index(ba, batch), ib = nn_broadcast_index(bb, batch);
   const int64_t nb = nn_prod(batch);
   const std::vector<double> va = nn_load(a), vb = nn_load(b);
-  std::vector<double> out = out_buffer(ctx, nb * m * n, 0.0);
+  std::vector<double> out = out_buffer(ctx, nn_prod(Shape{nb, m, n}), 0.0);
   for (int64_t p = 0; p < nb; ++p) {
     const double* pa = va.data() + ia[size_t(p)] * m * k;
     const double* pb = vb.data() + ib[size_t(p)] * k * n;
@@ -60,7 +60,7 @@ void gemm_kernel(KernelContext& ctx) {
   ctx.check(k == kb, "inner dimensions differ: A ", a.text(), " B ", b.text(), " transA=", ta,
             " transB=", tb);
   const std::vector<double> va = nn_load(a), vb = nn_load(b);
-  std::vector<double> out = out_buffer(ctx, m * n, 0.0);
+  std::vector<double> out = out_buffer(ctx, nn_prod(Shape{m, n}), 0.0);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double acc = 0;

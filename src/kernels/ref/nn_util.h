@@ -4,8 +4,10 @@
 // storing into the output's type.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -72,10 +74,11 @@ inline int64_t nn_axis(const KernelContext& ctx, int64_t axis, int64_t rank, con
   return axis < 0 ? axis + rank : axis;
 }
 
+// The product of dims [from, to) of s, checked as a tensor's element count is (shape_numel: a negative dim or
+// more than 2^40 elements is an error; an output_shape of [2^31 - 1, 7, 2, 2^31 - 1] overflowed int64).
 inline int64_t nn_prod(const Shape& s, size_t from = 0, size_t to = size_t(-1)) {
-  int64_t p = 1;
-  for (size_t i = from; i < s.size() && i < to; ++i) p *= s[i];
-  return p;
+  const size_t end = std::min(s.size(), to);
+  return from >= end ? 1 : shape_numel(std::span<const int64_t>(s.data() + from, end - from));
 }
 
 // Numpy broadcasting of two shapes; fails through ctx on a mismatch.

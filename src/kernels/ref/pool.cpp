@@ -189,7 +189,7 @@ void max_roi_pool_kernel(KernelContext& ctx) {
   const int64_t c = x.dim(1), h = x.dim(2), w = x.dim(3), r = rois.dim(0), phh = ps[0], pww = ps[1];
   const std::vector<double> v = nn_load(x), rv = nn_load(rois);
   for (double e : rv) ctx.check(std::isfinite(e), "rois must be finite");
-  std::vector<double> out = out_buffer(ctx, r * c * phh * pww, 0.0);
+  std::vector<double> out = out_buffer(ctx, nn_prod(Shape{r, c, phh, pww}), 0.0);
   for (int64_t ri = 0; ri < r; ++ri) {
     const int64_t b = int64_t(rv[size_t(ri * 5)]);
     ctx.check(b >= 0 && b < x.dim(0), "roi batch index ", b, " is out of range");
@@ -247,7 +247,7 @@ void roi_align_kernel(KernelContext& ctx) {
   const std::vector<int64_t> bi = bidx.to_int_vector();
   for (double c : rv) ctx.check(std::isfinite(c), "rois must be finite");
   ctx.check(sampling >= 0, "sampling_ratio must be >= 0, got ", sampling);
-  std::vector<double> out = out_buffer(ctx, r * c * oh * ow, 0.0);
+  std::vector<double> out = out_buffer(ctx, nn_prod(Shape{r, c, oh, ow}), 0.0);
   for (int64_t ri = 0; ri < r; ++ri) {
     const int64_t b = bi[size_t(ri)];
     ctx.check(b >= 0 && b < x.dim(0), "batch index ", b, " is out of range");

@@ -147,7 +147,7 @@ std::vector<double> resize_axis(const KernelContext& ctx, const std::vector<doub
   for (int64_t d = 0; d < axis; ++d) outer *= shape[size_t(d)];
   for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
   const int64_t in_w = shape[size_t(axis)];
-  std::vector<double> out = out_buffer(ctx, outer * out_w * inner);
+  std::vector<double> out = out_buffer(ctx, nn_prod(Shape{outer, out_w, inner}));
   for (int64_t a = 0; a < outer; ++a)
     for (int64_t o = 0; o < out_w; ++o)
       for (int64_t b = 0; b < inner; ++b) {

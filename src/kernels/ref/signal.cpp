@@ -57,7 +57,7 @@ void dft(KernelContext& ctx) {
   Shape os = x.shape();
   os[size_t(axis)] = out_n;
   os.back() = out_c;
-  std::vector<double> out = out_buffer(ctx, outer * out_n * inner * out_c);
+  std::vector<double> out = out_buffer(ctx, nn_prod(Shape{outer, out_n, inner, out_c}));
   const double sign = inverse ? 1.0 : -1.0;
   for (int64_t a = 0; a < outer; ++a)
     for (int64_t b = 0; b < inner; ++b) {
@@ -120,7 +120,7 @@ void stft(KernelContext& ctx) {
   const int64_t frames = 1 + (L - flen) / step;
   const int64_t bins = onesided ? flen / 2 + 1 : flen;
   const std::vector<cd> xv = read_complex(ctx, x);
-  std::vector<double> out = out_buffer(ctx, B * frames * bins * 2);
+  std::vector<double> out = out_buffer(ctx, nn_prod(Shape{B, frames, bins, 2}));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t f = 0; f < frames; ++f)
       for (int64_t k = 0; k < bins; ++k) {
@@ -194,7 +194,7 @@ void mel_weight_matrix(KernelContext& ctx) {
     f = 700 * (std::pow(10.0, f / 2595) - 1);
     fb[size_t(i)] = int64_t(std::floor(double(dft_len + 1) * f / double(rate)));
   }
-  std::vector<double> out = out_buffer(ctx, spec * bins, 0.0);
+  std::vector<double> out = out_buffer(ctx, nn_prod(Shape{spec, bins}), 0.0);
   auto at = [&](int64_t j, int64_t i) -> double& {
     if (j < 0 || j >= spec)
       ctx.fail(ErrorCode::invalid_argument, "mel bin edge ", j, " outside the spectrum");
