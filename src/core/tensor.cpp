@@ -60,6 +60,14 @@ size_t max_tensor_bytes() {
   return limit;
 }
 
+// A tensor of n elements past max_tensor_bytes is refused before allocation (the message is built only then).
+static void refuse_oversized(DType dtype, const Shape& shape, size_t n) {
+  if (n > max_tensor_bytes() / dtype_size(dtype))
+    throw Error(ErrorCode::invalid_argument,
+                cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape),
+                    ": more than a quarter of this machine's memory"));
+}
+
 std::shared_ptr<void> allocate_storage(size_t bytes) {
   const size_t limit = max_tensor_bytes();
   check_arg(bytes <= limit, "refusing to allocate ", bytes, " bytes for a tensor (limit ", limit,
@@ -75,10 +83,7 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   strides_ = contiguous_strides(shape_);
   const size_t n = size_t(numel_);
   const size_t esize = dtype_size(dtype);
-  if (n > max_tensor_bytes() / esize)  // (no check_arg: its message would be built for every tensor)
-    throw Error(ErrorCode::invalid_argument,
-                cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape_),
-                    ": more than a quarter of this machine's memory"));
+  refuse_oversized(dtype, shape_, n);
   if (dtype == DType::string) {
     auto* p = new std::string[std::max<size_t>(n, 1)];
     storage_ = std::shared_ptr<void>(p, [](void* q) { delete[] static_cast<std::string*>(q); });
@@ -91,10 +96,7 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
 Tensor Tensor::uninitialized(DType dtype, Shape shape) {
   if (dtype == DType::string || dtype == DType::undefined) return Tensor(dtype, std::move(shape));
   const int64_t n = shape_numel(shape);
-  if (size_t(n) > max_tensor_bytes() / dtype_size(dtype))
-    throw Error(ErrorCode::invalid_argument,
-                cat("refusing to allocate tensor ", dtype_name(dtype), shape_str(shape),
-                    ": more than a quarter of this machine's memory"));
+  refuse_oversized(dtype, shape, size_t(n));
   return view(dtype, std::move(shape), allocate_storage(size_t(n) * dtype_size(dtype)), 0);
 }
 

@@ -17,13 +17,19 @@
 
 namespace tessera::kernels::ref {
 
+// Refuses an output of n elements of elem_bytes each as its tensor would be refused (max_tensor_bytes), for
+// kernels that build buffers that size before they allocate the output.
+inline void check_output_size(const KernelContext& ctx, int64_t n, size_t elem_bytes = sizeof(float)) {
+  ctx.check(n >= 0 && uint64_t(n) <= max_tensor_bytes() / elem_bytes, "refusing to allocate an output of ", n,
+            " elements: more than a quarter of this machine's memory");
+}
+
 // A reference kernel's double-precision buffer for an output of n elements (a size its attributes or inputs
-// chose: a Resize's sizes, a conv's pads, a MatMul's M x N), refused as the output tensor would be
-// (max_tensor_bytes, counted in 4-byte elements) before it is allocated: the buffer comes first, at twice the
-// bytes of an f32 output, and an overcommitted one is only refused when the zero fill touches it.
+// chose: a Resize's sizes, a conv's pads, a MatMul's M x N), refused as an f32 output tensor would be before
+// it is allocated: the buffer comes first, at twice the bytes of an f32 output, and an overcommitted one is
+// only refused when the zero fill touches it.
 inline std::vector<double> out_buffer(const KernelContext& ctx, int64_t n, double fill = 0.0) {
-  ctx.check(n >= 0 && uint64_t(n) <= max_tensor_bytes() / sizeof(float), "refusing to allocate an output of ",
-            n, " elements: more than a quarter of this machine's memory");
+  check_output_size(ctx, n);
   return std::vector<double>(size_t(n), fill);
 }
 

@@ -260,11 +260,7 @@ ResizePlan plan_resize(const KernelContext& ctx) {
     }
   }
   // the output refused as its tensor would be, before any pass builds tables or buffers that size
-  double numel = 1;
-  for (int64_t d : out_size) numel *= double(d);
-  ctx.check(numel * double(dtype_size(x.dtype())) <= double(max_tensor_bytes()),
-            "refusing a Resize output of ", shape_text(Shape(out_size.begin(), out_size.end())),
-            ": more than a quarter of this machine's memory");
+  check_output_size(ctx, nn_prod(Shape(out_size.begin(), out_size.end())), dtype_size(x.dtype()));
   ResizePlan plan;
   plan.extrapolation = p.extrapolation;
   Shape shape = x.shape();

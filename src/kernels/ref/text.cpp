@@ -7,6 +7,7 @@
 #include <set>
 
 #include "kernels/ref/broadcast.h"
+#include "kernels/ref/nn_util.h"
 #include "kernels/ref/registry.h"
 
 namespace tessera::kernels::ref {
@@ -213,9 +214,7 @@ void tfidf_kernel(KernelContext& ctx) {
     out_size = std::max(out_size, i + 1);
   }
   const int64_t rows = x.rank() == 1 ? 1 : x.dim(0), cols = x.rank() == 1 ? x.dim(0) : x.dim(1);
-  ctx.check(out_size <= int64_t(max_tensor_bytes() / sizeof(float)) / std::max<int64_t>(rows, 1),
-            "ngram_indexes make an output of ", rows, " x ", out_size,
-            ": more than a quarter of this machine's memory");
+  check_output_size(ctx, nn_prod(Shape{rows, out_size}));  // before the counts are allocated
   std::vector<int64_t> freq(static_cast<size_t>(rows * out_size), 0);
   if (x.dtype() == DType::string) {
     const std::vector<std::string> pool = ctx.attr_strings("pool_strings");

@@ -126,8 +126,8 @@ void attention_f32(const AttentionArgs& a, ThreadPool* pool) {
     for (int64_t i = 0; i < rows; ++i) {
       // a row whose running max is not finite (all -inf, a +inf or NaN) is NaN, as the reference's softmax
       const float inv = std::isfinite(m[i]) ? 1.0f / l[i] : std::numeric_limits<float>::quiet_NaN();
-      float* row =
-          o + i * ors;  // a loop the compiler vectorizes: dv is short, a kernel call per row is not free
+      // a loop the compiler vectorizes: dv is short, and a kernel call per row is not free
+      float* row = o + i * ors;
       for (int64_t j = 0; j < a.dv; ++j) row[j] *= inv;
     }
   };
