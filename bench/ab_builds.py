@@ -7,6 +7,7 @@ machine whose speed drifts by more than the change: alternating rounds see the s
       cmake --build --preset release --target tessera_cli)
   python3 bench/ab_builds.py /tmp/old/build/release/tessera build/release/tessera resnet50 --threads 1 2
   python3 bench/ab_builds.py OLD NEW bert_base gpt2 --dim seq=16 --threads 1 2
+  python3 bench/ab_builds.py OLD NEW regnety_800mf --cold   # caches evicted before each run
 
 MODEL: a name from build/models (rebuilt there by scripts/demo.sh or the tests) or an .onnx path.
 """
@@ -30,9 +31,11 @@ def model_path(name: str) -> str:
     return path
 
 
-def bench_median(exe: str, model: str, threads: int, runs: int, dims: list[str]) -> float:
+def bench_median(exe: str, model: str, threads: int, runs: int, dims: list[str], cold: bool) -> float:
     """The median ms `tessera bench` prints for one thread count."""
     cmd = [exe, "bench", model, "--threads", str(threads), "--runs", str(runs), "--warmup", "5"]
+    if cold:
+        cmd.append("--cold-cache")
     for d in dims:
         cmd += ["--dim", d]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
@@ -51,6 +54,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, nargs="+", default=[1])
     ap.add_argument("--rounds", type=int, default=5, help="alternations of old and new")
     ap.add_argument("--runs", type=int, default=30, help="timed runs per `tessera bench`")
+    ap.add_argument("--cold", action="store_true",
+                    help="`tessera bench --cold-cache`: caches evicted before each run (weights from memory)")
     ap.add_argument("--dim", action="append", default=[],
                     help="NAME=VALUE for a symbolic input dim, as `tessera bench --dim` (others become 1; "
                          "compare_ort.py runs seq=16 and past_len=8)")
@@ -66,7 +71,7 @@ def main() -> None:
             times: dict[str, list[float]] = {"old": [], "new": []}
             for _ in range(args.rounds):
                 for which, exe in (("old", args.old), ("new", args.new)):
-                    times[which].append(bench_median(exe, model, t, args.runs, args.dim))
+                    times[which].append(bench_median(exe, model, t, args.runs, args.dim, args.cold))
             old, new = statistics.median(times["old"]), statistics.median(times["new"])
             print(f"| {name} | {t} | {old:.3f} | {new:.3f} | {new / old:.3f} | "
                   f"{' '.join(f'{x:.2f}' for x in times['old'])} | {' '.join(f'{x:.2f}' for x in times['new'])} |",

@@ -6,12 +6,15 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <vector>
 
+#include "core/cpu_features.h"
 #include "core/memory.h"
 #include "tessera/tessera.h"
 #include "tools/commands.h"
@@ -27,10 +30,33 @@ struct BenchOptions {
   std::vector<std::string> inputs, dims;
   int runs = 20, warmup = 2;
   uint64_t seed = 0;
+  bool cold_cache = false;
+};
+
+// Evicts the caches between timed runs (untimed), as another program running in between would: the weights
+// then come from memory in every run, as they do in an application that does other work between inferences
+// (and in compare_ort.py, where onnxruntime's run comes between two of ours). Writes and reads a buffer of
+// twice the last-level cache, at least 64 MiB.
+class CacheEvictor {
+ public:
+  CacheEvictor()
+      : buf_(size_t(std::max<long>(2 * cpu_features().l3_bytes, 64L << 20)) / sizeof(float), 0.0f) {}
+  void evict() {
+    float sum = 0.0f;
+    for (float& v : buf_) sum += (v += 1.0f);
+    sink_ = sum;
+  }
+
+ private:
+  std::vector<float> buf_;
+  volatile float sink_ = 0.0f;
 };
 
 [[noreturn]] void hand_over_to_python(const BenchOptions& o) {
   check_arg(o.compare == "onnxruntime", "--compare: only 'onnxruntime' is supported, got '", o.compare, "'");
+  check_arg(!o.cold_cache,
+            "--cold-cache is not supported with --compare onnxruntime (there the two runtimes' "
+            "runs already evict each other's weights)");
   check_arg(o.inputs.empty(),
             "--compare onnxruntime makes its own random inputs; --input is not supported with it");
   const char* py = std::getenv("TESSERA_PYTHON");
@@ -78,7 +104,9 @@ void bench_model(const BenchOptions& o) {
     const auto feeds = make_feeds(session, o.inputs, o.dims, o.seed);
     for (int i = 0; i < o.warmup; ++i) session.run(feeds);
     std::vector<double> ms;
+    std::unique_ptr<CacheEvictor> evictor = o.cold_cache ? std::make_unique<CacheEvictor>() : nullptr;
     for (int i = 0; i < o.runs; ++i) {
+      if (evictor) evictor->evict();
       const auto r0 = std::chrono::steady_clock::now();
       session.run(feeds);
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r0).count());
@@ -101,6 +129,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--input,-i", opts->inputs, "NAME=FILE.npy (repeatable); others get random data");
   cmd->add_option("--dim", opts->dims, "NAME=VALUE for a symbolic input dim (repeatable; others become 1)");
   cmd->add_option("--seed", opts->seed, "seed for the random inputs");
+  cmd->add_flag("--cold-cache", opts->cold_cache,
+                "evict the caches before each timed run (untimed): weights come from memory every run");
   cmd->callback([opts] { bench_model(*opts); });
 }
 
