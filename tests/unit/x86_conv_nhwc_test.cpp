@@ -153,7 +153,8 @@ Conv2dParams mk(int64_t n, int64_t c, int64_t h, int64_t w, int64_t oc, int64_t 
 // Pointwise convs of few pixels at one thread, which run as a prepacked GEMM over the conv's own packed
 // panels (conv_nhwc.cpp, pointwise_as_gemm: fewer than 64 pixels, 64+ output channels, K up to 512), with
 // every epilogue (bias, residual, the residual in the output's buffer, Relu and Clip): one pixel, one and
-// two images, several panels, K at the limit; and just past each limit, which take the conv's own loop.
+// two images, several panels, K at the limit, strided 1 x 1 convs (their pixels gathered first); and just
+// past each limit, which take the conv's own loop.
 TEST(X86ConvNhwc, PointwiseSmallMapsAsGemm) {
   ThreadPool one(1), two(2);
   const std::vector<Conv2dParams> cases = {
@@ -168,6 +169,10 @@ TEST(X86ConvNhwc, PointwiseSmallMapsAsGemm) {
       mk(1, 37, 5, 5, 72, 1, 1, 1, 1, 0, 0, 0, 0),    // 64 + 8 of a 16-wide last panel
       mk(1, 64, 3, 3, 100, 1, 1, 1, 1, 0, 0, 0, 0),   // 64 + 36 of a 48-wide last panel
       mk(1, 16, 7, 7, 48, 1, 1, 1, 1, 0, 0, 0, 0),    // narrower than a panel: the conv's loop
+      // strided (a downsampling shortcut): the pixels gathered into rows first
+      mk(1, 320, 14, 14, 208, 1, 1, 2, 1, 0, 0, 0, 0),  // 14 x 14 -> 7 x 7, three panels + 16
+      mk(2, 40, 9, 10, 64, 1, 1, 2, 1, 0, 0, 0, 0),     // two images of odd sizes: 2 x 5 x 5 pixels
+      mk(1, 24, 13, 14, 72, 1, 1, 3, 1, 0, 0, 0, 0),    // stride 3: 5 x 5 pixels
   };
   for (ConvIsa isa : isas())
     for (const auto& p : cases)
@@ -183,6 +188,8 @@ TEST(X86ConvNhwc, PointwiseSmallMapsAsGemm) {
       mk(1, 264, 9, 9, 260, 1, 1, 1, 1, 0, 0, 0, 0),    // 81 pixels, four panels + 4 of a 16-wide one
       mk(2, 288, 8, 8, 240, 1, 1, 1, 1, 0, 0, 0, 0),    // two images, 128 pixels, three panels + 48
       mk(1, 260, 22, 23, 272, 1, 1, 1, 1, 0, 0, 0, 0),  // 506 pixels: the largest map taken
+      mk(1, 264, 18, 17, 260, 1, 1, 2, 1, 0, 0, 0, 0),  // strided: 9 x 9 pixels gathered
+      mk(2, 288, 16, 15, 240, 1, 1, 2, 1, 0, 0, 0, 0),  // strided, two images: 2 x 8 x 8 pixels
   };
   for (int full = 0; full <= 1; ++full) {
     force_fma512_full_width(full);

@@ -369,6 +369,14 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
   // Larger M over a prepacked B with wide tiles: while the row groups compute a block from L2, their tiles
   // prefetch the next block into L2 (below), so blocks take half the usual NC (two fit in half of L2).
   const bool warm_next = pr.packed && !small && nr >= 48;
+  // With this thread's A block (rows x KC) within half of L2, those blocks are one panel wide: the first
+  // block, which nothing warmed, is then one panel, not NC / 2 columns read from memory while the row groups
+  // wait, and re-reading A per panel costs nothing from L2. Zen 5, weights in 100 cold copies, in-process A/B
+  // (/tmp/w/gnc.cpp), one thread: 49 x 400 x 400 190 -> 207 GFLOP/s, 49 x 2048 x 512 214 -> 225, 64 x 400
+  // x 400 196 -> 205, 128 x 3072 x 768 +1%, 196 x 784 x 784 equal; two threads 98 x 400 x 400 385 -> 406,
+  // 196 x 400 x 400 +3%. With A past L2 one-panel blocks were 1-3% slower (512 x 768 x 768, 2048^3).
+  const bool panel_blocks =
+      warm_next && (m_end - m_begin) * KC * int64_t(sizeof(float)) <= int64_t(cpu_features().l2_bytes) / 2;
   // small M over B in memory: all of N per K block, in memory order; else NC blocks
   // Small M over a prepacked B: the passes' C tiles go to a staging block at most kStageCols wide, its rows a
   // multiple of 1024 floats apart, copied out after its K loop — unless C's own rows are. Measured on the
@@ -379,10 +387,10 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
   // 49152 and 3072 full speed, 2304, 2560, 49216, 50257 15-25% slower); staging C with a fast stride cost
   // 4% on the logits and equal on BERT and GPT-2, so those strides skip it.
   const bool stage = small && pr.packed && m_end - m_begin > 1 && pr.ldc % 1024 != 0;
-  const int64_t NC = stage ? std::min(n_end - n_begin, kStageCols)
-                     : small && (pr.packed || raw_b)
-                         ? n_end - n_begin
-                         : round_up(warm_next ? std::max(blk.nc / 2, nr) : blk.nc, nr);
+  const int64_t NC = stage                           ? std::min(n_end - n_begin, kStageCols)
+                     : small && (pr.packed || raw_b) ? n_end - n_begin
+                     : panel_blocks                  ? nr
+                                    : round_up(warm_next ? std::max(blk.nc / 2, nr) : blk.nc, nr);
   const int64_t MC = small ? m_end - m_begin : round_up(blk.mc, mr);
   float* bpack = (pr.packed || raw_b) ? nullptr : tl_pack_b.get(size_t(NC * KC));
   // B packed per block by the block's first row group, as its tiles read it (GemmUkrDirectPack), not in a
