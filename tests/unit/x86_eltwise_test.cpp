@@ -202,6 +202,46 @@ TEST(X86EltwiseMath, SoftplusUlp) {
 
 // pow against std::pow in double: random bases over many binades, exponents |b| <= 8 (the common ones) and
 // |b| <= 80, and the special cases (through std::pow per lane).
+// The softmax's flushing exponential (exp_ftz in eltwise_impl.h), read back through the online softmax:
+// rows of [0, x...] with x <= 0 have max 0, so each x comes back as e^x. Held to exp's bound; results under
+// FLT_MIN are +0 on the vector ISAs (x < -87.33654, -inf included) and a NaN stays NaN.
+TEST(X86EltwiseMath, SoftmaxExpUlp) {
+  std::vector<float> xs = pattern_sweep(-0.0f, -87.33654f, 97, false);
+  for (float f : {-87.3365f, -87.33654f, -87.33655f, -87.4f, -100.0f, -1e30f, -1e-45f, -1e-30f,
+                  -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()})
+    xs.push_back(f);
+  constexpr int64_t kLen = 1000;  // scores a row after its leading 0 (a masked tail: not a multiple of 16)
+  const int64_t rows = (int64_t(xs.size()) + kLen - 1) / kLen, lds = kLen + 1;
+  for (EltIsa isa : isas()) {
+    std::vector<float> s(size_t(rows * lds), -std::numeric_limits<float>::infinity());
+    for (int64_t r = 0; r < rows; ++r) s[size_t(r * lds)] = 0.0f;
+    for (size_t i = 0; i < xs.size(); ++i) s[size_t(int64_t(i) / kLen * lds + 1 + int64_t(i) % kLen)] = xs[i];
+    std::vector<float> m(size_t(rows), -std::numeric_limits<float>::infinity()), l(size_t(rows), 0.0f);
+    std::vector<float> corr(size_t(rows), 0.0f);
+    x86::eltwise_kernels(isa).online_softmax_rows(s.data(), lds, rows, lds, m.data(), l.data(), corr.data());
+    double worst = 0;
+    float worst_x = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const float x = xs[i], y = s[size_t(int64_t(i) / kLen * lds + 1 + int64_t(i) % kLen)];
+      if (std::isnan(x)) {
+        EXPECT_TRUE(std::isnan(y)) << x86::eltwise_isa_name(isa);
+        continue;
+      }
+      if (x < -87.33654f) {  // flushed by the vector ISAs; the portable path's std::exp may be subnormal
+        EXPECT_TRUE(isa == EltIsa::portable ? y >= 0.0f && y <= std::numeric_limits<float>::min()
+                                            : y == 0.0f && !std::signbit(y))
+            << x86::eltwise_isa_name(isa) << " x=" << x << " y=" << y;
+        continue;
+      }
+      const double e = ulp_error(y, std::exp(double(x)));
+      if (e > worst) worst = e, worst_x = x;
+    }
+    EXPECT_LE(worst, 1.5) << x86::eltwise_isa_name(isa) << " worst at x=" << worst_x;
+    std::printf("[ ulp ] exp_ftz  %-9s max %.3f ulp (at x=%.9g)\n", x86::eltwise_isa_name(isa), worst,
+                double(worst_x));
+  }
+}
+
 TEST(X86EltwiseMath, PowUlp) {
   std::mt19937 g(7);
   std::uniform_real_distribution<float> ea(-40.0f, 40.0f), eb(-1.0f, 1.0f);

@@ -54,10 +54,18 @@ struct Math {
   // e^x with results below FLT_MIN (x < -87.33, -inf included) flushed to +0: no denormal ever reaches
   // vscalefps, whose denormal results take a microcode assist each (a softmax tail filled with -inf, or a
   // masked score, cost ~250 cycles a row on the Xeon). For sums of exponentials (softmax), where a
-  // denormal term cannot change the result.
+  // denormal term cannot change the result. exp's reduction and polynomial (the same ulp bound: the
+  // softmax test checks it), with the flush folded into the scaling (a zero-masked vscalefps on AVX-512)
+  // and NaN carried through the arithmetic: 16 operations a vector against 22 (exp's and a blend). Zen 5,
+  // one thread (/tmp/w/sm.cpp, medians of 31): softmax_rows over 197 x 197 scores 0.26 -> 0.21 ns an
+  // element, online_softmax_rows 0.25 -> 0.20; over 64 x 1500 0.23 -> 0.20 and 0.22 -> 0.17.
   static V exp_ftz(V x) {
     const V lo = O::set1(-87.33654f);
-    return O::blend(O::lt(x, lo), O::set1(0.0f), exp(O::max(lo, x)));
+    const V xc = O::min(O::set1(89.0f), O::max(lo, x));  // NaN stays NaN (min/max return b)
+    const V n = O::round(O::mul(xc, O::set1(1.44269504088896341f)));
+    V r = O::fma(n, O::set1(-0.693359375f), xc);
+    r = O::fma(n, O::set1(2.12194440e-4f), r);
+    return O::scale2_where(O::nlt(x, lo), exp_poly(r), n);
   }
 
   // erf: |x| <= 1: x * P6(x^2) (relative fit error 1.2e-9); 1 < |x| < 3.92:

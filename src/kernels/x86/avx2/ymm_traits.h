@@ -47,6 +47,7 @@ struct O256 {
   static C le(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
   static C gt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
   static C isnan(V a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
+  static C nlt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_NLT_UQ); }  // !(a < b): NaN lanes too
   static V blend(C c, V t, V f) { return _mm256_blendv_ps(f, t, c); }
   static V round(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static V pow2i(__m256i k) {
@@ -57,6 +58,7 @@ struct O256 {
     const __m256i k1 = _mm256_srai_epi32(k, 1);
     return _mm256_mul_ps(_mm256_mul_ps(p, pow2i(k1)), pow2i(_mm256_sub_epi32(k, k1)));
   }
+  static V scale2_where(C keep, V p, V n) { return blend(keep, scale2(p, n), _mm256_setzero_ps()); }
   static float hsum(V a) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

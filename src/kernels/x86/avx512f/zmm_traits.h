@@ -49,9 +49,11 @@ struct O512 {
   static C le(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
   static C gt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
   static C isnan(V a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
+  static C nlt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_NLT_UQ); }  // !(a < b): NaN lanes too
   static V blend(C c, V t, V f) { return _mm512_mask_blend_ps(c, f, t); }
   static V round(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static V scale2(V p, V n) { return _mm512_scalef_ps(p, n); }
+  static V scale2_where(C keep, V p, V n) { return _mm512_maskz_scalef_ps(keep, p, n); }  // 0 elsewhere
   static float hsum(V a) { return _mm512_reduce_add_ps(a); }
   static float hmax(V a) { return _mm512_reduce_max_ps(a); }
   // 32-entry tables (GeluTable), looked up by vpermt2ps
