@@ -549,6 +549,20 @@ TEST(X86Eltwise, LayerNormMatchesRef) {
         const auto got = run_tuned("LayerNormalization", in, at, 1, 23, true);
         expect_close(got[0].tensor, want[0].tensor, 1e-5, 2e-5, "LayerNorm " + x.describe());
       }
+    // rows four at a time (layernorm_row_group) give the bits of the one-row loop: nine copies of a row
+    for (int64_t len : {int64_t(1), int64_t(17), int64_t(768), int64_t(1000)}) {
+      std::uniform_real_distribution<float> d(-3.0f, 5.0f);
+      const size_t n = static_cast<size_t>(len);
+      std::vector<float> row(n), sc(n), bi(n);
+      for (int64_t i = 0; i < len; ++i) row[size_t(i)] = d(g), sc[size_t(i)] = d(g), bi[size_t(i)] = d(g);
+      std::vector<float> xs, ys(size_t(9 * len));
+      for (int r = 0; r < 9; ++r) xs.insert(xs.end(), row.begin(), row.end());
+      x86::eltwise_kernels(isa).layernorm_rows(xs.data(), sc.data(), bi.data(), ys.data(), 9, len, 1e-5f, 0);
+      for (int r = 0; r < 8; ++r)
+        for (int64_t i = 0; i < len; ++i)
+          ASSERT_EQ(ys[size_t(r * len + i)], ys[size_t(8 * len + i)])
+              << x86::eltwise_isa_name(isa) << " len " << len << " row " << r << " at " << i;
+    }
     // axis 1 of a rank-3 input normalizes over the last two dims
     const Tensor x = rand_f32({3, 4, 5}, g), s = rand_f32({4, 5}, g), b = rand_f32({4, 5}, g);
     const AttrMap at = {{"axis", attr_i(1)}};

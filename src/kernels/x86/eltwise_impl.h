@@ -703,6 +703,76 @@ void online_softmax_rows_kernel(float* s, int64_t lds, int64_t rows, int64_t len
   }
 }
 
+// R rows of LayerNorm with per-element scale and bias (layernorm_rows_kernel's run 0) at once: each pass
+// over the R rows side by side, so that the rows' reductions (two dependent chains a row, then the sum
+// across the vector, the division and the square root) overlap instead of following one another. The same
+// operations in the same order per row as the one-row loop below, so the bits do not depend on R. Zen 5,
+// one thread, rows in cache (/tmp/w/ln.cpp, medians of 41): 197 x 768 (ViT) 18.7-19.3 -> 15.0 us, 16 x 768
+// 1.44 -> 1.12, 1500 x 512 102 -> 87, 64 x 4096 43 -> 38; rows from memory equal (bandwidth-bound).
+template <class O, int R>
+inline void layernorm_row_group(const float* x, const float* scale, const float* bias, float* y, int64_t len,
+                                float eps) {
+  using V = typename O::V;
+  V s0[R], s1[R], mv[R], inv[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) s0[r] = O::set1(0.0f), s1[r] = s0[r];
+  int64_t i = 0;
+  for (; i + 2 * O::W <= len; i += 2 * O::W)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      s0[r] = O::add(s0[r], O::load(x + r * len + i));
+      s1[r] = O::add(s1[r], O::load(x + r * len + i + O::W));
+    }
+  for (; i < len; i += O::W)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) s0[r] = O::add(s0[r], O::loadn(x + r * len + i, len - i, 0.0f));
+  float mean[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    mean[r] = O::hsum(O::add(s0[r], s1[r])) / float(len);
+    mv[r] = O::set1(mean[r]);
+    s0[r] = O::set1(0.0f), s1[r] = s0[r];
+  }
+  i = 0;
+  for (; i + 2 * O::W <= len; i += 2 * O::W)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const V d0 = O::sub(O::load(x + r * len + i), mv[r]),
+              d1 = O::sub(O::load(x + r * len + i + O::W), mv[r]);
+      s0[r] = O::fma(d0, d0, s0[r]);
+      s1[r] = O::fma(d1, d1, s1[r]);
+    }
+  for (; i < len; i += O::W)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const V d = O::sub(O::loadn(x + r * len + i, len - i, mean[r]), mv[r]);
+      s0[r] = O::fma(d, d, s0[r]);
+    }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    const float var = O::hsum(O::add(s0[r], s1[r])) / float(len);
+    inv[r] = O::set1(1.0f / __builtin_sqrtf(var + eps));
+  }
+  i = 0;
+  for (; i + O::W <= len; i += O::W) {
+    const V sc = O::load(scale + i), bi = bias ? O::load(bias + i) : O::set1(0.0f);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const V t = O::mul(O::sub(O::load(x + r * len + i), mv[r]), inv[r]);
+      O::store(y + r * len + i, bias ? O::fma(t, sc, bi) : O::mul(t, sc));
+    }
+  }
+  if (i < len) {
+    const int64_t n = len - i;
+    const V sc = O::loadn(scale + i, n, 0.0f), bi = bias ? O::loadn(bias + i, n, 0.0f) : O::set1(0.0f);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const V t = O::mul(O::sub(O::loadn(x + r * len + i, n, 0.0f), mv[r]), inv[r]);
+      O::storen(y + r * len + i, bias ? O::fma(t, sc, bi) : O::mul(t, sc), n);
+    }
+  }
+}
+
 // LayerNorm per row, two passes for the statistics (mean, then the squared deviations). The scale and bias
 // are per element of a row (run 0), or one value per run of `run` elements (len a multiple of it): row r's
 // element i takes scale[r * (len / run) + i / run] (InstanceNormalization: run = len; GroupNormalization's
@@ -711,7 +781,11 @@ template <class O>
 void layernorm_rows_kernel(const float* x, const float* scale, const float* bias, float* y, int64_t rows,
                            int64_t len, float eps, int64_t run) {
   using V = typename O::V;
-  for (int64_t r = 0; r < rows; ++r) {
+  int64_t r0 = 0;
+  if (run == 0 && len > 0)
+    for (; r0 + 4 <= rows; r0 += 4)
+      layernorm_row_group<O, 4>(x + r0 * len, scale, bias, y + r0 * len, len, eps);
+  for (int64_t r = r0; r < rows; ++r) {
     const float* xr = x + r * len;
     float* yr = y + r * len;
     V s0 = O::set1(0.0f), s1 = s0;
@@ -751,16 +825,16 @@ void layernorm_rows_kernel(const float* x, const float* scale, const float* bias
     }
     const V inv = O::set1(inv_s);
     i = 0;
+    // (x - mean) / sd * scale + bias as layernorm_row_group computes it (an explicit FMA: the compiler may
+    // contract a separate multiply and add differently in the two loops)
     for (; i + O::W <= len; i += O::W) {
-      V v = O::mul(O::mul(O::sub(O::load(xr + i), mv), inv), O::load(scale + i));
-      if (bias) v = O::add(v, O::load(bias + i));
-      O::store(yr + i, v);
+      const V t = O::mul(O::sub(O::load(xr + i), mv), inv), sc = O::load(scale + i);
+      O::store(yr + i, bias ? O::fma(t, sc, O::load(bias + i)) : O::mul(t, sc));
     }
     if (i < len) {
       const int64_t n = len - i;
-      V v = O::mul(O::mul(O::sub(O::loadn(xr + i, n, 0.0f), mv), inv), O::loadn(scale + i, n, 0.0f));
-      if (bias) v = O::add(v, O::loadn(bias + i, n, 0.0f));
-      O::storen(yr + i, v, n);
+      const V t = O::mul(O::sub(O::loadn(xr + i, n, 0.0f), mv), inv), sc = O::loadn(scale + i, n, 0.0f);
+      O::storen(yr + i, bias ? O::fma(t, sc, O::loadn(bias + i, n, 0.0f)) : O::mul(t, sc), n);
     }
   }
 }
