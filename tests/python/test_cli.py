@@ -272,6 +272,26 @@ def test_ab_builds_reads_bench(mlp_path):
     assert all(float(row[2]) > 0 and float(row[3]) > 0 for row in rows)
 
 
+def test_bench_cold_cache(mlp_path):
+    # caches evicted before each timed run: the same table; refused with --compare (whose runs alternate)
+    r = cli("bench", mlp_path, "--runs", 2, "--threads", 1, "--cold-cache")
+    assert r.returncode == 0, r.stderr
+    row = r.stdout.splitlines()[1].split()
+    assert row[0] == "1" and float(row[1]) > 0
+    r = cli("bench", mlp_path, "--cold-cache", "--compare", "onnxruntime")
+    assert r.returncode == 1 and "--cold-cache is not supported with --compare" in r.stderr
+
+
+def test_ab_builds_cold(mlp_path):
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "ab_builds.py")
+    exe = _cli.binary_path()
+    r = subprocess.run([sys.executable, script, exe, exe, str(mlp_path), "--rounds", "1", "--runs", "2", "--cold"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = [x.strip("|").split("|") for x in r.stdout.splitlines()[2:]]
+    assert [row[1].strip() for row in rows] == ["1"] and float(rows[0][2]) > 0
+
+
 def test_bench_bad_compare(mlp_path):
     r = cli("bench", mlp_path, "--compare", "tvm")
     assert r.returncode == 1 and "only 'onnxruntime'" in r.stderr
