@@ -91,6 +91,7 @@ void bench_model(const BenchOptions& o) {
   // runs are timed after that, in the steady state.
   std::printf("%7s %11s %9s %9s %9s %9s %10s\n", "threads", "median ms", "p90 ms", "min ms", "create ms",
               "huge ms", "arena MiB");
+  const std::unique_ptr<CacheEvictor> evictor = o.cold_cache ? std::make_unique<CacheEvictor>() : nullptr;
   for (int t : o.threads) {
     SessionOptions so;
     so.threads = t;
@@ -104,7 +105,6 @@ void bench_model(const BenchOptions& o) {
     const auto feeds = make_feeds(session, o.inputs, o.dims, o.seed);
     for (int i = 0; i < o.warmup; ++i) session.run(feeds);
     std::vector<double> ms;
-    std::unique_ptr<CacheEvictor> evictor = o.cold_cache ? std::make_unique<CacheEvictor>() : nullptr;
     for (int i = 0; i < o.runs; ++i) {
       if (evictor) evictor->evict();
       const auto r0 = std::chrono::steady_clock::now();
