@@ -164,7 +164,7 @@ TEST(X86ConvNhwc, PointwiseSmallMapsAsGemm) {
       mk(1, 24, 1, 1, 64, 1, 1, 1, 1, 0, 0, 0, 0),    // one pixel
       mk(1, 513, 7, 7, 64, 1, 1, 1, 1, 0, 0, 0, 0),   // K past the limit
       mk(1, 32, 8, 8, 64, 1, 1, 1, 1, 0, 0, 0, 0),    // 64 pixels
-      mk(1, 32, 7, 7, 80, 1, 1, 1, 1, 0, 0, 0, 0),    // 64 + 16 channels: the last panel its own GEMM
+      mk(1, 32, 7, 7, 80, 1, 1, 1, 1, 0, 0, 0, 0),    // 64 + 16 channels: a 16-wide last panel
       mk(1, 400, 7, 7, 400, 1, 1, 1, 1, 0, 0, 0, 0),  // RegNetX's: six panels + 16
       mk(1, 37, 5, 5, 72, 1, 1, 1, 1, 0, 0, 0, 0),    // 64 + 8 of a 16-wide last panel
       mk(1, 64, 3, 3, 100, 1, 1, 1, 1, 0, 0, 0, 0),   // 64 + 36 of a 48-wide last panel

@@ -61,7 +61,7 @@ void reference(const Case& c, const std::vector<float>& a, int64_t lda, const st
 }
 
 void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool* pool, bool packed = false,
-                int64_t ldb_pad = 5, int64_t ldc_at = 0, bool split = false) {
+                int64_t ldb_pad = 5, int64_t ldc_at = 0, bool split = false, bool narrow = false) {
   std::mt19937 rng(unsigned(c.m * 131 + c.n * 7 + c.k));
   // strided: leading dimensions larger than the logical width (C's: ldc_at where given)
   const int64_t lda = (c.ta ? c.m : c.k) + 3, ldb = (c.tb ? c.k : c.n) + ldb_pad,
@@ -93,6 +93,20 @@ void check_case(const std::string& ukr, const Case& c, bool epilogue, ThreadPool
     std::shared_ptr<void> sb(allocate_aligned(split_b_bytes(c.k, c.n)), free_aligned);
     split_b_into(sb.get(), b.data(), ldb, c.tb, c.k, c.n);
     ASSERT_TRUE(sgemm_split(c.m, c.n, c.k, a.data(), lda, sb.get(), got.data(), ldc, ep, pool));
+  } else if (packed && narrow) {
+    // the conv packing's layout (PackedB::view's last_nr): whole panels of K x nr in one K block, then the
+    // last panel only as wide as its columns rounded up to 16, zeros past N
+    const int64_t nr = PackedB::native_nr(), whole = c.n / nr * nr, last_nr = (c.n - whole + 15) / 16 * 16;
+    std::vector<float> packed_b(size_t(c.k * (whole + last_nr)), 0.0f);
+    auto b_at = [&](int64_t p, int64_t j) { return c.tb ? b[size_t(j * ldb + p)] : b[size_t(p * ldb + j)]; };
+    for (int64_t j = 0; j < c.n; ++j)
+      for (int64_t p = 0; p < c.k; ++p) {
+        const int64_t panel = j / nr, w = j < whole ? nr : last_nr;
+        packed_b[size_t(panel * c.k * nr + p * w + j % nr)] = b_at(p, j);
+      }
+    const PackedB pb = PackedB::view(packed_b.data(), c.k, c.n, c.k, nr, nullptr, last_nr);
+    EXPECT_EQ(pb.last_nr(), last_nr);
+    sgemm_packed(c.m, a.data(), lda, c.ta, pb, got.data(), ldc, ep, pool);
   } else if (packed) {
     PackedB pb = PackedB::pack(b.data(), ldb, c.tb, c.k, c.n);
     sgemm_packed(c.m, a.data(), lda, c.ta, pb, got.data(), ldc, ep, pool);
@@ -178,6 +192,27 @@ TEST(X86Gemm, ThreadedAndPrepacked) {
 // The driver's own choice of path (direct A for small M and narrow N, packed A
 // otherwise), unpacked and prepacked B, one and two threads, M = 1..33 (check_case's ldc = N + 2: a
 // prepacked B with 2..32 rows writes C through the staging block).
+// A prepacked B whose last panel is stored narrower than the others (the pointwise convs' weights run as one
+// product): every path of the driver over it — one row, the small-M passes, row groups over panels, threads.
+TEST(X86Gemm, PackedViewNarrowLastPanel) {
+  if (PackedB::native_nr() < 32) GTEST_SKIP() << "panels of 16 have no narrower width";
+  ThreadPool two(2);
+  const int64_t nr = PackedB::native_nr();
+  for (int64_t n : {nr + 1, nr + 16, 2 * nr + 30, 3 * nr + 47, 6 * nr + 16})
+    for (int64_t m : {1, 2, 7, 33, 49, 150})
+      for (int64_t k : {17, 129, 400})
+        for (bool epilogue : {false, true})
+          for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two}) {
+            const Case c{m, n, k, (m + k) % 2 == 1 && m > 1, n % 2 == 0};
+            check_case("", c, epilogue, pool, /*packed=*/true, 5, 0, false, /*narrow=*/true);
+            if (HasFatalFailure()) return;
+          }
+  // the narrow panel must cover the columns past the whole panels, in one K block
+  std::vector<float> buf(size_t(64 * 2 * nr));
+  EXPECT_THROW(PackedB::view(buf.data(), 64, nr + 20, 64, nr, nullptr, 16), Error);
+  EXPECT_THROW(PackedB::view(buf.data(), 64, nr + 16, 32, nr, nullptr, 16), Error);
+}
+
 TEST(X86Gemm, ChosenPathSmallMAndSkinny) {
   ThreadPool pool(2);
   const std::string ukr = sgemm_kernel_name();

@@ -342,7 +342,11 @@ struct ConvNextWeights {
 // A pointwise conv of few pixels at one thread runs as the prepacked GEMM it is (M pixels x C -> OC): its
 // whole packed panels (64 wide, all K rows each) are a prepacked B of one K block (PackedB::view), and the
 // GEMM's small-M path streams weights that come from L3 or memory better than the conv's panel loop does; a
-// narrower last panel (OC not a multiple of 64) is a plain C x width matrix, its own small GEMM. Measured on
+// narrower last panel (OC not a multiple of 64, stored 16/32/48 wide) is read as stored (PackedB::view's
+// last_nr) in the same product — as a second GEMM of its own it cost a fork-join and a pass over A: Zen 5,
+// 49 x 400 x 400 with weights from L3 (/tmp/w/gtail.cpp, medians of 31) 75.8 -> 74.6 us at one
+// thread, 44.7-46.2
+// -> 43.1-43.4 at two; RegNetX-400MF at one thread 1.9% faster (in-process A/B). Measured on
 // Zen 4 (49 pixels, one thread; weights from memory / in cache): 160 -> 960 161 -> 141 / 140 -> 136 us,
 // 320 -> 1280 437 -> 380 / 366 -> 354, 512 -> 2048 1126 -> 956 / 934 -> 896; MobileNetV2's 7 x 7 x 320 ->
 // 1280 conv 413 -> 364 us and its 7 x 7 blocks' expansions 4% (1.6% of a run). On Zen 5 with the last panel
@@ -410,15 +414,10 @@ void conv_dense(const Conv2dParams& p, const float* x, const float* wp, const Co
     GemmEpilogue ge;
     ge.bias = ep.bias, ge.residual = ep.residual, ge.ldr = OC, ge.act = ep.act;
     ge.clip_min = ep.clip_min, ge.clip_max = ep.clip_max;
-    const int64_t P = conv_panel(), whole = OC / P * P;
-    sgemm_packed(M, x, C, false, PackedB::view(wp, C, whole, C, P, nullptr), y, OC, ge, pool);
-    if (whole < OC) {  // the last panel: C rows of conv_nhwc_panel_width floats, OC - whole of them used
-      GemmEpilogue gt = ge;
-      if (gt.bias) gt.bias += whole;
-      if (gt.residual) gt.residual += whole;
-      sgemm(M, OC - whole, C, x, C, false, wp + whole * C, conv_nhwc_panel_width(OC, whole / P), false,
-            y + whole, OC, gt, pool);
-    }
+    const int64_t P = conv_panel(), last = (OC - 1) / P;
+    // all panels in one product, the last (rows of conv_nhwc_panel_width floats) as narrow as it is stored
+    const int64_t last_nr = conv_nhwc_panel_width(OC, last);
+    sgemm_packed(M, x, C, false, PackedB::view(wp, C, OC, C, P, nullptr, last_nr), y, OC, ge, pool);
     return;
   }
   // Tasks cover blocks of 64 output channels; a block is one panel (AVX-512) or four 16-wide ones

@@ -399,6 +399,9 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
   const GemmEpilogue& ep = *pr.ep;
   const bool has_post = ep.bias || ep.row_bias || ep.residual || ep.act != Activation::none;
   const int64_t rs_a = pr.trans_a ? 1 : pr.lda, cs_a = pr.trans_a ? pr.lda : 1;
+  // the first column of a prepacked B's narrower last panel (PackedB::view), if it has one
+  const int64_t narrow_from =
+      pr.packed && pr.packed->last_nr() != nr ? (pr.n - 1) / nr * nr : std::numeric_limits<int64_t>::max();
 
   // the prepacked K block that starts at row pc: panels of kc x nr, one after another
   auto packed_block = [&](int64_t pc) {
@@ -446,6 +449,8 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
         bblock = bpack;
         ldb = width, pstride = kc * width;
       }
+      // the row stride of the panel at column jc + jr: a prepacked B's narrower last panel has its own
+      auto ldb_at = [&, ldb](int64_t jr) { return jc + jr >= narrow_from ? pr.packed->last_nr() : ldb; };
       // the epilogue of the tile at (row, col) on the last K block, else nullptr
       UkrEpilogue uep{};
       auto epilogue = [&](int64_t row, int64_t col) -> const UkrEpilogue* {
@@ -458,7 +463,7 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
       auto tile = [&](int64_t row, int64_t h, int64_t jr, const float* pf, int64_t pf_step,
                       bool pf_l1 = false) {
         const int64_t col = jc + jr, w = std::min(nr, nc - jr);
-        u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb, pf,
+        u.direct(kc, pr.a + row * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb_at(jr), pf,
                  pf_step, pf_l1, pr.c + row * pr.ldc + col, pr.ldc, h, w, ep.alpha, beta, epilogue(row, col));
       };
       // rows [row, row + h) of this NC block are final: their tile-pass activation in one call per row
@@ -492,8 +497,9 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
           // (measured faster there, session 13).
           for (int64_t jr = 0; jr < nc; jr += nr) {
             const int64_t col = jc + jr, w = std::min(nr, nc - jr);
-            u.direct(kc, pr.a + ic * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, nr, nullptr,
-                     0, false, cs + (ic - m_begin) * lds + jr, lds, mc, w, ep.alpha, beta, epilogue(ic, col));
+            u.direct(kc, pr.a + ic * rs_a + pc * cs_a, rs_a, cs_a, bblock + (jr / nr) * pstride, ldb_at(jr),
+                     nullptr, 0, false, cs + (ic - m_begin) * lds + jr, lds, mc, w, ep.alpha, beta,
+                     epilogue(ic, col));
           }
           if (last) apply_tile_act(ep.act, cs + (ic - m_begin) * lds, lds, mc, nc);
         } else if (small && pr.packed) {
@@ -512,12 +518,13 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
             const int64_t col = jc + jr, w = std::min(nr, nc - jr);
             for (int64_t k0 = 0; k0 < kc; k0 += pass_k) {
               const int64_t ks = std::min(pass_k, kc - k0);
-              const float* bpass = bblock + (jr / nr) * pstride + k0 * nr;
+              const int64_t lp = ldb_at(jr);
+              const float* bpass = bblock + (jr / nr) * pstride + k0 * lp;
               // the next pass: of this panel, else the next panel's (or the next K block's) first
               const float* next = nullptr;
               int64_t next_rows = 0;
               if (k0 + ks < kc) {
-                next = bpass + ks * nr, next_rows = kc - k0 - ks;
+                next = bpass + ks * lp, next_rows = kc - k0 - ks;
               } else if (jr + nr < nc) {
                 next = bblock + (jr / nr + 1) * pstride, next_rows = kc;
               } else if (pc + kc < pr.k) {
@@ -529,7 +536,7 @@ void gemm_range_direct(const Problem& pr, int64_t m_begin, int64_t m_end, int64_
               for (int64_t g = 0; g < groups; ++g) {
                 const int64_t r0 = group_row(g) - ic, h = base + (g < extra), row = ic + r0;
                 const float* pf = next ? next + next_bytes * r0 / mc / int64_t(sizeof(float)) : nullptr;
-                u.direct(ks, pr.a + row * rs_a + (pc + k0) * cs_a, rs_a, cs_a, bpass, nr, pf,
+                u.direct(ks, pr.a + row * rs_a + (pc + k0) * cs_a, rs_a, cs_a, bpass, lp, pf,
                          std::max<int64_t>(1, next_bytes * h / mc / ks), false,
                          cs + (row - m_begin) * lds + jr, lds, h, w, ep.alpha, pass_beta,
                          final_pass ? epilogue(row, col) : nullptr);
@@ -957,13 +964,22 @@ void PackedB::pack_into(float* dst, const float* b, int64_t ldb, bool trans_b, i
 }
 
 PackedB PackedB::view(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr,
-                      std::shared_ptr<void> keep) {
+                      std::shared_ptr<void> keep, int64_t last_nr) {
   PackedB p;
   p.k_ = k;
   p.n_ = n;
   p.kc_ = kc;
   p.nr_ = nr;
+  p.last_nr_ = last_nr > 0 ? last_nr : nr;
   p.size_ = packed_floats(k, n, kc, nr) * sizeof(float);
+  if (p.last_nr_ != nr) {
+    const int64_t whole = n / nr * nr;
+    check(p.last_nr_ < nr && p.last_nr_ % 16 == 0 && whole < n && whole + p.last_nr_ >= n && kc >= k,
+          ErrorCode::internal,
+          "PackedB::view: a narrower last panel covers the columns past the whole "
+          "panels, in one K block");
+    p.size_ = size_t(k * (whole + p.last_nr_)) * sizeof(float);
+  }
   p.data_ = std::shared_ptr<const float>(std::move(keep), data);
   return p;
 }
@@ -1030,7 +1046,11 @@ std::vector<std::string> sgemm_kernel_names() {
 void sgemm_packed(int64_t m, const float* a, int64_t lda, bool trans_a, const PackedB& b, float* c,
                   int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
   check(b.nr() == selected_ukr().nr, ErrorCode::internal, "PackedB was packed for another micro-kernel");
-  run(Problem{m, b.n(), b.k(), a, lda, trans_a, nullptr, 0, false, &b, c, ldc, &ep}, pool, selected_ukr());
+  // the packed-A kernels read whole panels: a narrower last panel takes the direct path
+  check(b.last_nr() == b.nr() || selected_ukr().direct, ErrorCode::internal,
+        "PackedB: a narrower last panel needs a direct-A micro-kernel");
+  run(Problem{m, b.n(), b.k(), a, lda, trans_a, nullptr, 0, false, &b, c, ldc, &ep}, pool, selected_ukr(),
+      b.last_nr() != b.nr() ? APath::direct : APath::choose);
 }
 
 void gemm_apply_activation(Activation act, float clip_min, float clip_max, float* y, int64_t n,

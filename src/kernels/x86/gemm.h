@@ -82,9 +82,11 @@ class PackedB {
   // Packs into caller-owned storage of packed_floats(k, n, kc_for(k, n), native_nr()) floats
   // (e.g. a graph initializer's, so the packing is not copied again).
   static void pack_into(float* dst, const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n);
-  // Wraps panels packed earlier (e.g. stored as a graph initializer); `keep` owns them.
+  // Wraps panels packed earlier (e.g. stored as a graph initializer); `keep` owns them. `last_nr` (0: nr):
+  // the last panel's stored width where it is narrower than nr (rows of last_nr floats, a multiple of 16 that
+  // covers the columns past the whole panels: the conv packing's last panel) — one K block only (kc >= k).
   static PackedB view(const float* data, int64_t k, int64_t n, int64_t kc, int64_t nr,
-                      std::shared_ptr<void> keep);
+                      std::shared_ptr<void> keep, int64_t last_nr = 0);
   // Floats a packing of K x N occupies for a micro-kernel of width nr and block kc.
   static size_t packed_floats(int64_t k, int64_t n, int64_t kc, int64_t nr);
   // Element (row p, column j) of a packing, read back (the layout, for reference kernels).
@@ -98,11 +100,13 @@ class PackedB {
   int64_t n() const { return n_; }
   int64_t kc() const { return kc_; }
   int64_t nr() const { return nr_; }
+  // The row stride of the last panel (nr unless view() was given a narrower one).
+  int64_t last_nr() const { return last_nr_ > 0 ? last_nr_ : nr_; }
   size_t bytes() const { return size_; }
   const float* data() const { return data_.get(); }
 
  private:
-  int64_t k_ = 0, n_ = 0, kc_ = 0, nr_ = 0;
+  int64_t k_ = 0, n_ = 0, kc_ = 0, nr_ = 0, last_nr_ = 0;
   size_t size_ = 0;
   std::shared_ptr<const float> data_;  // [ceil(K/kc)] blocks of [ceil(N/nr)] panels of kc x nr
 };
