@@ -529,7 +529,7 @@ TEST(X86ConvNhwc, GlobalAveragePoolMatchesReference) {
   // two 7 x 7 maps (channel ranges per thread), one of 900 pixels (bands of pixels per thread for few
   // channels)
   for (const auto& [n, hw] : {std::pair<int64_t, int64_t>{2, 49}, {1, 900}})
-    for (const int64_t c : {37, 100, 1280, 2001})
+    for (const int64_t c : {37, 48, 100, 1280, 2001})
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
         const std::vector<float> x = random_floats(rng, size_t(n * hw * c));
         std::vector<float> y(size_t(n * c), std::numeric_limits<float>::quiet_NaN());

@@ -1861,57 +1861,6 @@ void conv2d_pw_dw_nhwc_f32(const Conv2dParams& pw, const float* x, const float* 
     for (int64_t t = 0; t < n * bands; ++t) task(t);
 }
 
-void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, float* y, ThreadPool* pool) {
-  constexpr int64_t kBlock = 256;  // channels summed at a time
-  auto channels = [&](int64_t img, int64_t c0, int64_t c1) {
-    const float* xi = x + img * hw * c;
-    const float inv = 1.0f / float(hw);
-    for (int64_t b0 = c0; b0 < c1; b0 += kBlock) {
-      const int64_t b1 = std::min(c1, b0 + kBlock);
-      float acc[kBlock] = {};
-      for (int64_t i = 0; i < hw; ++i)
-        for (int64_t ch = b0; ch < b1; ++ch) acc[ch - b0] += xi[i * c + ch];
-      for (int64_t ch = b0; ch < b1; ++ch) y[img * c + ch] = acc[ch - b0] * inv;
-    }
-  };
-  // Over several threads: one contiguous range of channels per thread, in order — as the conv before it
-  // (panel-major tasks, each thread's first claim a contiguous run) left its output, so that each thread
-  // mostly reads what its own core wrote. MobileNetV2's 7 x 7 x 1280 at two threads ran inline on the
-  // caller, half of it from the other core: 17 us against 6 at one thread.
-  const int64_t threads = pool ? pool->num_threads() : 1;
-  const int64_t parts = std::min<int64_t>(threads, c / 64);
-  if (threads > 1 && parts <= 1 && n == 1 && hw >= 64 * threads && hw * c >= (1 << 14)) {
-    // Few channels over a large map (EfficientNet's squeeze-and-excitation pools, 112 x 112 x 32): a band of
-    // pixels per thread, as the convs before such maps split their rows, into partial sums added in thread
-    // order (one thread summed all of it: 112 x 112 x 32 took as long at two threads as at one).
-    const int64_t nb = threads;
-    thread_local AlignedScratch tl_part;
-    float* part = tl_part.get(size_t(nb * c));
-    pool->run(nb, [&](int64_t t) {
-      const int64_t i0 = hw * t / nb, i1 = hw * (t + 1) / nb;
-      float* acc = part + t * c;
-      std::fill(acc, acc + c, 0.0f);
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t ch = 0; ch < c; ++ch) acc[ch] += x[i * c + ch];
-    });
-    const float inv = 1.0f / float(hw);
-    for (int64_t ch = 0; ch < c; ++ch) {
-      float sum = 0.0f;
-      for (int64_t t = 0; t < nb; ++t) sum += part[t * c + ch];
-      y[ch] = sum * inv;
-    }
-    return;
-  }
-  if (parts <= 1 || n * hw * c < (1 << 14)) {
-    for (int64_t img = 0; img < n; ++img) channels(img, 0, c);
-    return;
-  }
-  pool->run(parts, [&](int64_t p) {
-    const int64_t c0 = c * p / parts / 16 * 16, c1 = p + 1 == parts ? c : c * (p + 1) / parts / 16 * 16;
-    for (int64_t img = 0; img < n; ++img) channels(img, c0, c1);
-  });
-}
-
 namespace {
 
 // The portable max_pool_taps: a NaN in x is taken, and a NaN in y is never replaced.
@@ -1930,7 +1879,70 @@ void avg_pool_taps_portable(const float* const* taps, int64_t ntaps, int64_t c, 
   for (int64_t ch = 0; ch < c; ++ch) y[ch] *= scale;
 }
 
+using AvgTapsFn = void (*)(const float* const*, int64_t, int64_t, float, float*);
+AvgTapsFn avg_taps_for(ConvIsa isa) {
+#ifdef TESSERA_CONV_X86
+  if (isa == ConvIsa::avx512f) return avg_pool_taps_avx512f;
+  if (isa == ConvIsa::avx2) return avg_pool_taps_avx2;
+#endif
+  (void)isa;
+  return avg_pool_taps_portable;
+}
+
 }  // namespace
+
+void global_avg_pool_nhwc_f32(const float* x, int64_t n, int64_t hw, int64_t c, float* y, ThreadPool* pool) {
+  // Each pixel a tap of the average pool's kernel: channels in blocks of up to four vectors summed in
+  // registers over the pixels in order (the same sums as the scalar loop it replaced, bit for bit, which kept
+  // 256 sums in memory). Zen 5 (/tmp/w/gap.cpp, in cache, medians of 31), one / two threads: 14 x 14 x 320
+  // 3.5-3.8 -> 2.5-2.7 / 2.4-2.6 -> 1.7-1.8 us, 7 x 7 x 784 2.4 -> 1.4 / 2.9 -> 1.7, 112 x 112 x 32 28-30 ->
+  // 22 / 23-24 -> 9.2, 56 x 56 x 64 12 -> 8.1 / 9.3 -> 4.4, 56 x 56 x 24 5.9 -> 5.0 / 24.6 -> 3.0.
+  const AvgTapsFn avg_taps = avg_taps_for(conv_isa());
+  // pixels [i0, i1) of image img, channels [c0, c1): their sums times scale into out[0, c1 - c0)
+  auto sum_pixels = [&](int64_t img, int64_t i0, int64_t i1, int64_t c0, int64_t c1, float scale,
+                        float* out) {
+    thread_local std::vector<const float*> taps;
+    taps.resize(size_t(i1 - i0));
+    for (int64_t i = i0; i < i1; ++i) taps[size_t(i - i0)] = x + (img * hw + i) * c + c0;
+    avg_taps(taps.data(), i1 - i0, c1 - c0, scale, out);
+  };
+  auto channels = [&](int64_t img, int64_t c0, int64_t c1) {
+    sum_pixels(img, 0, hw, c0, c1, 1.0f / float(hw), y + img * c + c0);
+  };
+  // Over several threads: one contiguous range of channels per thread, in order — as the conv before it
+  // (panel-major tasks, each thread's first claim a contiguous run) left its output, so that each thread
+  // mostly reads what its own core wrote. MobileNetV2's 7 x 7 x 1280 at two threads ran inline on the
+  // caller, half of it from the other core: 17 us against 6 at one thread.
+  const int64_t threads = pool ? pool->num_threads() : 1;
+  const int64_t parts = std::min<int64_t>(threads, c / 64);
+  if (threads > 1 && parts <= 1 && n == 1 && hw >= 64 * threads && hw * c >= (1 << 14)) {
+    // Few channels over a large map (EfficientNet's squeeze-and-excitation pools, 112 x 112 x 32): a band of
+    // pixels per thread, as the convs before such maps split their rows, into partial sums added in thread
+    // order (one thread summed all of it: 112 x 112 x 32 took as long at two threads as at one).
+    const int64_t nb = threads;
+    thread_local AlignedScratch tl_part;
+    float* part = tl_part.get(size_t(nb * c));
+    pool->run(nb, [&](int64_t t) {
+      const int64_t i0 = hw * t / nb, i1 = hw * (t + 1) / nb;
+      sum_pixels(0, i0, i1, 0, c, 1.0f, part + t * c);
+    });
+    const float inv = 1.0f / float(hw);
+    for (int64_t ch = 0; ch < c; ++ch) {
+      float sum = 0.0f;
+      for (int64_t t = 0; t < nb; ++t) sum += part[t * c + ch];
+      y[ch] = sum * inv;
+    }
+    return;
+  }
+  if (parts <= 1 || n * hw * c < (1 << 14)) {
+    for (int64_t img = 0; img < n; ++img) channels(img, 0, c);
+    return;
+  }
+  pool->run(parts, [&](int64_t p) {
+    const int64_t c0 = c * p / parts / 16 * 16, c1 = p + 1 == parts ? c : c * (p + 1) / parts / 16 * 16;
+    for (int64_t img = 0; img < n; ++img) channels(img, c0, c1);
+  });
+}
 
 void pool2d_nhwc_f32(const PoolParams& pp, const float* x, float* y, ThreadPool* pool, ConvIsa isa) {
   if (!conv_isa_available(isa)) isa = ConvIsa::portable;

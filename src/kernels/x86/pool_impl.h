@@ -60,7 +60,18 @@ void avg_taps(const float* const* taps, int64_t ntaps, int64_t c, float scale, f
   const typename V::mask all = V::tail_mask(W);
   int64_t ch = 0;
   for (; ch + 4 * W <= c; ch += 4 * W) avg_block<V, 4, true>(taps, ntaps, ch, scale, y, all);
-  for (; ch + W <= c; ch += W) avg_block<V, 1, true>(taps, ntaps, ch, scale, y, all);
+  // the 1-3 whole vectors left in one pass over the taps (a pass per vector re-read each tap's lines: a
+  // global pool of 112 x 112 x 32 from L3 at 1.2x the time)
+  if (ch + 3 * W <= c) {
+    avg_block<V, 3, true>(taps, ntaps, ch, scale, y, all);
+    ch += 3 * W;
+  } else if (ch + 2 * W <= c) {
+    avg_block<V, 2, true>(taps, ntaps, ch, scale, y, all);
+    ch += 2 * W;
+  } else if (ch + W <= c) {
+    avg_block<V, 1, true>(taps, ntaps, ch, scale, y, all);
+    ch += W;
+  }
   if (ch < c) avg_block<V, 1, false>(taps, ntaps, ch, scale, y, V::tail_mask(int(c - ch)));
 }
 
