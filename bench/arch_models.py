@@ -70,6 +70,12 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
   x * Sigmoid(1.702 x), the end-of-text token's features gathered by ArgMax), 77 tokens.
 - whisper_encoder: a Whisper-style audio encoder (two Conv1d + GELU, 4 pre-LayerNorm transformer layers of 384,
   6 heads, over 500 frames), 80 mel bins x 1000 frames.
+- wavenet: a WaveNet-style generator over 4000 samples of 256-way one-hot audio (two stacks of ten dilated
+  causal Conv1d of 2 taps, dilations 1 to 512, each zero-padded on the left by Pad; gated Tanh x Sigmoid of a
+  Split; 1 x 1 residual and skip convs; Relu / 1 x 1 head and a Softmax over the channels).
+- pointnet: PointNet classification over 1024 points (shared MLPs as Conv1d of kernel 1, ReduceMax over the
+  points, the input and feature transform nets whose 3 x 3 and 64 x 64 matrices multiply the points by MatMul,
+  Gemm head, LogSoftmax).
 """
 from __future__ import annotations
 
@@ -1325,6 +1331,70 @@ def clip_text(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("text_embeds", TensorProto.FLOAT, [1, d])])
 
 
+def wavenet(small: bool = False) -> onnx.ModelProto:
+    g = Graph(35)
+    classes, res, skip, stacks, layers, t = (16, 8, 16, 1, 3, 40) if small else (256, 64, 256, 2, 10, 4000)
+
+    def conv1(x, cin, cout, k=1, dilation=1):
+        w = g.weight(cout, cin, k, fan_in=cin * k)
+        return g.op("Conv", [x, w, g.bias(cout)], kernel_shape=[k], dilations=[dilation], pads=[0, 0])
+
+    def causal(x, d):  # F.pad(x, (d, 0)): zeros before the first sample
+        return g.op("Pad", [x, g.const([0, 0, d, 0, 0, 0], np.int64)], mode="constant")
+
+    x = conv1(causal("input", 1), classes, res, k=2)
+    skips = None
+    for _ in range(stacks):
+        for i in range(layers):
+            d = 2 ** i
+            h = conv1(causal(x, d), res, 2 * res, k=2, dilation=d)
+            f, gate = g.op("Split", [h, g.const([res, res], np.int64)], n_out=2, axis=1)
+            z = g.op("Mul", [g.op("Tanh", [f]), g.op("Sigmoid", [gate])])
+            x = g.op("Add", [x, conv1(z, res, res)])
+            s = conv1(z, res, skip)
+            skips = s if skips is None else g.op("Add", [skips, s])
+    y = conv1(g.op("Relu", [conv1(g.op("Relu", [skips]), skip, skip)]), skip, classes)
+    y = g.op("Softmax", [y], axis=1)
+    g.nodes.append(helper.make_node("Identity", [y], ["probs"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, classes, t])],
+                   [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, classes, t])])
+
+
+def pointnet(small: bool = False) -> onnx.ModelProto:
+    g = Graph(36)
+    n, classes, s = (64, 10, 8) if small else (1024, 40, 1)
+
+    def mlp(x, widths, cin):  # shared MLP: Conv1d of kernel 1 with BatchNorm folded, Relu
+        for w in widths:
+            x = g.op("Relu", [g.op("Conv", [x, g.weight(w, cin, 1, fan_in=cin), g.bias(w)], kernel_shape=[1])])
+            cin = w
+        return x
+
+    def fc(x, cin, cout, relu=True):
+        y = g.gemm(x, cin, cout)
+        return g.op("Relu", [y]) if relu else y
+
+    def global_max(x):  # torch.max(x, 2)[0]
+        return g.op("ReduceMax", [x], axes=[2], keepdims=0)
+
+    def tnet(x, k):  # predicts a k x k transform, identity added, applied as bmm(x^T, T)^T
+        h = global_max(mlp(x, [64 // s, 128 // s, 1024 // s], k))
+        h = fc(fc(fc(h, 1024 // s, 512 // s), 512 // s, 256 // s), 256 // s, k * k, relu=False)
+        t = g.op("Reshape", [g.op("Add", [h, g.const(np.eye(k).reshape(1, k * k))]),
+                             g.const([1, k, k], np.int64)])
+        return g.op("Transpose", [g.op("MatMul", [g.op("Transpose", [x], perm=[0, 2, 1]), t])], perm=[0, 2, 1])
+
+    x = tnet("input", 3)
+    x = mlp(x, [64 // s, 64 // s], 3)
+    x = tnet(x, 64 // s)
+    x = global_max(mlp(x, [64 // s, 128 // s, 1024 // s], 64 // s))
+    y = fc(fc(fc(x, 1024 // s, 512 // s), 512 // s, 256 // s), 256 // s, classes, relu=False)
+    y = g.op("LogSoftmax", [y], axis=1)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, n])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, classes])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
@@ -1335,7 +1405,8 @@ BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, 
             "conformer": conformer, "dlrm": dlrm, "vgg16": vgg16, "deeplabv3": deeplabv3,
             "fast_neural_style": fast_neural_style, "espcn": espcn, "gru_lm": gru_lm, "r3d_18": r3d_18,
             "squeezenet1_1": squeezenet1_1, "googlenet": googlenet, "efficientnet_v2_s": efficientnet_v2_s,
-            "regnetx_400mf": regnetx_400mf, "mlp_mixer": mlp_mixer, "clip_text": clip_text}
+            "regnetx_400mf": regnetx_400mf, "mlp_mixer": mlp_mixer, "clip_text": clip_text,
+            "wavenet": wavenet, "pointnet": pointnet}
 
 
 def main() -> None:

@@ -417,6 +417,18 @@ def test_gemm_softmax_vs_onnxruntime():
     compare(model, {"x": sample(np.float32, (2, 6))}, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("shape,axis", [((2, 37, 5), 1), ((3, 4, 33), 0), ((1, 256, 130), -2), ((2, 3, 4, 17), 1),
+                                        ((5, 1, 7), 1)])
+def test_softmax_other_axis_vs_onnxruntime(op, shape, axis):
+    # along an axis that is not the last: the rows turned to the last axis and back
+    model = make_model([helper.make_node(op, ["x"], ["y"], axis=axis)],
+                       [helper.make_tensor_value_info("x", TP.FLOAT, list(shape))],
+                       [helper.make_tensor_value_info("y", TP.FLOAT, list(shape))])
+    x = (sample(np.float32, shape) * 8).astype(np.float32)
+    compare(model, {"x": x}, rtol=1e-5, atol=1e-6)
+
+
 def test_cast_to_bfloat16_vs_onnxruntime():
     model = make_model([helper.make_node("Cast", ["x"], ["y"], to=TP.BFLOAT16)],
                        [helper.make_tensor_value_info("x", TP.FLOAT, [5])],

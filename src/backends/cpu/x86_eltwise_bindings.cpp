@@ -151,12 +151,26 @@ void softmax_x86(KernelContext& ctx) {
   int64_t axis = ctx.attr_int("axis", legacy ? 1 : -1);
   if (axis < -r || axis >= r) return run_ref(ctx);  // the reference reports the error
   if (axis < 0) axis += r;
-  // Opset >= 13: rows along the last axis only. Opset < 13: [prod(:axis), prod(axis:)] for any axis.
-  if (!legacy && axis != r - 1) return run_ref(ctx);
+  // Opset >= 13: along the one axis (rows along the last). Opset < 13: [prod(:axis), prod(axis:)] for any
+  // axis.
   const Tensor x = x0->contiguous();
-  const int64_t len = prod(x.shape(), size_t(axis), size_t(r));
+  const bool strided = !legacy && axis != r - 1 && prod(x.shape(), size_t(axis + 1), size_t(r)) > 1;
+  const int64_t len = strided ? x.dim(axis) : prod(x.shape(), size_t(axis), size_t(r));
   Tensor& y = ctx.output_for_overwrite(0, DType::f32, x.shape());
   if (x.numel() == 0 || len == 0) return;
+  if (strided) {
+    // Another axis (WaveNet's softmax over the channels of [1, 256, T]): x as [outer, len, inner] turned to
+    // [outer, inner, len], rows of len as for the last axis, and back — the reference walked the strided
+    // rows one element at a time (17 ms for 256 x 4000; onnxruntime transposes the same way).
+    const int64_t outer = prod(x.shape(), 0, size_t(axis)),
+                  inner = prod(x.shape(), size_t(axis + 1), size_t(r));
+    Tensor rows(DType::f32, {outer, inner, len}), out(DType::f32, {outer, inner, len});
+    x86::transpose_f32(x.data<float>(), rows.data<float>(), {outer, len, inner}, {0, 2, 1}, ctx.pool());
+    (LOG ? x86::log_softmax_f32 : x86::softmax_f32)(rows.data<float>(), out.data<float>(), outer * inner, len,
+                                                    ctx.pool());
+    x86::transpose_f32(out.data<float>(), y.data<float>(), {outer, inner, len}, {0, 2, 1}, ctx.pool());
+    return;
+  }
   (LOG ? x86::log_softmax_f32 : x86::softmax_f32)(x.data<float>(), y.data<float>(), x.numel() / len, len,
                                                   ctx.pool());
 }
