@@ -228,6 +228,20 @@ bool single_value(const ir::Value* v) {
 }
 
 // ReduceMean over axes {2, 3} (attribute, or opset 18's constant input) of a 4-D value, keepdims 1.
+// A ReduceMax / Min / Sum / Mean of f32 over exactly the two spatial axes (PointNet's max over the points,
+// lifted from 1-D by lift_1d): the same reduction of the NHWC twin over its axes 1 and 2 gives the same
+// [N, C] (or, kept, [N, C, 1, 1]) in the same order.
+bool spatial_reduce(const ir::Graph& g, const ir::Node* n) {
+  if (!(is_onnx_op(n, "ReduceMax") || is_onnx_op(n, "ReduceMin") || is_onnx_op(n, "ReduceSum") ||
+        is_onnx_op(n, "ReduceMean")) ||
+      n->inputs.empty() || n->outputs.size() != 1 || !n->outputs[0] || !is_f32(n->outputs[0]))
+    return false;
+  auto axes = reduce_axes(g, n, 4);
+  if (!axes) return false;
+  std::sort(axes->begin(), axes->end());
+  return *axes == std::vector<int64_t>{2, 3};
+}
+
 bool spatial_mean(const ir::Graph& g, const ir::Node* n) {
   if (!is_onnx_op(n, "ReduceMean") || n->inputs.empty() || int_attr(n, "keepdims", 1) != 1) return false;
   auto axes = reduce_axes(g, n, 4);
@@ -534,6 +548,21 @@ void layout_nhwc(ir::Graph& g) {
         continue;
       }
     }
+    // Softmax / LogSoftmax (opset 13+, one axis) of a region value: the same along the axis's channels-last
+    // position (WaveNet's softmax over the channels of its lifted 1-D map: then along contiguous rows).
+    if ((is_onnx_op(n, "Softmax") || is_onnx_op(n, "LogSoftmax")) && n->opset >= 13 && n->inputs.size() == 1 &&
+        n->outputs.size() == 1 && twin.count(n->inputs[0]) && channels_known_4d(n->outputs[0])) {
+      const int64_t axis = int_attr(n, "axis", -1), a = axis < 0 ? axis + 4 : axis;
+      if (a >= 0 && a < 4) {
+        ir::Node* f = g.add_node(n->op_type, n->name);
+        f->opset = n->opset;
+        set_attr_int(f, "axis", kToNchw[size_t(a)]);
+        g.connect_input(f, nhwc_of(n->inputs[0]));
+        twin_out(f, n->outputs[0]);
+        old.push_back(n);
+        continue;
+      }
+    }
     // GlobalAveragePool of a region value: its [N, C, 1, 1] result is the same in both layouts. So is a
     // ReduceMean over the two spatial axes with keepdims (timm's squeeze-and-excitation: x.mean((2, 3),
     // keepdim=True)), which otherwise took the whole map back to NCHW.
@@ -547,6 +576,47 @@ void layout_nhwc(ir::Graph& g) {
       g.remove_node(n);
       g.connect_input(f, in);
       g.connect_output(f, out);
+      continue;
+    }
+    if (spatial_reduce(g, n) && twin.count(n->inputs[0])) {
+      ir::Node* f = g.add_node(n->op_type, n->name);
+      f->opset = n->opset;
+      f->attrs = n->attrs;
+      g.connect_input(f, twin[n->inputs[0]]);
+      const std::vector<int64_t> nhwc_axes{1, 2};
+      if (n->inputs.size() > 1 && n->inputs[1]) {
+        Tensor t(DType::i64, {2});
+        t.data<int64_t>()[0] = 1, t.data<int64_t>()[1] = 2;
+        ir::Value* c = g.add_value(g.unique_name(n->name + "_axes_nhwc"));
+        c->type = ir::TypeInfo::tensor_of(t);
+        c->initializer = std::move(t);
+        g.connect_input(f, c);
+      } else {
+        set_attr_ints(f, "axes", nhwc_axes);
+      }
+      ir::Value* out = n->outputs[0];
+      g.remove_node(n);
+      g.connect_output(f, out);  // [N, C] or [N, 1, 1, C]: the bytes of [N, C, 1, 1]
+      if (int_attr(f, "keepdims", 1) != 0) {
+        // the result's shape as the graph has it: a twin of [N, 1, 1, C] would be the same bytes
+        ir::Value* flat = g.add_value(g.unique_name(out->name + "_nhwc"));
+        const auto& os = *out->type.shape;
+        flat->type = ir::TypeInfo::tensor(DType::f32, std::vector<ir::Dim>{os[0], ir::Dim(1), ir::Dim(1), os[1]});
+        f->outputs[0] = flat;
+        flat->producer = f, flat->producer_output = 0;
+        out->producer = nullptr, out->producer_output = -1;
+        ir::Node* r = g.add_node("Reshape", g.unique_name(out->name + "_to_nchw"));
+        r->opset = 14;
+        g.connect_input(r, flat);
+        Tensor t(DType::i64, {4});
+        int64_t* d = t.data<int64_t>();
+        d[0] = 0, d[1] = -1, d[2] = 1, d[3] = 1;
+        ir::Value* c = g.add_value(g.unique_name(out->name + "_shape"));
+        c->type = ir::TypeInfo::tensor_of(t);
+        c->initializer = std::move(t);
+        g.connect_input(r, c);
+        g.connect_output(r, out);
+      }
       continue;
     }
     // An int8 conv (a QDQ model's, through fuse_qdq and pack_qconv, or a QOperator model's): the NHWC
