@@ -76,6 +76,9 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
 - pointnet: PointNet classification over 1024 points (shared MLPs as Conv1d of kernel 1, ReduceMax over the
   points, the input and feature transform nets whose 3 x 3 and 64 x 64 matrices multiply the points by MatMul,
   Gemm head, LogSoftmax).
+- hrnet_w18: an HRNet-W18-style segmenter at 512 x 512 (four parallel branches of 18 / 36 / 72 / 144 channels at
+  1/4 to 1/32 scale, basic blocks, every branch fused into every other after each stage: stride-2 3x3 convs
+  down, 1x1 conv + bilinear Resize up, Adds; the head concatenates all four upsampled to 1/4).
 """
 from __future__ import annotations
 
@@ -1395,6 +1398,57 @@ def pointnet(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, classes])])
 
 
+def hrnet_w18(small: bool = False) -> onnx.ModelProto:
+    g = Graph(37)
+    side, w0, blocks, classes = (32, 4, 1, 5) if small else (512, 18, 2, 19)
+    widths = [w0, 2 * w0, 4 * w0, 8 * w0]
+
+    def conv_bn(x, cin, cout, k=3, stride=1, relu=True):  # BatchNorm folded as the exporter does
+        y = g.conv(x, cin, cout, k, stride)
+        return g.op("Relu", [y]) if relu else y
+
+    def basic(x, c):  # two 3x3 convs and the identity
+        h = conv_bn(conv_bn(x, c, c), c, c, relu=False)
+        return g.op("Relu", [g.op("Add", [h, x])])
+
+    def up(x, cin, cout, factor):  # 1x1 conv, then bilinear upsampling (F.interpolate, align_corners=False)
+        y = conv_bn(x, cin, cout, k=1, relu=False)
+        return g.op("Resize", [y, "", g.const([1.0, 1.0, float(factor), float(factor)])], mode="linear",
+                    coordinate_transformation_mode="pytorch_half_pixel")
+
+    def down(x, cin, cout, times):  # stride-2 3x3 convs
+        for t in range(times):
+            last = t == times - 1
+            x = conv_bn(x, cin, cout if last else cin, stride=2, relu=not last)
+        return x
+
+    x = conv_bn(conv_bn("input", 3, 64, stride=2), 64, 64, stride=2)  # 1/4
+    branches = [conv_bn(x, 64, widths[0])]
+    for stage in range(1, 4):
+        branches.append(down(branches[-1], widths[stage - 1], widths[stage], 1))
+        branches = [basic(basic(b, widths[i]), widths[i]) if blocks > 1 else basic(b, widths[i])
+                    for i, b in enumerate(branches)]
+        fused = []
+        for i in range(len(branches)):  # every branch gathers all others at its resolution
+            acc = branches[i]
+            for j, b in enumerate(branches):
+                if j == i:
+                    continue
+                y = up(b, widths[j], widths[i], 2 ** (j - i)) if j > i else down(b, widths[j], widths[i], i - j)
+                acc = g.op("Add", [acc, y])
+            fused.append(g.op("Relu", [acc]))
+        branches = fused
+    # the segmentation head: every branch upsampled to 1/4, concatenated, 1x1 convs to the classes
+    cat = g.op("Concat", [branches[0]] + [g.op("Resize", [b, "", g.const([1.0, 1.0, float(2 ** i), float(2 ** i)])],
+                                                mode="linear", coordinate_transformation_mode="pytorch_half_pixel")
+                                         for i, b in enumerate(branches) if i], axis=1)
+    total = sum(widths)
+    y = conv_bn(conv_bn(cat, total, total, k=1), total, classes, k=1, relu=False)
+    g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, side, side])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, classes, side // 4, side // 4])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
@@ -1406,7 +1460,7 @@ BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, 
             "fast_neural_style": fast_neural_style, "espcn": espcn, "gru_lm": gru_lm, "r3d_18": r3d_18,
             "squeezenet1_1": squeezenet1_1, "googlenet": googlenet, "efficientnet_v2_s": efficientnet_v2_s,
             "regnetx_400mf": regnetx_400mf, "mlp_mixer": mlp_mixer, "clip_text": clip_text,
-            "wavenet": wavenet, "pointnet": pointnet}
+            "wavenet": wavenet, "pointnet": pointnet, "hrnet_w18": hrnet_w18}
 
 
 def main() -> None:

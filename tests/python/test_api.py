@@ -426,7 +426,8 @@ def test_softmax_other_axis_vs_onnxruntime(op, shape, axis):
                        [helper.make_tensor_value_info("x", TP.FLOAT, list(shape))],
                        [helper.make_tensor_value_info("y", TP.FLOAT, list(shape))])
     x = (sample(np.float32, shape) * 8).astype(np.float32)
-    compare(model, {"x": x}, rtol=1e-5, atol=1e-6)
+    # (a log-probability near 0 is log(1 + tiny): absolute, not relative, agreement there)
+    compare(model, {"x": x}, rtol=1e-5, atol=1e-6 if op == "Softmax" else 2e-5)
 
 
 def test_cast_to_bfloat16_vs_onnxruntime():
