@@ -79,6 +79,9 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
 - hrnet_w18: an HRNet-W18-style segmenter at 512 x 512 (four parallel branches of 18 / 36 / 72 / 144 channels at
   1/4 to 1/32 scale, basic blocks, every branch fused into every other after each stage: stride-2 3x3 convs
   down, 1x1 conv + bilinear Resize up, Adds; the head concatenates all four upsampled to 1/4).
+- quartznet: a QuartzNet-5x5-style speech recognizer over 400 frames of 64 mel features (time-channel separable
+  Conv1d blocks: depthwise kernels of 33 to 87 taps, one dilated, pointwise convs, 1x1 residuals, a
+  LogSoftmax over 29 characters).
 """
 from __future__ import annotations
 
@@ -1449,6 +1452,37 @@ def hrnet_w18(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, classes, side // 4, side // 4])])
 
 
+def quartznet(small: bool = False) -> onnx.ModelProto:
+    g = Graph(38)
+    feats, t, c, reps, kernels, classes = ((16, 40, 16, 2, [5, 7], 6) if small else
+                                           (64, 400, 256, 5, [33, 39, 51, 63, 75], 29))
+
+    def sep(x, cin, cout, k, stride=1, dilation=1, relu=True):  # depthwise Conv1d, pointwise, BatchNorm folded
+        pad = dilation * (k - 1) // 2
+        d = g.op("Conv", [x, g.weight(cin, 1, k, fan_in=k)], kernel_shape=[k], group=cin, pads=[pad, pad],
+                 strides=[stride], dilations=[dilation])
+        y = g.op("Conv", [d, g.weight(cout, cin, 1, fan_in=cin), g.bias(cout)], kernel_shape=[1])
+        return g.op("Relu", [y]) if relu else y
+
+    x = sep("input", feats, c, kernels[0], stride=2)
+    cin = c
+    for b, k in enumerate(kernels):  # blocks of `reps` separable sub-blocks with a 1x1 residual
+        cout = c if b < len(kernels) // 2 + 1 else 2 * c
+        h = x
+        for r in range(reps):
+            h = sep(h, cin if r == 0 else cout, cout, k, relu=r < reps - 1)
+        res = g.op("Conv", [x, g.weight(cout, cin, 1, fan_in=cin), g.bias(cout)], kernel_shape=[1])
+        x = g.op("Relu", [g.op("Add", [h, res])])
+        cin = cout
+    x = sep(x, cin, 2 * c, 87 if not small else 9, dilation=2)
+    x = g.op("Relu", [g.op("Conv", [x, g.weight(4 * c, 2 * c, 1, fan_in=2 * c), g.bias(4 * c)], kernel_shape=[1])])
+    y = g.op("Conv", [x, g.weight(classes, 4 * c, 1, fan_in=4 * c), g.bias(classes)], kernel_shape=[1])
+    y = g.op("LogSoftmax", [g.op("Transpose", [y], perm=[0, 2, 1])], axis=-1)
+    g.nodes.append(helper.make_node("Identity", [y], ["log_probs"]))
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, feats, t])],
+                   [helper.make_tensor_value_info("log_probs", TensorProto.FLOAT, [1, t // 2, classes])])
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
@@ -1460,7 +1494,8 @@ BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, 
             "fast_neural_style": fast_neural_style, "espcn": espcn, "gru_lm": gru_lm, "r3d_18": r3d_18,
             "squeezenet1_1": squeezenet1_1, "googlenet": googlenet, "efficientnet_v2_s": efficientnet_v2_s,
             "regnetx_400mf": regnetx_400mf, "mlp_mixer": mlp_mixer, "clip_text": clip_text,
-            "wavenet": wavenet, "pointnet": pointnet, "hrnet_w18": hrnet_w18}
+            "wavenet": wavenet, "pointnet": pointnet, "hrnet_w18": hrnet_w18,
+            "quartznet": quartznet}
 
 
 def main() -> None:
