@@ -211,9 +211,11 @@ bool fold_pad(ir::Graph& g, ir::Node* conv) {
   if (!is_onnx_op(conv, "Conv") || conv->inputs.empty() || !conv->inputs[0]) return false;
   ir::Node* pad = conv->inputs[0]->producer;
   if (!is_onnx_op(pad, "Pad") || pad->opset < 11 || sole_consumer(g, conv->inputs[0]) != conv) return false;
-  if (string_attr(pad, "mode", "constant") != "constant" || string_attr(conv, "auto_pad", "NOTSET") != "NOTSET")
+  if (string_attr(pad, "mode", "constant") != "constant" ||
+      string_attr(conv, "auto_pad", "NOTSET") != "NOTSET")
     return false;
-  if (pad->inputs.size() < 2 || !is_constant(g, pad->inputs[1]) || pad->inputs[1]->initializer->dtype() != DType::i64)
+  if (pad->inputs.size() < 2 || !is_constant(g, pad->inputs[1]) ||
+      pad->inputs[1]->initializer->dtype() != DType::i64)
     return false;
   if (pad->inputs.size() > 3 && pad->inputs[3]) return false;  // axes
   if (pad->inputs.size() > 2 && pad->inputs[2]) {

@@ -550,14 +550,74 @@ void layout_nhwc(ir::Graph& g) {
     }
     // Softmax / LogSoftmax (opset 13+, one axis) of a region value: the same along the axis's channels-last
     // position (WaveNet's softmax over the channels of its lifted 1-D map: then along contiguous rows).
-    if ((is_onnx_op(n, "Softmax") || is_onnx_op(n, "LogSoftmax")) && n->opset >= 13 && n->inputs.size() == 1 &&
-        n->outputs.size() == 1 && twin.count(n->inputs[0]) && channels_known_4d(n->outputs[0])) {
+    if ((is_onnx_op(n, "Softmax") || is_onnx_op(n, "LogSoftmax")) && n->opset >= 13 &&
+        n->inputs.size() == 1 && n->outputs.size() == 1 && twin.count(n->inputs[0]) &&
+        channels_known_4d(n->outputs[0])) {
       const int64_t axis = int_attr(n, "axis", -1), a = axis < 0 ? axis + 4 : axis;
       if (a >= 0 && a < 4) {
         ir::Node* f = g.add_node(n->op_type, n->name);
         f->opset = n->opset;
         set_attr_int(f, "axis", kToNchw[size_t(a)]);
         g.connect_input(f, nhwc_of(n->inputs[0]));
+        twin_out(f, n->outputs[0]);
+        old.push_back(n);
+        continue;
+      }
+    }
+    // Resize of a region value's H and W (nearest or linear, scales or sizes constant, N and C kept: HRNet's
+    // and FPNs' upsampling between convs): the same Resize of the twin, its scales / sizes permuted
+    // (resize_x86 takes axes 1 and 2 of a channels-last map), instead of two Transposes around it.
+    if (is_onnx_op(n, "Resize") && n->opset >= 11 && n->inputs.size() >= 3 && n->outputs.size() == 1 &&
+        twin.count(n->inputs[0]) && channels_known_4d(n->outputs[0]) && !n->attr("axes") &&
+        int_attr(n, "antialias", 0) == 0 &&
+        string_attr(n, "coordinate_transformation_mode", "half_pixel") != "tf_crop_and_resize" &&
+        (string_attr(n, "mode", "nearest") == "nearest" || string_attr(n, "mode", "nearest") == "linear")) {
+      // the scales (input 2) or sizes (input 3), constant, with N and C unchanged
+      ir::Value* sc = n->inputs.size() > 2 ? n->inputs[2] : nullptr;
+      ir::Value* sz = n->inputs.size() > 3 ? n->inputs[3] : nullptr;
+      if (sc && sc->name.empty()) sc = nullptr;
+      if (sz && sz->name.empty()) sz = nullptr;
+      const ir::Value* given = sz ? sz : sc;
+      const auto& xs = *n->inputs[0]->type.shape;
+      bool ok = given && !(sz && sc) && is_constant(g, given) && given->initializer->numel() == 4;
+      if (ok && sc) {
+        ok = sc->initializer->dtype() == DType::f32;
+        if (ok) {
+          const Tensor t = sc->initializer->contiguous();
+          ok = t.data<float>()[0] == 1.0f && t.data<float>()[1] == 1.0f;
+        }
+      } else if (ok) {
+        ok = sz->initializer->dtype() == DType::i64;
+        if (ok) {
+          const Tensor t = sz->initializer->contiguous();
+          ok = xs[0].known() && t.data<int64_t>()[0] == xs[0].value && t.data<int64_t>()[1] == xs[1].value;
+        }
+      }
+      if (ok) {
+        ir::Node* f = g.add_node("Resize", n->name);
+        f->opset = n->opset;
+        f->attrs = n->attrs;
+        g.connect_input(f, nhwc_of(n->inputs[0]));
+        g.connect_input(f, n->inputs[1]);  // roi: unused by these modes
+        Tensor t = given->initializer->contiguous().clone();
+        if (sc) {
+          float* d = t.data<float>();
+          const float s2 = d[2], s3 = d[3];
+          d[1] = s2, d[2] = s3, d[3] = 1.0f;
+        } else {
+          int64_t* d = t.data<int64_t>();
+          const int64_t c = d[1];
+          d[1] = d[2], d[2] = d[3], d[3] = c;
+        }
+        ir::Value* perm = g.add_value(g.unique_name(given->name + "_nhwc"));
+        perm->type = ir::TypeInfo::tensor_of(t);
+        perm->initializer = std::move(t);
+        if (sc) {
+          g.connect_input(f, perm);
+        } else {
+          g.connect_input(f, n->inputs[2]);  // no scales
+          g.connect_input(f, perm);
+        }
         twin_out(f, n->outputs[0]);
         old.push_back(n);
         continue;
@@ -601,7 +661,8 @@ void layout_nhwc(ir::Graph& g) {
         // the result's shape as the graph has it: a twin of [N, 1, 1, C] would be the same bytes
         ir::Value* flat = g.add_value(g.unique_name(out->name + "_nhwc"));
         const auto& os = *out->type.shape;
-        flat->type = ir::TypeInfo::tensor(DType::f32, std::vector<ir::Dim>{os[0], ir::Dim(1), ir::Dim(1), os[1]});
+        flat->type =
+            ir::TypeInfo::tensor(DType::f32, std::vector<ir::Dim>{os[0], ir::Dim(1), ir::Dim(1), os[1]});
         f->outputs[0] = flat;
         flat->producer = f, flat->producer_output = 0;
         out->producer = nullptr, out->producer_output = -1;

@@ -1,14 +1,14 @@
 // lift_1d: the regions of 1-D convolutions ([N, C, L] values: audio front ends, WaveNet-style dilated stacks,
-// PointNet's shared MLPs) rewritten as 2-D ones of height 1 ([N, C, 1, L]), so that the 2-D passes and kernels
-// take them whole: fuse_conv folds the residual Add and the activation after each conv, layout_nhwc runs the
-// region in NHWC, and values move between the ops without Reshapes. (fuse_conv alone lifted each conv between
-// two Reshapes, which stopped both: every conv paid two Transposes and an unfused Add / Relu — WaveNet's
-// 124 Transposes took 11% of its time.)
+// PointNet's shared MLPs) rewritten as 2-D ones of height 1 ([N, C, 1, L]), so that the 2-D passes and
+// kernels take them whole: fuse_conv folds the residual Add and the activation after each conv, layout_nhwc
+// runs the region in NHWC, and values move between the ops without Reshapes. (fuse_conv alone lifted each
+// conv between two Reshapes, which stopped both: every conv paid two Transposes and an unfused Add / Relu —
+// WaveNet's 124 Transposes took 11% of its time.)
 //
 // The region grows from each 1-D Conv with a constant weight through the ops whose meaning survives the
 // unit axis: elementwise ops (constants of rank 2-3 reshaped to broadcast the same way), Pad, Split /
-// Concat / Softmax along a mapped axis, BatchNormalization, the Reduce ops (keepdims = 0 also reduces the unit
-// axis, so their result is unchanged) and the global pools. A value read outside the region, or a graph
+// Concat / Softmax along a mapped axis, BatchNormalization, the Reduce ops (keepdims = 0 also reduces the
+// unit axis, so their result is unchanged) and the global pools. A value read outside the region, or a graph
 // output, gets a Reshape back to 3-D; a 3-D value from outside, one to 4-D (Reshapes are views at run time).
 #include <map>
 #include <set>
@@ -25,11 +25,21 @@ bool rank3_f32(const ir::Value* v) {
 }
 
 const std::set<std::string, std::less<>>& unary_ops() {
-  static const std::set<std::string, std::less<>> ops = {
-      "Relu",     "Sigmoid",  "Tanh",     "Erf",         "Exp",     "Log",     "Abs",      "Neg",
-      "Sqrt",     "Reciprocal", "Softplus", "Softsign", "Elu",     "Selu",    "LeakyRelu", "HardSigmoid",
-      "HardSwish", "Gelu",    "Mish",     "Identity",    "Celu",    "ThresholdedRelu", "Floor", "Ceil",
-      "Round",    "Sign",     "Sin",      "Cos",         "Clip"};
+  static const std::set<std::string, std::less<>> ops = {"Relu",      "Sigmoid",
+                                                         "Tanh",      "Erf",
+                                                         "Exp",       "Log",
+                                                         "Abs",       "Neg",
+                                                         "Sqrt",      "Reciprocal",
+                                                         "Softplus",  "Softsign",
+                                                         "Elu",       "Selu",
+                                                         "LeakyRelu", "HardSigmoid",
+                                                         "HardSwish", "Gelu",
+                                                         "Mish",      "Identity",
+                                                         "Celu",      "ThresholdedRelu",
+                                                         "Floor",     "Ceil",
+                                                         "Round",     "Sign",
+                                                         "Sin",       "Cos",
+                                                         "Clip"};
   return ops;
 }
 
@@ -40,9 +50,9 @@ const std::set<std::string, std::less<>>& binary_ops() {
 }
 
 bool is_reduce(const ir::Node* n) {
-  static const std::set<std::string, std::less<>> ops = {"ReduceMax", "ReduceMin", "ReduceMean", "ReduceSum",
-                                                         "ReduceProd", "ReduceL1", "ReduceL2",
-                                                         "ReduceSumSquare", "ReduceLogSumExp"};
+  static const std::set<std::string, std::less<>> ops = {"ReduceMax", "ReduceMin",       "ReduceMean",
+                                                         "ReduceSum", "ReduceProd",      "ReduceL1",
+                                                         "ReduceL2",  "ReduceSumSquare", "ReduceLogSumExp"};
   return n->domain.empty() && ops.count(n->op_type) > 0;
 }
 
@@ -75,9 +85,8 @@ bool liftable(const ir::Graph& g, const ir::Node* n) {
       if (n->attr(key) && ints_attr(n, key, {}).size() != 1) return false;
     if (n->attr("pads") && ints_attr(n, "pads", {}).size() != 2) return false;
     return n->inputs.size() >= 2 && data3(n->inputs[0]) && is_constant(g, n->inputs[1]) &&
-           n->inputs[1]->initializer->rank() == 3 && (n->inputs.size() < 3 || !n->inputs[2] ||
-                                                      is_constant(g, n->inputs[2])) &&
-           out3();
+           n->inputs[1]->initializer->rank() == 3 &&
+           (n->inputs.size() < 3 || !n->inputs[2] || is_constant(g, n->inputs[2])) && out3();
   }
   if (unary_ops().count(op)) {
     if (!data3(n->inputs[0]) || !out3()) return false;
@@ -104,7 +113,8 @@ bool liftable(const ir::Graph& g, const ir::Node* n) {
       if (!n->inputs[i] || !is_constant(g, n->inputs[i])) return false;
     return data3(n->inputs[0]) && n->outputs.size() == 1 && out3();
   }
-  if (op == "Softmax" || op == "LogSoftmax") return n->opset >= 13 && data3(n->inputs[0]) && axis_of(n, -1) && out3();
+  if (op == "Softmax" || op == "LogSoftmax")
+    return n->opset >= 13 && data3(n->inputs[0]) && axis_of(n, -1) && out3();
   if (op == "Split") {
     if (!data3(n->inputs[0]) || !axis_of(n, 0) || !out3()) return false;
     return n->inputs.size() < 2 || !n->inputs[1] || is_constant(g, n->inputs[1]);
@@ -116,8 +126,8 @@ bool liftable(const ir::Graph& g, const ir::Node* n) {
   }
   if (op == "Pad") {
     if (!data3(n->inputs[0]) || !out3() || n->opset < 11) return false;
-    if (n->inputs.size() < 2 || !is_constant(g, n->inputs[1]) || n->inputs[1]->initializer->dtype() != DType::i64 ||
-        n->inputs[1]->initializer->numel() != 6)
+    if (n->inputs.size() < 2 || !is_constant(g, n->inputs[1]) ||
+        n->inputs[1]->initializer->dtype() != DType::i64 || n->inputs[1]->initializer->numel() != 6)
       return false;
     if (n->inputs.size() > 2 && n->inputs[2] && !is_constant(g, n->inputs[2])) return false;
     return n->inputs.size() < 4 || !n->inputs[3];  // no axes input
@@ -163,8 +173,9 @@ void rewrite_node(ir::Graph& g, ir::Node* n) {
   const std::string& op = n->op_type;
   if (op == "Conv") {
     const Tensor& w = *n->inputs[1]->initializer;
-    g.set_input(n, 1, const_value(g, n->inputs[1]->name + "_4d",
-                                  w.contiguous().reshape({w.dim(0), w.dim(1), 1, w.dim(2)})));
+    g.set_input(n, 1,
+                const_value(g, n->inputs[1]->name + "_4d",
+                            w.contiguous().reshape({w.dim(0), w.dim(1), 1, w.dim(2)})));
     const std::vector<int64_t> ks = ints_attr(n, "kernel_shape", std::vector<int64_t>{w.dim(2)});
     const std::vector<int64_t> st = ints_attr(n, "strides", std::vector<int64_t>{1});
     const std::vector<int64_t> dl = ints_attr(n, "dilations", std::vector<int64_t>{1});
@@ -236,7 +247,8 @@ void lift_1d(ir::Graph& g) {
   auto swap_last = [&](const ir::Node* t) {
     return is_onnx_op(t, "Transpose") && t->inputs.size() == 1 && t->outputs.size() == 1 &&
            rank3_f32(t->inputs[0]) && rank3_f32(t->outputs[0]) &&
-           ints_attr(t, "perm", {}) == std::vector<int64_t>{0, 2, 1} && (*t->inputs[0]->type.shape)[2].known();
+           ints_attr(t, "perm", {}) == std::vector<int64_t>{0, 2, 1} &&
+           (*t->inputs[0]->type.shape)[2].known();
   };
   std::vector<ir::Node*> exits;
   std::set<ir::Node*> entries, exit_set;

@@ -796,3 +796,49 @@ def test_conv_with_runtime_weights(attrs, wshape, group):
     bad = dict(feeds, w=RNG.standard_normal((wshape[0], wshape[1] + 1) + wshape[2:]).astype(np.float32))
     with pytest.raises(Exception, match="weights|channels|group|shape"):
         tessera.InferenceSession(b).run(None, bad)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("mode,ctm,nearest_mode,scales,sizes", [
+    ("linear", "pytorch_half_pixel", None, [1, 1, 2, 2], None),        # HRNet's / FPNs' 2x bilinear
+    ("linear", "half_pixel", None, [1, 1, 1.5, 0.75], None),            # up one axis, down the other
+    ("linear", "align_corners", None, None, [2, 6, 16, 5]),             # sizes (with scales whose product is
+                                                                        # fractional, onnxruntime's align_corners
+                                                                        # departs from the spec's lengths)
+    ("nearest", "asymmetric", "floor", [1, 1, 2, 2], None),             # U-Net's / YOLO's nearest 2x
+    ("nearest", "half_pixel", "round_prefer_ceil", [1, 1, 0.5, 3], None),
+])
+def test_resize_between_convs_runs_channels_last(threads, mode, ctm, nearest_mode, scales, sizes, tmp_path):
+    """A Resize of H and W between two convs runs on the NHWC twins (its scales / sizes permuted) instead of
+    going through two Transposes, against onnxruntime and the unoptimized graph."""
+    c = 6
+    inits = [_w("w0", c, 3, 3, 3), _w("w1", 4, c, 3, 3),
+             numpy_helper.from_array(np.array(scales or [], np.float32), "scales")]
+    ins = ["r0", "", "scales"]
+    if sizes is not None:
+        inits.append(numpy_helper.from_array(np.array(sizes, np.int64), "sizes"))
+        ins = ["r0", "", "", "sizes"]
+    attrs = dict(mode=mode, coordinate_transformation_mode=ctm)
+    if nearest_mode:
+        attrs["nearest_mode"] = nearest_mode
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c0"], ["r0"]),
+        helper.make_node("Resize", ins, ["up"], **attrs),
+        helper.make_node("Conv", ["up", "w1"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 11, 9])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    b = m.SerializeToString()
+    x = RNG.standard_normal((2, 3, 11, 9)).astype(np.float32)
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for level in (0, 99):
+        got = tessera.InferenceSession(b, tessera.SessionOptions(threads=threads, optimization_level=level)).run(
+            None, {"x": x})[0]
+        assert got.shape == want.shape
+        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-5, level
+    ir = _ir_of(m, tmp_path)
+    assert ir.count("= Transpose(") == 2  # the image's into the region and the result's out of it
+    assert ir.count("= Resize(") == 1

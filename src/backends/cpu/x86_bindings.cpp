@@ -571,17 +571,21 @@ void resize_x86(KernelContext& ctx) {
     return;
   }
   const kernels::ref::ResizePlan plan = kernels::ref::plan_resize(ctx);
+  // the resized axes: H and W of NCHW (2, 3), else of NHWC (1, 2: layout_nhwc's twins), channels left alone
+  const bool nhwc =
+      std::any_of(plan.passes.begin(), plan.passes.end(), [](const auto& t) { return t.axis == 1; });
+  const int first = nhwc ? 1 : 2;
   const kernels::ref::ResizeTaps* axis[2] = {nullptr, nullptr};
   for (const auto& t : plan.passes) {
     const bool two =
         t.n == 2 && std::none_of(t.extrapolate.begin(), t.extrapolate.end(), [](char e) { return e; });
-    if ((t.axis != 2 && t.axis != 3) || !two || t.out == 0) {
+    if ((t.axis != first && t.axis != first + 1) || !two || t.out == 0) {
       run_ref(ctx, "");
       return;
     }
-    axis[t.axis - 2] = &t;
+    axis[t.axis - first] = &t;
   }
-  const int64_t h = x0.dim(2), w = x0.dim(3);
+  const int64_t h = x0.dim(first), w = x0.dim(first + 1);
   if (h == 0 || w == 0 || x0.numel() == 0) {
     run_ref(ctx, "");
     return;
@@ -605,10 +609,16 @@ void resize_x86(KernelContext& ctx) {
   }
   const int64_t oh = int64_t(tp[0].i0.size()), ow = int64_t(tp[1].i0.size());
   const Tensor x = x0.contiguous();
-  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {x0.dim(0), x0.dim(1), oh, ow});
   auto view = [](const Taps& t) {
     return kernels::x86::ResizeAxis{t.i0.data(), t.i1.data(), t.w0.data(), t.w1.data()};
   };
+  if (nhwc) {
+    Tensor& y = ctx.output_for_overwrite(0, DType::f32, {x0.dim(0), oh, ow, x0.dim(3)});
+    kernels::x86::resize2d_nhwc_f32(x.data<float>(), x0.dim(0), h, w, x0.dim(3), view(tp[0]), view(tp[1]), oh,
+                                    ow, y.data<float>(), ctx.pool());
+    return;
+  }
+  Tensor& y = ctx.output_for_overwrite(0, DType::f32, {x0.dim(0), x0.dim(1), oh, ow});
   kernels::x86::resize2d_f32(x.data<float>(), x0.dim(0) * x0.dim(1), h, w, view(tp[0]), view(tp[1]), oh, ow,
                              y.data<float>(), ctx.pool());
 }

@@ -22,4 +22,9 @@ struct ResizeAxis {
 void resize2d_f32(const float* x, int64_t planes, int64_t h, int64_t w, const ResizeAxis& rows,
                   const ResizeAxis& cols, int64_t oh, int64_t ow, float* y, ThreadPool* pool);
 
+// The same over channels-last maps: x [n, h, w, c] -> y [n, oh, ow, c], each output pixel's channels from the
+// same blends of whole input pixels (the same arithmetic as resize2d_f32's, element for element).
+void resize2d_nhwc_f32(const float* x, int64_t n, int64_t h, int64_t w, int64_t c, const ResizeAxis& rows,
+                       const ResizeAxis& cols, int64_t oh, int64_t ow, float* y, ThreadPool* pool);
+
 }  // namespace tessera::kernels::x86
