@@ -159,14 +159,7 @@ bool conv1d_as_2d(ir::Graph& g, ir::Node* n) {
       pa && pa->kind == Attribute::Kind::ints ? pa->ints : std::vector<int64_t>{0, 0};
   if (!ks || !st || !dl || ks->size() != 1 || st->size() != 1 || dl->size() != 1 || pd.size() != 2)
     return false;
-  auto i64 = [&](const std::string& base, std::vector<int64_t> v) {
-    Tensor t(DType::i64, {int64_t(v.size())});
-    for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
-    ir::Value* c = g.add_value(g.unique_name(base));
-    c->type = ir::TypeInfo::tensor_of(t);
-    c->initializer = std::move(t);
-    return c;
-  };
+  auto i64 = [&](const std::string& base, std::vector<int64_t> v) { return add_i64_const(g, base, v); };
   auto value = [&](const std::string& base, std::vector<ir::Dim> dims) {
     ir::Value* v = g.add_value(g.unique_name(base));
     v->type = ir::TypeInfo::tensor(DType::f32, std::move(dims));

@@ -195,13 +195,6 @@ ir::Value* new_value(ir::Graph& g, const std::string& base, const ir::TypeInfo& 
   return v;
 }
 
-ir::Value* constant(ir::Graph& g, const std::string& base, Tensor t) {
-  ir::Value* v = g.add_value(g.unique_name(base));
-  v->type = ir::TypeInfo::tensor_of(t);
-  v->initializer = std::move(t);
-  return v;
-}
-
 // A constant of rank <= 4 (aligned to the trailing dims, as broadcasting reads it) as the rank-4 constant
 // its NHWC twin broadcasts with.
 Tensor to_nhwc_constant(const Tensor& t0) {
@@ -452,7 +445,7 @@ void layout_nhwc(ir::Graph& g) {
         else if (single_value(v))
           g.connect_input(f, v);
         else
-          g.connect_input(f, constant(g, v->name + "_nhwc", to_nhwc_constant(*v->initializer)));
+          g.connect_input(f, add_constant(g, v->name + "_nhwc", to_nhwc_constant(*v->initializer)));
       }
       twin_out(f, n->outputs[0]);
       old.push_back(n);
@@ -500,7 +493,7 @@ void layout_nhwc(ir::Graph& g) {
           auto shape_const = [&](const std::string& base, std::vector<int64_t> v) {
             Tensor st(DType::i64, {int64_t(v.size())});
             for (size_t i = 0; i < v.size(); ++i) st.data<int64_t>()[i] = v[i];
-            return constant(g, base, std::move(st));
+            return add_constant(g, base, std::move(st));
           };
           auto node = [&](const char* op, const std::string& name, std::vector<ir::Value*> ins,
                           ir::Value* out) {
@@ -645,12 +638,7 @@ void layout_nhwc(ir::Graph& g) {
       g.connect_input(f, twin[n->inputs[0]]);
       const std::vector<int64_t> nhwc_axes{1, 2};
       if (n->inputs.size() > 1 && n->inputs[1]) {
-        Tensor t(DType::i64, {2});
-        t.data<int64_t>()[0] = 1, t.data<int64_t>()[1] = 2;
-        ir::Value* c = g.add_value(g.unique_name(n->name + "_axes_nhwc"));
-        c->type = ir::TypeInfo::tensor_of(t);
-        c->initializer = std::move(t);
-        g.connect_input(f, c);
+        g.connect_input(f, add_i64_const(g, n->name + "_axes_nhwc", nhwc_axes));
       } else {
         set_attr_ints(f, "axes", nhwc_axes);
       }
@@ -663,20 +651,8 @@ void layout_nhwc(ir::Graph& g) {
         const auto& os = *out->type.shape;
         flat->type =
             ir::TypeInfo::tensor(DType::f32, std::vector<ir::Dim>{os[0], ir::Dim(1), ir::Dim(1), os[1]});
-        f->outputs[0] = flat;
-        flat->producer = f, flat->producer_output = 0;
-        out->producer = nullptr, out->producer_output = -1;
-        ir::Node* r = g.add_node("Reshape", g.unique_name(out->name + "_to_nchw"));
-        r->opset = 14;
-        g.connect_input(r, flat);
-        Tensor t(DType::i64, {4});
-        int64_t* d = t.data<int64_t>();
-        d[0] = 0, d[1] = -1, d[2] = 1, d[3] = 1;
-        ir::Value* c = g.add_value(g.unique_name(out->name + "_shape"));
-        c->type = ir::TypeInfo::tensor_of(t);
-        c->initializer = std::move(t);
-        g.connect_input(r, c);
-        g.connect_output(r, out);
+        move_output(f, 0, flat);
+        add_reshape(g, out->name + "_to_nchw", flat, std::vector<int64_t>{0, -1, 1, 1}, out);
       }
       continue;
     }
@@ -715,7 +691,7 @@ void layout_nhwc(ir::Graph& g) {
         g.connect_input(f, i != 3 || !qc->weights ? n->inputs[i]
                            : from_packed
                                ? n->inputs[3]
-                               : constant(g, n->inputs[3]->name + "_nhwc", std::move(*qc->weights)));
+                               : add_constant(g, n->inputs[3]->name + "_nhwc", std::move(*qc->weights)));
       twin_out(f, n->outputs[0]);
       old.push_back(n);
       continue;
@@ -773,8 +749,8 @@ void layout_nhwc(ir::Graph& g) {
       ir::Node* f = add_fused_gemm(g, n->name, k, oc, kc, nr, /*strassen=*/!split, /*coded=*/false, split);
       set_activation_attrs(f, fused_activation_of(n));
       g.connect_input(f, nhwc_of(n->inputs[0]));
-      g.connect_input(f,
-                      constant(g, n->inputs[1]->name + (split ? "_split" : "_strassen"), std::move(packed)));
+      g.connect_input(
+          f, add_constant(g, n->inputs[1]->name + (split ? "_split" : "_strassen"), std::move(packed)));
       ir::Value* residual = n->inputs.size() > 3 ? n->inputs[3] : nullptr;
       ir::Value* bias = n->inputs.size() > 2 ? n->inputs[2] : nullptr;
       if (bias || residual) g.connect_input(f, bias);
@@ -855,7 +831,7 @@ void layout_nhwc(ir::Graph& g) {
       } else {
         g.connect_input(f, nhwc_of(n->inputs[0]));
       }
-      g.connect_input(f, constant(g, n->inputs[1]->name + "_nhwc", std::move(packed)));
+      g.connect_input(f, add_constant(g, n->inputs[1]->name + "_nhwc", std::move(packed)));
       g.connect_input(f, n->inputs.size() > 2 ? n->inputs[2] : nullptr);
       g.connect_input(f, n->inputs.size() > 3 ? nhwc_of(n->inputs[3]) : nullptr);
     }

@@ -145,19 +145,6 @@ bool liftable(const ir::Graph& g, const ir::Node* n) {
   return false;
 }
 
-ir::Value* const_value(ir::Graph& g, const std::string& base, Tensor t) {
-  ir::Value* c = g.add_value(g.unique_name(base));
-  c->type = ir::TypeInfo::tensor_of(t);
-  c->initializer = std::move(t);
-  return c;
-}
-
-ir::Value* i64_const(ir::Graph& g, const std::string& base, const std::vector<int64_t>& v) {
-  Tensor t(DType::i64, {int64_t(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
-  return const_value(g, base, std::move(t));
-}
-
 // A constant operand of an elementwise op, reshaped so that it broadcasts against [N, C, 1, L] as it did
 // against [N, C, L] (rank 0-1 already does).
 ir::Value* lift_operand(ir::Graph& g, ir::Value* v) {
@@ -166,7 +153,7 @@ ir::Value* lift_operand(ir::Graph& g, ir::Value* v) {
   Shape s = t.shape();
   while (s.size() < 3) s.insert(s.begin(), 1);
   s.insert(s.begin() + 2, 1);
-  return const_value(g, v->name + "_4d", t.contiguous().reshape(s));
+  return add_constant(g, v->name + "_4d", t.contiguous().reshape(s));
 }
 
 void rewrite_node(ir::Graph& g, ir::Node* n) {
@@ -174,8 +161,8 @@ void rewrite_node(ir::Graph& g, ir::Node* n) {
   if (op == "Conv") {
     const Tensor& w = *n->inputs[1]->initializer;
     g.set_input(n, 1,
-                const_value(g, n->inputs[1]->name + "_4d",
-                            w.contiguous().reshape({w.dim(0), w.dim(1), 1, w.dim(2)})));
+                add_constant(g, n->inputs[1]->name + "_4d",
+                             w.contiguous().reshape({w.dim(0), w.dim(1), 1, w.dim(2)})));
     const std::vector<int64_t> ks = ints_attr(n, "kernel_shape", std::vector<int64_t>{w.dim(2)});
     const std::vector<int64_t> st = ints_attr(n, "strides", std::vector<int64_t>{1});
     const std::vector<int64_t> dl = ints_attr(n, "dilations", std::vector<int64_t>{1});
@@ -193,7 +180,7 @@ void rewrite_node(ir::Graph& g, ir::Node* n) {
     const Tensor p = n->inputs[1]->initializer->contiguous();
     const int64_t* q = p.data<int64_t>();
     const std::vector<int64_t> p4{q[0], q[1], 0, q[2], q[3], q[4], 0, q[5]};
-    g.set_input(n, 1, i64_const(g, n->inputs[1]->name + "_4d", p4));
+    g.set_input(n, 1, add_i64_const(g, n->inputs[1]->name + "_4d", p4));
   } else if (is_reduce(n)) {
     const std::vector<int64_t> axes3 = *reduce_axes(g, n, 3);
     std::vector<int64_t> axes;
@@ -204,7 +191,7 @@ void rewrite_node(ir::Graph& g, ir::Node* n) {
       axes.push_back(2);
     std::sort(axes.begin(), axes.end());
     if (n->inputs.size() > 1 && n->inputs[1])
-      g.set_input(n, 1, i64_const(g, n->name + "_axes_4d", axes));
+      g.set_input(n, 1, add_i64_const(g, n->name + "_axes_4d", axes));
     else
       set_attr_ints(n, "axes", axes);
   }
@@ -268,49 +255,24 @@ void lift_1d(ir::Graph& g) {
     std::vector<std::pair<ir::Node*, int>> region_uses, other_uses;
     for (const auto& u : v->uses)
       (nodes.count(u.first) || exit_set.count(u.first) ? region_uses : other_uses).push_back(u);
-    if (inside) {
-      ir::Node* p = v->producer;
-      const int idx = v->producer_output;
-      p->outputs[size_t(idx)] = v4;
-      v4->producer = p, v4->producer_output = idx;
-      v->producer = nullptr, v->producer_output = -1;
-      if (!other_uses.empty() || is_graph_output(g, v)) {
-        ir::Node* r = g.add_node("Reshape", g.unique_name(v->name + "_to_1d"));
-        r->opset = 14;
-        g.connect_input(r, v4);
-        g.connect_input(r, i64_const(g, v->name + "_shape_1d", std::vector<int64_t>{0, 0, -1}));
-        g.connect_output(r, v);
-      }
-    } else if (v->producer && entries.count(v->producer)) {
-      // v = Transpose(m [N, L, C]): m as [N, 1, L, C], then to channels-first
+    const bool entry = v->producer && entries.count(v->producer);
+    if (entry) {
+      // v = Transpose(m [N, L, C]): m viewed as [N, 1, L, C], then transposed to channels-first
       ir::Node* t = v->producer;
       ir::Value* m = t->inputs[0];
       const auto& ms = *m->type.shape;
       ir::Value* m4 = g.add_value(g.unique_name(m->name + "_nhwc"));
       m4->type = ir::TypeInfo::tensor(DType::f32, std::vector<ir::Dim>{ms[0], ir::Dim(1), ms[1], ms[2]});
-      ir::Node* r = g.add_node("Reshape", g.unique_name(m->name + "_to_2d"));
-      r->opset = 14;
-      g.connect_input(r, m);
-      g.connect_input(r, i64_const(g, m->name + "_shape_2d", std::vector<int64_t>{0, 1, -1, ms[2].value}));
-      g.connect_output(r, m4);
+      add_reshape(g, m->name + "_to_2d", m, std::vector<int64_t>{0, 1, -1, ms[2].value}, m4);
       g.set_input(t, 0, m4);
       set_attr_ints(t, "perm", std::vector<int64_t>{0, 3, 1, 2});
-      t->outputs[0] = v4;
-      v4->producer = t, v4->producer_output = 0;
-      v->producer = nullptr, v->producer_output = -1;
-      if (!other_uses.empty() || is_graph_output(g, v)) {
-        ir::Node* back = g.add_node("Reshape", g.unique_name(v->name + "_to_1d"));
-        back->opset = 14;
-        g.connect_input(back, v4);
-        g.connect_input(back, i64_const(g, v->name + "_shape_1d", std::vector<int64_t>{0, 0, -1}));
-        g.connect_output(back, v);
-      }
+    }
+    if (inside || entry) {
+      move_output(v->producer, v->producer_output, v4);
+      if (!other_uses.empty() || is_graph_output(g, v))
+        add_reshape(g, v->name + "_to_1d", v4, std::vector<int64_t>{0, 0, -1}, v);
     } else {
-      ir::Node* r = g.add_node("Reshape", g.unique_name(v->name + "_to_2d"));
-      r->opset = 14;
-      g.connect_input(r, v);
-      g.connect_input(r, i64_const(g, v->name + "_shape_2d", std::vector<int64_t>{0, 0, 1, -1}));
-      g.connect_output(r, v4);
+      add_reshape(g, v->name + "_to_2d", v, std::vector<int64_t>{0, 0, 1, -1}, v4);
     }
     for (const auto& [u, idx] : region_uses) g.set_input(u, size_t(idx), v4);
   }
@@ -323,14 +285,8 @@ void lift_1d(ir::Graph& g) {
     ir::Value* t4 = g.add_value(g.unique_name(y->name + "_nhwc"));
     t4->type = ir::TypeInfo::tensor(DType::f32, std::vector<ir::Dim>{xs[0], ir::Dim(1), xs[3], xs[1]});
     set_attr_ints(t, "perm", std::vector<int64_t>{0, 2, 3, 1});
-    t->outputs[0] = t4;
-    t4->producer = t, t4->producer_output = 0;
-    y->producer = nullptr, y->producer_output = -1;
-    ir::Node* r = g.add_node("Reshape", g.unique_name(y->name + "_to_1d"));
-    r->opset = 14;
-    g.connect_input(r, t4);
-    g.connect_input(r, i64_const(g, y->name + "_shape_1d", std::vector<int64_t>{0, -1, xs[1].value}));
-    g.connect_output(r, y);
+    move_output(t, 0, t4);
+    add_reshape(g, y->name + "_to_1d", t4, std::vector<int64_t>{0, -1, xs[1].value}, y);
   }
   g.topological_sort();
   g.remove_unused_values();

@@ -173,6 +173,40 @@ inline std::optional<std::vector<int64_t>> reduce_axes(const ir::Graph& g, const
   return axes;
 }
 
+// A new initializer holding t, named after base.
+inline ir::Value* add_constant(ir::Graph& g, const std::string& base, Tensor t) {
+  ir::Value* c = g.add_value(g.unique_name(base));
+  c->type = ir::TypeInfo::tensor_of(t);
+  c->initializer = std::move(t);
+  return c;
+}
+
+// A new int64 1-D initializer holding v.
+inline ir::Value* add_i64_const(ir::Graph& g, const std::string& base, const std::vector<int64_t>& v) {
+  Tensor t(DType::i64, {int64_t(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+  return add_constant(g, base, std::move(t));
+}
+
+// Node p's output idx becomes `to`; the value there before keeps its name and uses but loses its producer.
+inline void move_output(ir::Node* p, int idx, ir::Value* to) {
+  ir::Value* from = p->outputs[size_t(idx)];
+  p->outputs[size_t(idx)] = to;
+  to->producer = p, to->producer_output = idx;
+  from->producer = nullptr, from->producer_output = -1;
+}
+
+// out = Reshape(in, shape) (opset 14: a 0 keeps the input's dim, -1 is inferred).
+inline ir::Node* add_reshape(ir::Graph& g, const std::string& name, ir::Value* in,
+                             const std::vector<int64_t>& shape, ir::Value* out) {
+  ir::Node* r = g.add_node("Reshape", g.unique_name(name));
+  r->opset = 14;
+  g.connect_input(r, in);
+  g.connect_input(r, add_i64_const(g, name + "_shape", shape));
+  g.connect_output(r, out);
+  return r;
+}
+
 inline FusedActivation fused_activation_of(const ir::Node* n) {
   return {string_attr(n, "activation", ""), float_attr(n, "clip_min", 0), float_attr(n, "clip_max", 0)};
 }
