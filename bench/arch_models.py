@@ -82,6 +82,10 @@ exporter writes them (opset 17; 18 for the decoder), with random weights: the ch
 - quartznet: a QuartzNet-5x5-style speech recognizer over 400 frames of 64 mel features (time-channel separable
   Conv1d blocks: depthwise kernels of 33 to 87 taps, one dilated, pointwise convs, 1x1 residuals, a
   LogSoftmax over 29 characters).
+- crnn: a CRNN text recognizer over a 32 x 128 line (VGG-style convs with (2, 1) pools to a height of 1, the
+  columns squeezed into a sequence, two bidirectional LSTMs of 256 joined by Linears, LogSoftmax over 37).
+- bit_resnet50: a BiT-style ResNet-50 v2 (pre-activation bottlenecks with GroupNorm(32) exported as opset 17
+  writes it, Reshape / InstanceNormalization / Reshape / Mul / Add, then Relu), 224 x 224.
 """
 from __future__ import annotations
 
@@ -1483,6 +1487,71 @@ def quartznet(small: bool = False) -> onnx.ModelProto:
                    [helper.make_tensor_value_info("log_probs", TensorProto.FLOAT, [1, t // 2, classes])])
 
 
+def crnn(small: bool = False) -> onnx.ModelProto:
+    g = Graph(39)
+    h, w, ws, hid, classes = (32, 32, [4, 8, 8, 8, 16, 16, 16], 8, 5) if small else \
+        (32, 128, [64, 128, 256, 256, 512, 512, 512], 256, 37)
+
+    def conv(x, cin, cout, k=3, pad=1, relu=True):  # BatchNorm folded where the model has it
+        w_ = g.weight(cout, cin, k, k, fan_in=cin * k * k)
+        y = g.op("Conv", [x, w_, g.bias(cout)], kernel_shape=[k, k], pads=[pad] * 4)
+        return g.op("Relu", [y]) if relu else y
+
+    def pool(x, k, s, p):
+        return g.op("MaxPool", [x], kernel_shape=k, strides=s, pads=p)
+
+    x = pool(conv("input", 1, ws[0]), [2, 2], [2, 2], [0, 0, 0, 0])
+    x = pool(conv(x, ws[0], ws[1]), [2, 2], [2, 2], [0, 0, 0, 0])
+    x = pool(conv(conv(x, ws[1], ws[2]), ws[2], ws[3]), [2, 2], [2, 1], [0, 1, 0, 1])
+    x = pool(conv(conv(x, ws[3], ws[4]), ws[4], ws[5]), [2, 2], [2, 1], [0, 1, 0, 1])
+    x = conv(x, ws[5], ws[6], k=2, pad=0)  # [1, C, 1, T]
+    seq = g.op("Transpose", [g.op("Squeeze", [x, g.const([2], np.int64)])], perm=[2, 0, 1])  # [T, 1, C]
+    cin = ws[6]
+    for _ in range(2):  # bidirectional LSTMs, then a Linear joining the directions (nn.LSTM's export)
+        wi = g.weight(2, 4 * hid, cin, fan_in=cin)
+        r = g.weight(2, 4 * hid, hid, fan_in=hid)
+        b = g.const(g.rng.standard_normal((2, 8 * hid)) * 0.05)
+        y = g.op("LSTM", [seq, wi, r, b], n_out=1, hidden_size=hid, direction="bidirectional")  # [T, 2, 1, hid]
+        y = g.op("Reshape", [g.op("Transpose", [y], perm=[0, 2, 1, 3]), g.const([0, 0, -1], np.int64)])
+        seq = g.linear(y, 2 * hid, hid)
+        cin = hid
+    y = g.op("LogSoftmax", [g.linear(seq, hid, classes)], axis=-1)
+    g.nodes.append(helper.make_node("Identity", [y], ["log_probs"]))
+    t = w // 4 + 1
+    return g.model([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 1, h, w])],
+                   [helper.make_tensor_value_info("log_probs", TensorProto.FLOAT, [t, 1, classes])])
+
+
+def bit_resnet50(small: bool = False) -> onnx.ModelProto:
+    g = Graph(40)
+    side, width, groups, depths = (32, 8, 4, [1, 1, 1, 1]) if small else (224, 64, 32, [3, 4, 6, 3])
+
+    def gn_relu(x, c, hw):  # nn.GroupNorm(32) at opset 17, then Relu: BiT's pre-activation
+        r = g.op("Reshape", [x, g.const([0, groups, -1], np.int64)])
+        n = g.op("InstanceNormalization", [r, g.const(np.ones(groups)), g.const(np.zeros(groups))], epsilon=1e-5)
+        n = g.op("Reshape", [n, g.const([1, c, hw, hw], np.int64)])
+        gamma = g.const(g.rng.uniform(0.8, 1.2, (c, 1, 1)))
+        return g.op("Relu", [g.op("Add", [g.op("Mul", [n, gamma]), g.const(g.rng.standard_normal((c, 1, 1)) * 0.05)])])
+
+    x = g.op("MaxPool", [g.conv("input", 3, width, 7, 2, bias=False)], kernel_shape=[3, 3], strides=[2, 2],
+             pads=[1, 1, 1, 1])
+    hw, cin = side // 4, width
+    for stage, d in enumerate(depths):  # pre-activation bottlenecks (ResNetV2), the stride on the 3x3
+        mid = width * 2 ** stage
+        cout = 4 * mid
+        for i in range(d):
+            stride = 2 if stage and i == 0 else 1
+            pre = gn_relu(x, cin, hw)
+            sc = g.conv(pre, cin, cout, 1, stride, bias=False) if i == 0 else x
+            h = g.conv(pre, cin, mid, 1, bias=False)
+            h = g.conv(gn_relu(h, mid, hw), mid, mid, 3, stride, bias=False)
+            hw //= stride
+            h = g.conv(gn_relu(h, mid, hw), mid, cout, 1, bias=False)
+            x = g.op("Add", [h, sc])
+            cin = cout
+    return g.classifier(gn_relu(x, cin, hw), cin, side)
+
+
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, "llama_decoder": llama_decoder,
             "mobilenet_v3_large": mobilenet_v3_large, "resnext50": resnext50,
             "densenet121": densenet121, "unet": unet, "whisper_encoder": whisper_encoder,
@@ -1495,7 +1564,7 @@ BUILDERS = {"efficientnet_b0": efficientnet_b0, "convnext_tiny": convnext_tiny, 
             "squeezenet1_1": squeezenet1_1, "googlenet": googlenet, "efficientnet_v2_s": efficientnet_v2_s,
             "regnetx_400mf": regnetx_400mf, "mlp_mixer": mlp_mixer, "clip_text": clip_text,
             "wavenet": wavenet, "pointnet": pointnet, "hrnet_w18": hrnet_w18,
-            "quartznet": quartznet}
+            "quartznet": quartznet, "crnn": crnn, "bit_resnet50": bit_resnet50}
 
 
 def main() -> None:

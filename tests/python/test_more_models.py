@@ -228,7 +228,8 @@ def _arch_models():
                                   "wav2vec2_base", "inception_v3", "mobilevit_s", "detr_r50", "regnety_800mf",
                                   "conformer", "dlrm", "vgg16", "deeplabv3", "fast_neural_style", "espcn",
                                   "gru_lm", "r3d_18", "squeezenet1_1", "googlenet", "efficientnet_v2_s",
-                                  "regnetx_400mf", "mlp_mixer", "clip_text", "wavenet", "pointnet", "hrnet_w18", "quartznet"])
+                                  "regnetx_400mf", "mlp_mixer", "clip_text", "wavenet", "pointnet", "hrnet_w18", "quartznet", "crnn",
+                                  "bit_resnet50"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_unseen_architectures_match_onnxruntime(name, threads):
     """The benchmark's unseen architectures, each pattern at a small size (SiLU and squeeze-and-excitation in
