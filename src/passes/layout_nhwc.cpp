@@ -243,24 +243,9 @@ bool spatial_mean(const ir::Graph& g, const ir::Node* n) {
   return *axes == std::vector<int64_t>{2, 3};
 }
 
-// ONNX ops that compute each output element from the same element of their (broadcast) inputs alone, beyond
-// the elementwise programs' (core/ew_program.def): whatever the layout, the same results.
-bool pointwise_op(const std::string& op) {
-  static const std::set<std::string> kOps = {
-      "Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu", "Selu", "Celu", "Softplus",   "Softsign",
-      "Tanh", "Sigmoid",   "Exp",         "Erf",       "Neg", "Abs",  "Sqrt", "Reciprocal", "Floor",
-      "Ceil", "Round",     "Sign",        "Clip",      "Max", "Min",  "Pow",  "Gelu",       "ThresholdedRelu",
-      "PRelu"};
-  return kOps.count(op) != 0;
-}
-
 // An ONNX elementwise op the region can run on NHWC twins: f32 in and out, a known 4-D result.
 bool elementwise(const ir::Node* n) {
-  if (!n->domain.empty() || n->outputs.size() != 1 || !n->subgraphs().empty() || n->inputs.empty())
-    return false;
-  const auto op = ew_from_onnx(n->op_type);
-  if (op ? int(n->inputs.size()) != ew_arity(*op) : !pointwise_op(n->op_type)) return false;
-  if (!channels_known_4d(n->outputs[0]) || !n->inputs[0]) return false;
+  if (!onnx_pointwise(n) || !channels_known_4d(n->outputs[0]) || !n->inputs[0]) return false;
   for (const ir::Value* v : n->inputs)
     if (v && !is_f32(v)) return false;
   return true;

@@ -6,11 +6,11 @@
 // WaveNet's 124 Transposes took 11% of its time.)
 //
 // The region grows from each 1-D Conv with a constant weight through the ops whose meaning survives the
-// unit axis: elementwise ops (constants of rank 2-3 reshaped to broadcast the same way), Pad, Split /
-// Concat / Softmax along a mapped axis, BatchNormalization, the Reduce ops (keepdims = 0 also reduces the
-// unit axis, so their result is unchanged) and the global pools. A value read outside the region, or a graph
-// output, gets a Reshape back to 3-D; a 3-D value from outside, one to 4-D (Reshapes are views at run time).
-#include <map>
+// unit axis: elementwise ops (onnx_pointwise; constants of rank 2-3 reshaped to broadcast the same way), Pad,
+// Split / Concat / Softmax along a mapped axis, BatchNormalization, the Reduce ops (keepdims = 0 also reduces
+// the unit axis, so their result is unchanged) and the global pools. A value read outside the region, or a
+// graph output, gets a Reshape back to 3-D; a 3-D value from outside, one to 4-D (Reshapes are views at run
+// time).
 #include <set>
 
 #include "passes/pass_manager.h"
@@ -22,31 +22,6 @@ namespace {
 
 bool rank3_f32(const ir::Value* v) {
   return v && is_f32(v) && v->type.shape && v->type.shape->size() == 3;
-}
-
-const std::set<std::string, std::less<>>& unary_ops() {
-  static const std::set<std::string, std::less<>> ops = {"Relu",      "Sigmoid",
-                                                         "Tanh",      "Erf",
-                                                         "Exp",       "Log",
-                                                         "Abs",       "Neg",
-                                                         "Sqrt",      "Reciprocal",
-                                                         "Softplus",  "Softsign",
-                                                         "Elu",       "Selu",
-                                                         "LeakyRelu", "HardSigmoid",
-                                                         "HardSwish", "Gelu",
-                                                         "Mish",      "Identity",
-                                                         "Celu",      "ThresholdedRelu",
-                                                         "Floor",     "Ceil",
-                                                         "Round",     "Sign",
-                                                         "Sin",       "Cos",
-                                                         "Clip"};
-  return ops;
-}
-
-const std::set<std::string, std::less<>>& binary_ops() {
-  static const std::set<std::string, std::less<>> ops = {"Add", "Sub", "Mul", "Div", "Pow",
-                                                         "Max", "Min", "Sum", "Mean"};
-  return ops;
 }
 
 bool is_reduce(const ir::Node* n) {
@@ -88,23 +63,17 @@ bool liftable(const ir::Graph& g, const ir::Node* n) {
            n->inputs[1]->initializer->rank() == 3 &&
            (n->inputs.size() < 3 || !n->inputs[2] || is_constant(g, n->inputs[2])) && out3();
   }
-  if (unary_ops().count(op)) {
-    if (!data3(n->inputs[0]) || !out3()) return false;
-    for (size_t i = 1; i < n->inputs.size(); ++i)  // Clip's bounds: scalars
-      if (n->inputs[i] && (!is_constant(g, n->inputs[i]) || n->inputs[i]->initializer->numel() != 1))
-        return false;
-    return true;
-  }
-  if (binary_ops().count(op)) {
+  if (onnx_pointwise(n) || op == "Identity") {
+    // operands: lifted maps, constants (reshaped below to broadcast as before), or runtime values of rank
+    // 0-1 (a runtime operand of rank 2+ would broadcast against the unit axis)
     bool any3 = false;
     for (const ir::Value* v : n->inputs) {
       if (!v) return false;
-      if (data3(v)) {
+      if (data3(v))
         any3 = true;
-      } else if (!(is_constant(g, v) && v->type.shape && v->type.shape->size() <= 3) &&
-                 !(v->type.shape && v->type.shape->size() <= 1)) {
-        return false;  // a runtime operand of rank 2+ would broadcast against the unit axis
-      }
+      else if (!(v->type.shape &&
+                 (v->type.shape->size() <= 1 || (is_constant(g, v) && v->type.shape->size() <= 3))))
+        return false;
     }
     return any3 && out3();
   }
@@ -171,7 +140,7 @@ void rewrite_node(ir::Graph& g, ir::Node* n) {
     set_attr_ints(n, "strides", std::vector<int64_t>{1, st[0]});
     set_attr_ints(n, "dilations", std::vector<int64_t>{1, dl[0]});
     set_attr_ints(n, "pads", std::vector<int64_t>{0, pd[0], 0, pd[1]});
-  } else if (binary_ops().count(op)) {
+  } else if (onnx_pointwise(n)) {
     for (size_t i = 0; i < n->inputs.size(); ++i)
       if (is_constant(g, n->inputs[i])) g.set_input(n, i, lift_operand(g, n->inputs[i]));
   } else if (op == "Softmax" || op == "LogSoftmax" || op == "Split" || op == "Concat") {

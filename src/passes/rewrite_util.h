@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "core/ew_program.h"
 #include "ir/graph.h"
 
 namespace tessera::passes {
@@ -171,6 +173,21 @@ inline std::optional<std::vector<int64_t>> reduce_axes(const ir::Graph& g, const
   }
   for (int64_t& x : axes) x = x < 0 ? x + rank : x;
   return axes;
+}
+
+// An ONNX op that computes each output element from the same element of its (broadcast) inputs alone — an
+// elementwise program's op (core/ew_program.def) with its arity, or one of the others below — so that it
+// means the same whatever layout or unit axes its operands take (layout_nhwc's twins, lift_1d's lifted maps).
+inline bool onnx_pointwise(const ir::Node* n) {
+  static const std::set<std::string, std::less<>> kOthers = {
+      "Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu", "Selu", "Celu", "Softplus",   "Softsign",
+      "Tanh", "Sigmoid",   "Exp",         "Erf",       "Neg", "Abs",  "Sqrt", "Reciprocal", "Floor",
+      "Ceil", "Round",     "Sign",        "Clip",      "Max", "Min",  "Pow",  "Gelu",       "ThresholdedRelu",
+      "PRelu"};
+  if (!n->domain.empty() || n->outputs.size() != 1 || !n->subgraphs().empty() || n->inputs.empty())
+    return false;
+  const auto op = ew_from_onnx(n->op_type);
+  return op ? int(n->inputs.size()) == ew_arity(*op) : kOthers.count(n->op_type) != 0;
 }
 
 // A new initializer holding t, named after base.
